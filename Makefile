@@ -1,0 +1,118 @@
+# bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so and build/bonsaictl.
+# Targets: deps all test test-asan test-tsan bench demo install clean. V=1 shows commands.
+include mk/flags.mk
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+OUT     := build$(if $(filter release,$(MODE)),,/$(MODE))
+OBJ     := build/obj/$(MODE)
+
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+say = $(if $(filter 1,$(V)),,@printf '  %-7s %s\n' $(1) $(2);)
+
+# ---- sources ----
+ABI_SRC     := $(wildcard libbonsai/abi/*.cc)
+LIB_SRC     := $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc)
+CTL_SRC     := $(wildcard bonsaictl/*.cc)
+UNIT_SRC    := $(wildcard tests/unit/*.cc)
+PRELOAD_SRC := $(wildcard tests/preload/*.c)
+
+LIB_OBJ   := $(LIB_SRC:%.cc=$(OBJ)/%.o)
+# Modules the unit tests and bonsaictl link directly (pure code: no interposed symbols).
+CORE_OBJ  := $(filter $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/%,$(LIB_OBJ))
+CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
+UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
+
+LIBBONSAI := $(OUT)/libbonsai.so
+BONSAICTL := $(OUT)/bonsaictl
+UNIT_BIN  := $(OUT)/unit_tests
+PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
+
+.PHONY: all lib ctl deps test test-unit test-integration test-asan test-tsan bench demo install clean
+all: lib ctl
+lib: $(LIBBONSAI)
+ctl: $(BONSAICTL)
+
+$(OBJ)/libbonsai/%.o: libbonsai/%.cc
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(LIB_CXXFLAGS) -c $< -o $@
+
+$(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map \
+	  -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc -ldl -lpthread
+
+$(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(CTL_CXXFLAGS) -c $< -o $@
+
+$(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt
+
+# ---- tests ----
+$(OBJ)/tests/%.o: tests/%.cc
+	@mkdir -p $(@D)
+	$(call say,CXX,$<)$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
+
+$(UNIT_BIN): $(UNIT_OBJ) $(CORE_OBJ)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lpthread
+
+$(OUT)/preload/%: tests/preload/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) -o $@ $< -lpthread
+
+test-unit: $(UNIT_BIN)
+	$(UNIT_BIN)
+
+test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
+	BONSAI_BUILD=$(OUT) bash tests/integration/run.sh
+
+test: deps-check all
+	$(Q)$(MAKE) --no-print-directory test-unit test-integration
+	$(Q)$(MAKE) --no-print-directory MODE=asan test-unit test-integration-asan
+	$(Q)$(MAKE) --no-print-directory MODE=tsan test-unit test-integration-tsan
+
+# Sanitizer builds: unit tests, plus the preload programs with the sanitized library
+# (the sanitizer runtime is preloaded first, as an uninstrumented host requires).
+test-asan:
+	$(Q)$(MAKE) --no-print-directory MODE=asan test-unit test-integration-asan
+test-tsan:
+	$(Q)$(MAKE) --no-print-directory MODE=tsan test-unit test-integration-tsan
+test-integration-asan: $(LIBBONSAI) $(PRELOAD_BIN)
+	BONSAI_BUILD=$(OUT) BONSAI_SANITIZER=asan bash tests/integration/run_sanitized.sh
+test-integration-tsan: $(LIBBONSAI) $(PRELOAD_BIN)
+	BONSAI_BUILD=$(OUT) BONSAI_SANITIZER=tsan bash tests/integration/run_sanitized.sh
+
+# ---- packages ----
+DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
+                fio gnuplot-nox trickle pv curl python3 coreutils procps strace
+deps:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:" $$missing; \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	else echo "deps: all Debian packages present"; fi
+deps-check: deps
+
+# ---- experiments ----
+bench: all
+	BONSAI_BUILD=$(OUT) bash bench/run.sh
+demo: deps all
+	BONSAI_BUILD=$(OUT) bash bench/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
+	install -m 0755 $(LIBBONSAI) $(DESTDIR)$(PREFIX)/lib/libbonsai.so
+	install -m 0755 $(BONSAICTL) $(DESTDIR)$(PREFIX)/bin/bonsaictl
+
+clean:
+	rm -rf build
+
+-include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// Builds the (call, fd kind) -> bucket lookup table from a LimitSet.
+#include "abi/limits_abi.h"
+
+namespace bonsai {
+
+bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* conflict) noexcept {
+  for (auto& row : table.bucket_of)
+    for (auto& cell : row) cell = kNoBucket;
+  table.fd_sensitive = false;
+  uint32_t n = set.count < kMaxRules ? set.count : kMaxRules;
+  for (uint32_t r = 0; r < n; ++r) {
+    const Rule& rule = set.rules[r];
+    for (size_t c = 0; c < kCallCount; ++c) {
+      if (!(rule.calls & (CallMask{1} << c))) continue;
+      for (size_t k = 0; k < kFdKindCount; ++k) {
+        if (!(rule.fd_mask & (1u << k))) continue;
+        uint8_t& cell = table.bucket_of[c][k];
+        if (cell != kNoBucket) {
+          if (conflict) *conflict = {static_cast<CallId>(c), cell, static_cast<uint8_t>(r)};
+          return false;
+        }
+        cell = static_cast<uint8_t>(r);
+      }
+    }
+  }
+  for (size_t c = 0; c < kCallCount; ++c)
+    for (size_t k = 1; k < kFdKindCount; ++k)
+      if (table.bucket_of[c][k] != table.bucket_of[c][0]) table.fd_sensitive = true;
+  return true;
+}
+
+}  // namespace bonsai

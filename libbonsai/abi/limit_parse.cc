@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: MIT
+// Parser of the limit language (see limit_parse.h). Hand-written, allocation-free,
+// so that it can run inside the host process's constructor.
+#include "abi/limit_parse.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace bonsai {
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+struct UnitInfo {
+  std::string_view name;
+  uint64_t factor;
+};
+constexpr UnitInfo kUnits[] = {
+    {"B", 1},          {"KB", 1000},          {"kB", 1000},          {"MB", 1000000},
+    {"GB", 1000000000}, {"TB", 1000000000000}, {"KiB", 1ull << 10},  {"MiB", 1ull << 20},
+    {"GiB", 1ull << 30}, {"TiB", 1ull << 40},
+};
+
+// Splits "12.5MiB" into the number and the unit; parses the number as value*10^-frac_digits.
+bool number_parse(std::string_view s, uint64_t& mantissa, unsigned& frac_digits,
+                  std::string_view& rest) {
+  size_t i = 0;
+  mantissa = 0;
+  frac_digits = 0;
+  bool digits = false, dot = false;
+  for (; i < s.size(); ++i) {
+    char ch = s[i];
+    if (ch >= '0' && ch <= '9') {
+      if (mantissa > (UINT64_MAX - 9) / 10) return false;
+      mantissa = mantissa * 10 + static_cast<uint64_t>(ch - '0');
+      digits = true;
+      if (dot) ++frac_digits;
+      if (frac_digits > 9) return false;
+    } else if (ch == '.' && !dot) {
+      dot = true;
+    } else {
+      break;
+    }
+  }
+  rest = s.substr(i);
+  return digits;
+}
+
+// value = mantissa / 10^frac * factor, rounded; false on overflow.
+bool scale(uint64_t mantissa, unsigned frac, uint64_t factor, uint64_t& out) {
+  unsigned __int128 v = static_cast<unsigned __int128>(mantissa) * factor;
+  unsigned __int128 div = 1;
+  for (unsigned i = 0; i < frac; ++i) div *= 10;
+  v = (v + div / 2) / div;
+  if (v > UINT64_MAX) return false;
+  out = static_cast<uint64_t>(v);
+  return true;
+}
+
+bool unit_factor(std::string_view unit, uint64_t& factor) {
+  if (unit.empty()) {
+    factor = 1;
+    return true;
+  }
+  for (const auto& u : kUnits)
+    if (u.name == unit) {
+      factor = u.factor;
+      return true;
+    }
+  return false;
+}
+
+struct Parser {
+  std::string_view text;
+  ParseError& err;
+
+  bool fail(std::string_view at, const char* fmt, std::string_view arg = {}) {
+    err.offset = at.data() >= text.data() && at.data() <= text.data() + text.size()
+                     ? static_cast<size_t>(at.data() - text.data())
+                     : 0;
+    err.length = at.empty() ? 1 : at.size();
+    std::snprintf(err.message, sizeof err.message, fmt, static_cast<int>(arg.size()), arg.data());
+    return false;
+  }
+
+  bool parse_calls(std::string_view s, CallMask& mask) {
+    mask = 0;
+    if (s.empty()) return fail(s, "missing call name before '='");
+    while (true) {
+      size_t plus = s.find('+');
+      std::string_view name = trim(s.substr(0, plus));
+      CallMask m = call_mask_from_name(name);
+      if (m == 0) {
+        std::string_view hint = call_name_suggest(name);
+        if (!hint.empty()) {
+          char buf[64];
+          std::snprintf(buf, sizeof buf, "%.*s", static_cast<int>(hint.size()), hint.data());
+          fail(name, "unknown call '%.*s'", name);
+          size_t used = std::strlen(err.message);
+          std::snprintf(err.message + used, sizeof err.message - used, " (did you mean '%s'?)", buf);
+          return false;
+        }
+        return fail(name, "unknown call '%.*s'", name);
+      }
+      if (mask & m) return fail(name, "call '%.*s' named twice in one rule", name);
+      mask |= m;
+      if (plus == std::string_view::npos) return true;
+      s = s.substr(plus + 1);
+    }
+  }
+
+  bool parse_rate(std::string_view s, Rule& rule) {
+    std::string_view orig = s;
+    if (s.size() < 2 || s.substr(s.size() - 2) != "/s")
+      return fail(orig, "rate '%.*s' must end in '/s' (like 10MiB/s or 200/s)", orig);
+    s.remove_suffix(2);
+    uint64_t mant;
+    unsigned frac;
+    std::string_view unit;
+    if (!number_parse(s, mant, frac, unit)) return fail(orig, "bad rate '%.*s'", orig);
+    uint64_t factor;
+    if (!unit_factor(unit, factor))
+      return fail(unit, "unknown unit '%.*s' (use B KB MB GB KiB MiB GiB, or a bare count/s)", unit);
+    rule.unit = unit.empty() ? RateUnit::Calls : RateUnit::Bytes;
+    if (!scale(mant, frac, factor, rule.rate) || rule.rate > kMaxRate)
+      return fail(orig, "rate '%.*s' is too large", orig);
+    if (rule.rate == 0) return fail(orig, "rate must be > 0 (got '%.*s')", orig);
+    return true;
+  }
+
+  bool parse_option(std::string_view opt, Rule& rule) {
+    size_t eq = opt.find('=');
+    std::string_view key = trim(opt.substr(0, eq));
+    std::string_view val = eq == std::string_view::npos ? std::string_view{} : trim(opt.substr(eq + 1));
+    if (key == "burst") {
+      if (!size_parse(val, rule.burst) || rule.burst == 0)
+        return fail(val.empty() ? opt : val, "bad burst '%.*s' (a size like 256KiB, > 0)", val);
+      return true;
+    }
+    if (key == "fd") {
+      if (val == "socket") rule.fd_mask = 1u << static_cast<unsigned>(FdKind::Socket);
+      else if (val == "file") rule.fd_mask = 1u << static_cast<unsigned>(FdKind::File);
+      else if (val == "pipe") rule.fd_mask = 1u << static_cast<unsigned>(FdKind::Pipe);
+      else return fail(val.empty() ? opt : val, "bad fd kind '%.*s' (socket, file or pipe)", val);
+      return true;
+    }
+    return fail(key.empty() ? opt : key, "unknown option '%.*s' (burst= or fd=)", key);
+  }
+
+  bool parse_rule(std::string_view s, Rule& rule) {
+    rule = Rule{};
+    rule.fd_mask = kAnyFd;
+    size_t eq = s.find('=');
+    if (eq == std::string_view::npos) return fail(s, "rule '%.*s' has no '=RATE'", s);
+    if (!parse_calls(trim(s.substr(0, eq)), rule.calls)) return false;
+    std::string_view rest = s.substr(eq + 1);
+    size_t colon = rest.find(':');
+    if (!parse_rate(trim(rest.substr(0, colon)), rule)) return false;
+    while (colon != std::string_view::npos) {
+      rest = rest.substr(colon + 1);
+      colon = rest.find(':');
+      if (!parse_option(trim(rest.substr(0, colon)), rule)) return false;
+    }
+    if (rule.unit == RateUnit::Bytes) {
+      for (size_t c = 0; c < kCallCount; ++c) {
+        auto id = static_cast<CallId>(c);
+        if ((rule.calls & call_bit(id)) && !call_is_data(id))
+          return fail(trim(s.substr(0, eq)),
+                      "'%.*s' includes a call that moves no data: give it a call rate like 200/s",
+                      trim(s.substr(0, eq)));
+      }
+    }
+    return true;
+  }
+};
+
+}  // namespace
+
+bool size_parse(std::string_view text, uint64_t& bytes) noexcept {
+  uint64_t mant, factor;
+  unsigned frac;
+  std::string_view unit;
+  text = trim(text);
+  if (!number_parse(text, mant, frac, unit)) return false;
+  if (!unit_factor(unit, factor)) return false;
+  return scale(mant, frac, factor, bytes) && bytes <= (1ull << 50);
+}
+
+bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit) noexcept {
+  ParseError err;
+  Parser p{text, err};
+  Rule r{};
+  if (!p.parse_rate(trim(text), r)) return false;
+  rate = r.rate;
+  unit = r.unit;
+  return true;
+}
+
+bool limit_parse(std::string_view text, LimitSet& out, ParseError& err) noexcept {
+  Parser p{text, err};
+  out.count = 0;
+  out.pad_ = 0;
+  std::string_view rest = text;
+  while (true) {
+    size_t comma = rest.find(',');
+    std::string_view item = trim(rest.substr(0, comma));
+    if (!item.empty()) {
+      if (out.count == kMaxRules) return p.fail(item, "more than 32 rules at '%.*s'", item);
+      if (!p.parse_rule(item, out.rules[out.count])) return false;
+      ++out.count;
+    }
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (out.count == 0) return p.fail(text, "no rules in '%.*s'", text);
+  BucketTable table;
+  TableConflict conflict;
+  if (!bucket_table_build(out, table, &conflict)) {
+    std::string_view name = call_name(conflict.call);
+    return p.fail(text, "call '%.*s' is in two rules (each call may be in one bucket)", name);
+  }
+  return true;
+}
+
+size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept {
+  if (cap == 0) return 0;
+  size_t used = 0;
+  auto put = [&](std::string_view s) {
+    for (char ch : s)
+      if (used + 1 < cap) buf[used++] = ch;
+    buf[used] = '\0';
+  };
+  buf[0] = '\0';
+  CallMask reads = call_mask_from_name("reads"), writes = call_mask_from_name("writes");
+  CallMask left = rule.calls;
+  bool first = true;
+  auto sep = [&] {
+    if (!first) put("+");
+    first = false;
+  };
+  if ((left & reads) == reads) sep(), put("reads"), left &= ~reads;
+  if ((left & writes) == writes) sep(), put("writes"), left &= ~writes;
+  for (size_t c = 0; c < kCallCount; ++c)
+    if (left & (CallMask{1} << c)) sep(), put(call_name(static_cast<CallId>(c)));
+  char num[64];
+  auto with_unit = [&](uint64_t v, bool bytes) {
+    static constexpr struct { uint64_t f; const char* n; } units[] = {
+        {1ull << 30, "GiB"}, {1000000000, "GB"}, {1ull << 20, "MiB"}, {1000000, "MB"},
+        {1ull << 10, "KiB"}, {1000, "KB"}};
+    if (bytes)
+      for (auto& u : units)
+        if (v >= u.f && v % u.f == 0) {
+          std::snprintf(num, sizeof num, "%llu%s", static_cast<unsigned long long>(v / u.f), u.n);
+          return;
+        }
+    std::snprintf(num, sizeof num, "%llu%s", static_cast<unsigned long long>(v), bytes ? "B" : "");
+  };
+  put("=");
+  with_unit(rule.rate, rule.unit == RateUnit::Bytes);
+  put(num);
+  put("/s");
+  if (rule.burst) {
+    put(":burst=");
+    with_unit(rule.burst, rule.unit == RateUnit::Bytes);
+    put(num);
+  }
+  if (rule.fd_mask != kAnyFd)
+    for (unsigned k = 0; k < 3; ++k)
+      if (rule.fd_mask == (1u << k)) put(":fd="), put(fd_kind_name(static_cast<FdKind>(k)));
+  return used;
+}
+
+}  // namespace bonsai

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: MIT
+// The limit language of BONSAI_LIMITS and `bonsaictl set`:
+//   RULE[,RULE]...   RULE = CALLS=RATE[:burst=SIZE][:fd=socket|file|pipe]
+//   CALLS = name or group (reads, writes), several joined by '+' share one bucket
+//   RATE  = NUMBER UNIT/s (B KB MB GB TB powers of 1000, KiB MiB GiB TiB of 1024)
+//           or NUMBER/s (calls per second)
+// Shared by libbonsai and bonsaictl. No allocation, no exceptions, no syscalls.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "abi/limits_abi.h"
+
+namespace bonsai {
+
+struct ParseError {
+  size_t offset = 0;   // byte offset of the offending text in the input
+  size_t length = 0;   // its length (at least 1 unless the input is empty)
+  char message[160] = {};  // human-readable, NUL-terminated
+};
+
+// Parses `text` into `out` (rules in order of appearance) and checks it (no call in
+// two buckets, byte rates only on data calls).
+// @return true on success; false with `err` filled, `out` unspecified.
+[[nodiscard]] bool limit_parse(std::string_view text, LimitSet& out, ParseError& err) noexcept;
+
+// Parses a size with an optional unit ("256KiB", "1.5MB", "4096").
+// @return true with `bytes` set; false if malformed or out of range.
+[[nodiscard]] bool size_parse(std::string_view text, uint64_t& bytes) noexcept;
+
+// Parses a rate ("10MiB/s" -> Bytes, "200/s" -> Calls).
+[[nodiscard]] bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit) noexcept;
+
+// Formats a rule back into the language ("read+pread=10MiB/s:burst=256KiB").
+// @return characters written (excluding NUL), truncated to `cap`.
+size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept;
+
+inline constexpr uint64_t kMaxRate = 1'000'000'000'000ull;  // 1 TB/s or 10^12 calls/s
+
+}  // namespace bonsai

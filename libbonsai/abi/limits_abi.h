@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// The compact binary form of a set of limits: what the limit parser produces, what
+// bonsaictl writes into shared memory and what the library's buckets are built from.
+// Plain trivially-copyable data with a fixed layout; no pointers.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+#include "abi/calls.h"
+
+namespace bonsai {
+
+inline constexpr uint32_t kMaxRules = 32;
+inline constexpr uint8_t kNoBucket = 0xFF;
+inline constexpr uint8_t kAnyFd = 0x0F;  // bit per FdKind; a rule without `fd=`
+inline constexpr uint8_t kFdKindsWithFd = 0x07;
+
+enum class RateUnit : uint8_t { Bytes = 0, Calls = 1 };
+
+// One rule: a set of calls sharing one bucket.
+struct Rule {
+  CallMask calls;   // calls sharing this bucket
+  uint64_t rate;    // units per second, > 0
+  uint64_t burst;   // bucket depth in units; 0 = default depth (see token_bucket.h)
+  RateUnit unit;    // bytes moved or calls made
+  uint8_t fd_mask;  // bit (1 << FdKind) per kind the rule applies to; kAnyFd if no `fd=`
+  uint8_t pad_[6];
+};
+static_assert(sizeof(Rule) == 32 && std::is_trivially_copyable_v<Rule>);
+
+struct LimitSet {
+  uint32_t count;  // rules in use
+  uint32_t pad_;
+  Rule rules[kMaxRules];
+};
+static_assert(sizeof(LimitSet) == 8 + 32 * kMaxRules);
+
+// Which rule (bucket) a call on a descriptor of a kind is charged to:
+// a table lookup on the fast path, never a search.
+struct BucketTable {
+  uint8_t bucket_of[kCallCount][kFdKindCount];  // rule index or kNoBucket
+  bool fd_sensitive;  // some call maps differently per fd kind: callers must fstat
+};
+
+// A conflict found while building a table: one call in two rules.
+struct TableConflict {
+  CallId call;
+  uint8_t first_rule, second_rule;
+};
+
+// Builds the lookup table of `set`.
+// @return true, or false with `conflict` filled when a (call, fd kind) pair is
+// claimed by two rules. Never allocates.
+bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* conflict) noexcept;
+
+}  // namespace bonsai

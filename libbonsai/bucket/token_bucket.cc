@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// Token bucket arithmetic (see token_bucket.h). No syscalls, no allocation.
+#include "bucket/token_bucket.h"
+
+namespace bonsai {
+namespace {
+
+constexpr uint64_t kNsPerSec = 1'000'000'000;
+constexpr uint64_t kSaturate = uint64_t{1} << 62;
+
+uint64_t units_in(uint64_t rate, uint64_t ns) {
+  unsigned __int128 u = static_cast<unsigned __int128>(rate) * ns / kNsPerSec;
+  return u > kSaturate ? kSaturate : static_cast<uint64_t>(u);
+}
+
+}  // namespace
+
+uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept {
+  unsigned __int128 ns = (static_cast<unsigned __int128>(units) * p.ns_per_unit_q32) >> 32;
+  return ns > kSaturate ? kSaturate : static_cast<uint64_t>(ns);
+}
+
+BucketParams bucket_params(const Rule& rule) noexcept {
+  uint64_t rate = rule.rate ? rule.rate : 1;
+  BucketParams p{};
+  p.ns_per_unit_q32 = static_cast<uint64_t>((static_cast<unsigned __int128>(kNsPerSec) << 32) / rate);
+  uint64_t depth_units = rule.burst ? rule.burst : units_in(rate, kDefaultDepthNs);
+  if (rule.unit == RateUnit::Calls && depth_units < 1) depth_units = 1;
+  p.depth_ns = bucket_cost_ns(p, depth_units);
+  uint64_t batch = units_in(rate, kBatchNs);
+  p.batch = static_cast<int64_t>(batch ? batch : 1);
+  // Transfers larger than ~8 ms of rate are split (writes) or shortened (reads,
+  // non-blocking fds) so that one call cannot make a long burst; never below 16 KiB.
+  uint64_t chunk = rate / 128;
+  p.chunk = static_cast<int64_t>(chunk < 16384 ? 16384 : chunk);
+  return p;
+}
+
+Refill bucket_refill(BucketState& s, const BucketParams& p, uint64_t now_ns,
+                     uint64_t slack_ns) noexcept {
+  // Take the whole deficit (or nothing, if someone refilled meanwhile).
+  int64_t pool = s.pool.load(std::memory_order_relaxed);
+  do {
+    if (pool > 0) return {0, 0};
+  } while (!s.pool.compare_exchange_weak(pool, 0, std::memory_order_relaxed));
+
+  uint64_t units = static_cast<uint64_t>(-pool) + static_cast<uint64_t>(p.batch);
+  uint64_t cost = bucket_cost_ns(p, units);
+  uint64_t floor = now_ns > p.depth_ns ? now_ns - p.depth_ns : 0;
+  uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    next = (tat > floor ? tat : floor) + cost;
+  } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+
+  uint64_t eligible = next - p.depth_ns;  // next >= floor + cost >= now - depth
+  if (eligible <= now_ns + slack_ns) {
+    bucket_publish(s, p.batch);
+    return {0, 0};
+  }
+  return {eligible, p.batch};
+}
+
+}  // namespace bonsai

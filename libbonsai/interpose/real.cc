@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// Resolution of glibc's functions (see real.h). A missing symbol resolves to a stub
+// that fails with ENOSYS, so a wrapper never calls through a null pointer.
+#include "interpose/real.h"
+
+#include <cerrno>
+#include <dlfcn.h>
+#include <type_traits>
+
+#include "log/blog.h"
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+namespace bonsai::real {
+namespace {
+
+template <typename Ret>
+Ret enosys_result() {
+  errno = ENOSYS;
+  if constexpr (std::is_pointer_v<Ret>) return nullptr;
+  else if constexpr (sizeof(Ret) == sizeof(size_t) && Ret(-1) > Ret(0)) return 0;  // size_t: 0 items
+  else return Ret(-1);
+}
+
+}  // namespace
+
+#define BONSAI_X(ret, name, params, args)                                            \
+  constinit std::atomic<name##_fn> name##_ptr{nullptr};                              \
+  namespace {                                                                        \
+  [[maybe_unused]] ret name##_missing params { return enosys_result<ret>(); }                  \
+  }                                                                                  \
+  name##_fn resolve_##name() noexcept {                                              \
+    auto f = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name));                   \
+    if (!f) {                                                                        \
+      BONSAI_LOG_ONCE(LogLevel::Info, "glibc has no %s: calls to it fail with ENOSYS", #name); \
+      f = name##_missing;                                                            \
+    }                                                                                \
+    name##_ptr.store(f, std::memory_order_relaxed);                                  \
+    return f;                                                                        \
+  }
+BONSAI_REAL_SYMBOLS(BONSAI_X)
+#undef BONSAI_X
+
+void resolve_all() noexcept {
+#define BONSAI_X(ret, name, params, args) \
+  if (!name##_ptr.load(std::memory_order_relaxed)) resolve_##name();
+  BONSAI_REAL_SYMBOLS(BONSAI_X)
+#undef BONSAI_X
+}
+
+}  // namespace bonsai::real

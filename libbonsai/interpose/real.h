@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// glibc's own functions, behind the names we interpose: real::write is glibc's
+// write, never ours. Each pointer is resolved once with dlsym(RTLD_NEXT), on first
+// use (wrappers can run before our constructor) or in the constructor, whichever
+// comes first. A symbol this libc lacks makes the call fail with ENOSYS.
+#pragma once
+#include <atomic>
+#include <cstdio>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct mmsghdr;
+struct timespec;
+
+namespace bonsai::real {
+
+// X(return type, name, (parameters), (arguments))
+#define BONSAI_REAL_SYMBOLS(X)                                                                     \
+  X(ssize_t, read, (int fd, void* b, size_t n), (fd, b, n))                                        \
+  X(ssize_t, write, (int fd, const void* b, size_t n), (fd, b, n))                                 \
+  X(ssize_t, pread, (int fd, void* b, size_t n, off_t o), (fd, b, n, o))                           \
+  X(ssize_t, pread64, (int fd, void* b, size_t n, off64_t o), (fd, b, n, o))                       \
+  X(ssize_t, pwrite, (int fd, const void* b, size_t n, off_t o), (fd, b, n, o))                    \
+  X(ssize_t, pwrite64, (int fd, const void* b, size_t n, off64_t o), (fd, b, n, o))                \
+  X(ssize_t, readv, (int fd, const iovec* v, int c), (fd, v, c))                                   \
+  X(ssize_t, writev, (int fd, const iovec* v, int c), (fd, v, c))                                  \
+  X(ssize_t, preadv, (int fd, const iovec* v, int c, off_t o), (fd, v, c, o))                      \
+  X(ssize_t, preadv64, (int fd, const iovec* v, int c, off64_t o), (fd, v, c, o))                  \
+  X(ssize_t, pwritev, (int fd, const iovec* v, int c, off_t o), (fd, v, c, o))                     \
+  X(ssize_t, pwritev64, (int fd, const iovec* v, int c, off64_t o), (fd, v, c, o))                 \
+  X(ssize_t, preadv2, (int fd, const iovec* v, int c, off_t o, int f), (fd, v, c, o, f))           \
+  X(ssize_t, preadv64v2, (int fd, const iovec* v, int c, off64_t o, int f), (fd, v, c, o, f))      \
+  X(ssize_t, pwritev2, (int fd, const iovec* v, int c, off_t o, int f), (fd, v, c, o, f))          \
+  X(ssize_t, pwritev64v2, (int fd, const iovec* v, int c, off64_t o, int f), (fd, v, c, o, f))     \
+  X(ssize_t, send, (int fd, const void* b, size_t n, int f), (fd, b, n, f))                        \
+  X(ssize_t, sendto, (int fd, const void* b, size_t n, int f, const sockaddr* a, socklen_t l),     \
+    (fd, b, n, f, a, l))                                                                           \
+  X(ssize_t, sendmsg, (int fd, const msghdr* m, int f), (fd, m, f))                                \
+  X(int, sendmmsg, (int fd, mmsghdr* v, unsigned int n, int f), (fd, v, n, f))                     \
+  X(ssize_t, recv, (int fd, void* b, size_t n, int f), (fd, b, n, f))                              \
+  X(ssize_t, recvfrom, (int fd, void* b, size_t n, int f, sockaddr* a, socklen_t* l),             \
+    (fd, b, n, f, a, l))                                                                           \
+  X(ssize_t, recvmsg, (int fd, msghdr* m, int f), (fd, m, f))                                      \
+  X(int, recvmmsg, (int fd, mmsghdr* v, unsigned int n, int f, struct timespec* t), (fd, v, n, f, t)) \
+  X(ssize_t, sendfile, (int o, int i, off_t* off, size_t n), (o, i, off, n))                       \
+  X(ssize_t, sendfile64, (int o, int i, off64_t* off, size_t n), (o, i, off, n))                   \
+  X(ssize_t, copy_file_range, (int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned f),     \
+    (i, io, o, oo, n, f))                                                                          \
+  X(ssize_t, splice, (int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned f),              \
+    (i, io, o, oo, n, f))                                                                          \
+  X(ssize_t, vmsplice, (int fd, const iovec* v, size_t c, unsigned f), (fd, v, c, f))              \
+  X(ssize_t, tee, (int i, int o, size_t n, unsigned f), (i, o, n, f))                              \
+  X(ssize_t, __read_chk, (int fd, void* b, size_t n, size_t bl), (fd, b, n, bl))                   \
+  X(ssize_t, __pread_chk, (int fd, void* b, size_t n, off_t o, size_t bl), (fd, b, n, o, bl))      \
+  X(ssize_t, __pread64_chk, (int fd, void* b, size_t n, off64_t o, size_t bl), (fd, b, n, o, bl))  \
+  X(ssize_t, __recv_chk, (int fd, void* b, size_t n, size_t bl, int f), (fd, b, n, bl, f))         \
+  X(ssize_t, __recvfrom_chk,                                                                       \
+    (int fd, void* b, size_t n, size_t bl, int f, sockaddr* a, socklen_t* l), (fd, b, n, bl, f, a, l)) \
+  X(size_t, fread, (void* p, size_t s, size_t n, FILE* f), (p, s, n, f))                           \
+  X(size_t, fwrite, (const void* p, size_t s, size_t n, FILE* f), (p, s, n, f))                    \
+  X(size_t, fread_unlocked, (void* p, size_t s, size_t n, FILE* f), (p, s, n, f))                  \
+  X(size_t, fwrite_unlocked, (const void* p, size_t s, size_t n, FILE* f), (p, s, n, f))           \
+  X(size_t, __fread_chk, (void* p, size_t pl, size_t s, size_t n, FILE* f), (p, pl, s, n, f))      \
+  X(size_t, __fread_unlocked_chk, (void* p, size_t pl, size_t s, size_t n, FILE* f), (p, pl, s, n, f)) \
+  X(char*, fgets, (char* s, int n, FILE* f), (s, n, f))                                            \
+  X(char*, fgets_unlocked, (char* s, int n, FILE* f), (s, n, f))                                   \
+  X(char*, __fgets_chk, (char* s, size_t sz, int n, FILE* f), (s, sz, n, f))                       \
+  X(char*, __fgets_unlocked_chk, (char* s, size_t sz, int n, FILE* f), (s, sz, n, f))              \
+  X(int, fputs, (const char* s, FILE* f), (s, f))                                                  \
+  X(int, fputs_unlocked, (const char* s, FILE* f), (s, f))                                         \
+  X(ssize_t, getline, (char** l, size_t* n, FILE* f), (l, n, f))                                   \
+  X(ssize_t, getdelim, (char** l, size_t* n, int d, FILE* f), (l, n, d, f))                        \
+  X(ssize_t, __getdelim, (char** l, size_t* n, int d, FILE* f), (l, n, d, f))                      \
+  X(int, open, (const char* p, int f, mode_t m), (p, f, m))                                        \
+  X(int, open64, (const char* p, int f, mode_t m), (p, f, m))                                      \
+  X(int, __open_2, (const char* p, int f), (p, f))                                                 \
+  X(int, __open64_2, (const char* p, int f), (p, f))                                               \
+  X(int, openat, (int d, const char* p, int f, mode_t m), (d, p, f, m))                            \
+  X(int, openat64, (int d, const char* p, int f, mode_t m), (d, p, f, m))                          \
+  X(int, __openat_2, (int d, const char* p, int f), (d, p, f))                                     \
+  X(int, __openat64_2, (int d, const char* p, int f), (d, p, f))                                   \
+  X(int, creat, (const char* p, mode_t m), (p, m))                                                 \
+  X(int, creat64, (const char* p, mode_t m), (p, m))                                               \
+  X(int, close, (int fd), (fd))                                                                    \
+  X(int, connect, (int fd, const sockaddr* a, socklen_t l), (fd, a, l))                            \
+  X(int, accept, (int fd, sockaddr* a, socklen_t* l), (fd, a, l))                                  \
+  X(int, accept4, (int fd, sockaddr* a, socklen_t* l, int f), (fd, a, l, f))                       \
+  X(int, fsync, (int fd), (fd))                                                                    \
+  X(int, fdatasync, (int fd), (fd))                                                                \
+  X(int, unlink, (const char* p), (p))                                                             \
+  X(int, unlinkat, (int d, const char* p, int f), (d, p, f))                                       \
+  X(int, rename, (const char* a, const char* b), (a, b))                                           \
+  X(int, mkdir, (const char* p, mode_t m), (p, m))                                                 \
+  X(long, syscall, (long nr, long a, long b, long c, long d, long e, long f), (nr, a, b, c, d, e, f))
+
+#define BONSAI_X(ret, name, params, args)                                      \
+  using name##_fn = ret(*) params;                                             \
+  extern constinit std::atomic<name##_fn> name##_ptr;                          \
+  name##_fn resolve_##name() noexcept;                                         \
+  inline ret name params {                                                     \
+    name##_fn fn_ = name##_ptr.load(std::memory_order_relaxed);                \
+    if (!fn_) [[unlikely]] fn_ = resolve_##name();                              \
+    return fn_ args;                                                           \
+  }
+BONSAI_REAL_SYMBOLS(BONSAI_X)
+#undef BONSAI_X
+
+// Resolves every pointer now (the constructor calls it).
+void resolve_all() noexcept;
+
+}  // namespace bonsai::real

@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// Deciding how a large transfer is cut up (see wrap.h). Runs only for transfers
+// larger than a bucket chunk, so its fstat/fcntl cost is amortised.
+#include <cerrno>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "interpose/wrap.h"
+
+namespace bonsai::wrap {
+namespace {
+
+struct FdInfo {
+  mode_t mode = 0;
+  bool nonblocking = false;
+  bool stream = true;  // for sockets: SOCK_STREAM
+};
+
+FdInfo fd_info(int fd) {
+  int saved = errno;
+  FdInfo info;
+  struct stat st;
+  if (fstat(fd, &st) == 0) info.mode = st.st_mode;
+  int fl = fcntl(fd, F_GETFL);
+  info.nonblocking = fl >= 0 && (fl & O_NONBLOCK);
+  if (S_ISSOCK(info.mode)) {
+    int type = 0;
+    socklen_t len = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) info.stream = type == SOCK_STREAM;
+  }
+  errno = saved;
+  return info;
+}
+
+}  // namespace
+
+Shape read_shape(int fd, int msg_flags) noexcept {
+  FdInfo info = fd_info(fd);
+  if (S_ISSOCK(info.mode) && !info.stream) return Shape::Whole;  // a datagram is never cut
+  if (info.nonblocking || (msg_flags & MSG_DONTWAIT)) return Shape::Clamp;
+  if (S_ISSOCK(info.mode)) return (msg_flags & MSG_WAITALL) ? Shape::Split : Shape::Clamp;
+  if (S_ISFIFO(info.mode)) return Shape::Clamp;
+  // Regular files and devices: callers often expect full reads (dd counts short
+  // ones as partial records), so read the whole length in chunks.
+  return Shape::Split;
+}
+
+Shape write_shape(int fd, int msg_flags) noexcept {
+  FdInfo info = fd_info(fd);
+  if (S_ISSOCK(info.mode) && !info.stream) return Shape::Whole;
+  // Never a fake EAGAIN on a non-blocking fd: shorten the transfer instead.
+  if (info.nonblocking || (msg_flags & MSG_DONTWAIT)) return Shape::Clamp;
+  return Shape::Split;
+}
+
+}  // namespace bonsai::wrap

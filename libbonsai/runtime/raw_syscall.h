@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// Direct system calls for the library's own I/O (logging, stats file), so that it
+// never goes through its own interposed symbols or glibc cancellation points.
+#pragma once
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace bonsai {
+
+inline long raw_syscall3(long nr, long a, long b, long c) noexcept {
+#if defined(__x86_64__)
+  long ret;
+  asm volatile("syscall" : "=a"(ret) : "0"(nr), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory");
+  return ret;
+#else
+  long ret = ::syscall(nr, a, b, c);
+  return ret < 0 ? -errno : ret;
+#endif
+}
+
+inline long raw_write(int fd, const void* buf, size_t n) noexcept {
+  return raw_syscall3(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
+}
+
+}  // namespace bonsai

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: MIT
+// Writing the per-process counters as JSON at exit (see stats_dump.h).
+// No allocation: a static buffer, raw system calls.
+#include "runtime/stats_dump.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "log/blog.h"
+#include "runtime/limiter.h"
+#include "runtime/raw_syscall.h"
+
+namespace bonsai {
+namespace {
+constinit char g_stats_path[1024] = {};
+constinit char g_json[16384] = {};
+}  // namespace
+
+void stats_path_from_env() noexcept {
+  const char* p = std::getenv("BONSAI_STATS");
+  if (!p || !*p) return;
+  if (std::strlen(p) >= sizeof g_stats_path - 16) {
+    blog(LogLevel::Warn, "BONSAI_STATS path too long; no stats will be written");
+    return;
+  }
+  std::strcpy(g_stats_path, p);
+}
+
+size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept {
+  size_t used = 0;
+  auto put = [&](const char* fmt, auto... args) {
+    if (used >= cap) return;
+    int n = std::snprintf(buf + used, cap - used, fmt, args...);
+    used = n < 0 ? cap : used + static_cast<size_t>(n);
+  };
+  put("{\"pid\":%d,\"calls\":{", pid);
+  bool first = true;
+  for (size_t i = 0; i < kCallCount; ++i) {
+    const CallCounters& c = pc.by_call[i];
+    uint64_t calls = c.calls.load(std::memory_order_relaxed);
+    if (!calls) continue;
+    std::string_view name = call_name(static_cast<CallId>(i));
+    put("%s\"%.*s\":{\"calls\":%llu,\"bytes\":%llu,\"throttled\":%llu,\"wait_ns\":%llu}", first ? "" : ",",
+        static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(calls),
+        static_cast<unsigned long long>(c.bytes.load(std::memory_order_relaxed)),
+        static_cast<unsigned long long>(c.throttled.load(std::memory_order_relaxed)),
+        static_cast<unsigned long long>(c.wait_ns.load(std::memory_order_relaxed)));
+    first = false;
+  }
+  put("}}");
+  return used < cap ? used : 0;
+}
+
+void stats_dump_at_exit() noexcept {
+  if (!g_stats_path[0] || !g_limiter.counters) return;
+  int saved = errno;
+  char path[sizeof g_stats_path + 16];
+  const char* pp = std::strstr(g_stats_path, "%p");
+  if (pp) {
+    std::snprintf(path, sizeof path, "%.*s%d%s", static_cast<int>(pp - g_stats_path), g_stats_path,
+                  static_cast<int>(getpid()), pp + 2);
+  } else {
+    std::strcpy(path, g_stats_path);
+  }
+  size_t len = stats_format_json(*g_limiter.counters, static_cast<int>(getpid()), g_json, sizeof g_json - 1);
+  if (len) {
+    g_json[len++] = '\n';
+    long fd = raw_syscall3(SYS_open, reinterpret_cast<long>(path), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      raw_write(static_cast<int>(fd), g_json, len);  // one write: lines of processes never interleave
+      raw_syscall3(SYS_close, fd, 0, 0);
+    } else {
+      blog(LogLevel::Warn, "cannot open BONSAI_STATS file '%s' (errno %ld)", path, -fd);
+    }
+  }
+  errno = saved;
+}
+
+}  // namespace bonsai

@@ -1,0 +1,18 @@
+// SPDX-License-Identifier: MIT
+// BONSAI_STATS=FILE: at exit, each process appends one JSON line with its counters
+// per call name (calls, bytes, throttled, wait_ns). "%p" in FILE becomes the pid.
+#pragma once
+#include <cstddef>
+
+#include "runtime/counters.h"
+
+namespace bonsai {
+
+// Remembers the BONSAI_STATS path (constructor time: some workers lose the environment).
+void stats_path_from_env() noexcept;
+
+// Formats `pc` as one JSON object (no newline) into `buf`.
+// @return length written, or 0 if `cap` was too small.
+size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept;
+
+}  // namespace bonsai

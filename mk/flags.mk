@@ -1,0 +1,18 @@
+# Compiler flags. MODE=release (default) | asan | tsan; objects go to build/obj/$(MODE)
+# so modes never mix.
+CXX      ?= g++
+CC       ?= gcc
+MODE     ?= release
+WARN     := -Wall -Wextra -Wshadow -Wpointer-arith -Wcast-align -Wformat -Wno-missing-field-initializers
+CXXSTD   := -std=c++20
+DEPFLAGS  = -MMD -MP
+OPT_release := -O2 -g
+OPT_asan    := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT_tsan    := -O1 -g -fsanitize=thread -fno-omit-frame-pointer
+OPT      := $(OPT_$(MODE))
+WERROR   ?= -Werror
+# The preloaded library: no exceptions, no RTTI, static TLS, only interposed symbols exported.
+LIB_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -fPIC -fvisibility=hidden -fno-exceptions -fno-rtti \
+                -ftls-model=initial-exec -fno-plt -Ilibbonsai $(DEPFLAGS)
+CTL_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -Ilibbonsai $(DEPFLAGS)
+TEST_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -Ilibbonsai -Itests $(DEPFLAGS)
