@@ -4,8 +4,10 @@ include mk/flags.mk
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
-OUT     := build$(if $(filter release,$(MODE)),,/$(MODE))
-OBJ     := build/obj/$(MODE)
+# B: build root (helpers and CI may use a private one: make B=/tmp/b).
+B       ?= build
+OUT     := $(B)$(if $(filter release,$(MODE)),,/$(MODE))
+OBJ     := $(B)/obj/$(MODE)
 
 ifeq ($(V),1)
 Q :=
@@ -16,17 +18,23 @@ say = $(if $(filter 1,$(V)),,@printf '  %-7s %s\n' $(1) $(2);)
 
 # ---- sources ----
 ABI_SRC     := $(wildcard libbonsai/abi/*.cc)
-LIB_SRC     := $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc)
+LIB_SRC     := $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/shm/*.cc libbonsai/compress/*.cc \
+               libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc)
 CTL_SRC     := $(wildcard bonsaictl/*.cc)
 UNIT_SRC    := $(wildcard tests/unit/*.cc)
 PRELOAD_SRC := $(wildcard tests/preload/*.c)
 
 LIB_OBJ   := $(LIB_SRC:%.cc=$(OBJ)/%.o)
-# Modules the unit tests and bonsaictl link directly (pure code: no interposed symbols).
-CORE_OBJ  := $(filter $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/%,$(LIB_OBJ))
+# Modules the unit tests and bonsaictl link directly (they define no interposed symbol).
+CORE_OBJ  := $(filter $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/% $(OBJ)/libbonsai/shm/%,$(LIB_OBJ))
+# Library modules only the unit tests link (compression, runtime helpers without wrappers).
+UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/%,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
+CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
+UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt
+LIB_LDLIBS  := -ldl -lpthread -lrt
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
@@ -44,7 +52,7 @@ $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map \
-	  -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc -ldl -lpthread
+	  -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
 
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
@@ -52,16 +60,16 @@ $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ)
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(TEST_CXXFLAGS) -c $< -o $@
 
-$(UNIT_BIN): $(UNIT_OBJ) $(CORE_OBJ)
+$(UNIT_BIN): $(UNIT_OBJ) $(CORE_OBJ) $(UNIT_LIB_OBJ) $(CTL_LIB_OBJ)
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lpthread
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(UNIT_LDLIBS)
 
 $(OUT)/preload/%: tests/preload/%.c
 	@mkdir -p $(@D)

@@ -25,40 +25,28 @@ BucketParams bucket_params(const Rule& rule) noexcept {
   BucketParams p{};
   p.ns_per_unit_q32 = static_cast<uint64_t>((static_cast<unsigned __int128>(kNsPerSec) << 32) / rate);
   uint64_t depth_units = rule.burst ? rule.burst : units_in(rate, kDefaultDepthNs);
-  if (rule.unit == RateUnit::Calls && depth_units < 1) depth_units = 1;
+  if (depth_units < 1) depth_units = 1;
   p.depth_ns = bucket_cost_ns(p, depth_units);
   uint64_t batch = units_in(rate, kBatchNs);
   p.batch = static_cast<int64_t>(batch ? batch : 1);
-  // Transfers larger than ~8 ms of rate are split (writes) or shortened (reads,
-  // non-blocking fds) so that one call cannot make a long burst; never below 16 KiB.
+  // Transfers larger than ~8 ms of rate are split (blocking writes, file reads) or
+  // shortened (pipes, sockets, non-blocking fds) so that one call cannot make a long
+  // burst; never below 16 KiB, where the per-call cost would start to show.
   uint64_t chunk = rate / 128;
   p.chunk = static_cast<int64_t>(chunk < 16384 ? 16384 : chunk);
   return p;
 }
 
-Refill bucket_refill(BucketState& s, const BucketParams& p, uint64_t now_ns,
-                     uint64_t slack_ns) noexcept {
-  // Take the whole deficit (or nothing, if someone refilled meanwhile).
-  int64_t pool = s.pool.load(std::memory_order_relaxed);
-  do {
-    if (pool > 0) return {0, 0};
-  } while (!s.pool.compare_exchange_weak(pool, 0, std::memory_order_relaxed));
-
-  uint64_t units = static_cast<uint64_t>(-pool) + static_cast<uint64_t>(p.batch);
+uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
   uint64_t cost = bucket_cost_ns(p, units);
   uint64_t floor = now_ns > p.depth_ns ? now_ns - p.depth_ns : 0;
   uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
   uint64_t next;
   do {
-    next = (tat > floor ? tat : floor) + cost;
+    uint64_t base = tat > floor ? tat : floor;
+    next = base + cost < base ? UINT64_MAX : base + cost;
   } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
-
-  uint64_t eligible = next - p.depth_ns;  // next >= floor + cost >= now - depth
-  if (eligible <= now_ns + slack_ns) {
-    bucket_publish(s, p.batch);
-    return {0, 0};
-  }
-  return {eligible, p.batch};
+  return next;
 }
 
 }  // namespace bonsai

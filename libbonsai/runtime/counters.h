@@ -1,32 +1,53 @@
 // SPDX-License-Identifier: MIT
-// Per-process, per-call accounting: a fixed, allocation-free block of relaxed atomic
-// counters, laid out so that it can live in a shared-memory slot unchanged.
+// Per-process, per-call accounting, allocation-free and laid out so that it can
+// live in a shared-memory slot unchanged. Each thread owns a lane of (calls, bytes)
+// counters and bumps them with unlocked one-instruction adds; threads beyond the
+// owned lanes share the last lane with locked adds. Readers sum the lanes.
 #pragma once
 #include <atomic>
 #include <cstdint>
 
 #include "abi/calls.h"
+#include "runtime/lane_add.h"
 
 namespace bonsai {
 
-struct CallCounters {
-  std::atomic<uint64_t> calls;      // calls made
-  std::atomic<uint64_t> bytes;      // bytes moved (return values), data calls only
-  std::atomic<uint64_t> throttled;  // calls that waited
-  std::atomic<uint64_t> wait_ns;    // total time they waited
+inline constexpr unsigned kCounterLanes = 16;  // lane kCounterLanes-1 is shared
+
+struct LaneCounters {
+  uint64_t calls[kCallCount];
+  uint64_t bytes[kCallCount];
 };
-static_assert(sizeof(CallCounters) == 32);
 
 struct alignas(64) ProcessCounters {
-  CallCounters by_call[kCallCount];
+  LaneCounters lanes[kCounterLanes];
+  std::atomic<uint64_t> throttled[kCallCount];  // slow path only
+  std::atomic<uint64_t> wait_ns[kCallCount];
 };
 
+struct CallTotals {
+  uint64_t calls, bytes, throttled, wait_ns;
+};
+
+inline CallTotals counters_total(const ProcessCounters& pc, CallId id) noexcept {
+  auto c = static_cast<size_t>(id);
+  CallTotals t{0, 0, pc.throttled[c].load(std::memory_order_relaxed), pc.wait_ns[c].load(std::memory_order_relaxed)};
+  for (const auto& lane : pc.lanes) {
+    t.calls += lane_load(lane.calls[c]);
+    t.bytes += lane_load(lane.bytes[c]);
+  }
+  return t;
+}
+
 inline void counters_reset(ProcessCounters& pc) noexcept {
-  for (auto& c : pc.by_call) {
-    c.calls.store(0, std::memory_order_relaxed);
-    c.bytes.store(0, std::memory_order_relaxed);
-    c.throttled.store(0, std::memory_order_relaxed);
-    c.wait_ns.store(0, std::memory_order_relaxed);
+  for (auto& lane : pc.lanes)
+    for (size_t c = 0; c < kCallCount; ++c) {
+      __atomic_store_n(&lane.calls[c], 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&lane.bytes[c], 0, __ATOMIC_RELAXED);
+    }
+  for (size_t c = 0; c < kCallCount; ++c) {
+    pc.throttled[c].store(0, std::memory_order_relaxed);
+    pc.wait_ns[c].store(0, std::memory_order_relaxed);
   }
 }
 

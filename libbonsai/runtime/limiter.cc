@@ -20,6 +20,7 @@
 namespace bonsai {
 
 constinit Limiter g_limiter{};
+constinit thread_local ThreadState t_thread{};
 
 namespace {
 
@@ -32,11 +33,13 @@ constexpr size_t kViewRing = 8;
 constinit LimitsView g_views[kViewRing]{};
 constinit std::atomic<size_t> g_next_view{0};
 
-// Set while this thread waits: a signal handler's call made meanwhile goes ahead
-// (it is still charged) instead of waiting inside the handler.
-constinit thread_local bool t_in_wait = false;
+constinit std::atomic<unsigned> g_lanes_used{0};
 
-void after_fork_in_child() { counters_reset(*g_limiter.counters); }
+void after_fork_in_child() {
+  counters_reset(*g_limiter.counters);
+  g_lanes_used.store(0, std::memory_order_relaxed);
+  t_thread.lane_plus1 = 0;  // the only thread: takes lane 1 again
+}
 
 void limits_from_env() {
   const char* text = std::getenv("BONSAI_LIMITS");
@@ -95,19 +98,47 @@ FdKind fd_kind_of(int fd) noexcept {
 void ticket_wait_slow(Ticket& t, bool cancellable) noexcept {
   BucketState& b = g_limiter.buckets[t.bucket];
   const BucketParams& p = t.view->params[t.bucket];
+  int64_t& credit = t_thread.credit[t.bucket];
   uint64_t now = mono_ns();
-  Refill r = bucket_refill(b, p, now, g_limiter.opts.debt_ns);
-  if (r.deadline_ns == 0) return;
-  if (t_in_wait) {  // re-entered from a signal handler: never wait in there
-    bucket_publish(b, r.grant);
-    return;
+  uint64_t tat = bucket_take(b, p, credit_refill_units(p, credit), now);
+  credit = 0;
+  uint64_t deadline = bucket_eligible(p, tat, now, g_limiter.opts.debt_ns);
+  if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
+    t_thread.in_wait = true;
+    wait_until(deadline, g_limiter.opts.spin_ns, cancellable);
+    t_thread.in_wait = false;
+    uint64_t end = mono_ns();
+    t.waited_ns += end > now ? end - now : 1;
   }
-  t_in_wait = true;
-  wait_until(r.deadline_ns, g_limiter.opts.spin_ns, cancellable);
-  t_in_wait = false;
-  bucket_publish(b, r.grant);
-  uint64_t end = mono_ns();
-  t.waited_ns += end > now ? end - now : 1;
+  lane_add(credit, p.batch);
 }
+
+void ticket_settle_slow(const Ticket& t) noexcept {
+  int64_t& credit = t_thread.credit[t.bucket];
+  int64_t owed = -credit;
+  if (owed <= 0) return;
+  lane_add(credit, owed);
+  bucket_take(g_limiter.buckets[t.bucket], t.view->params[t.bucket], static_cast<uint64_t>(owed), mono_ns());
+}
+
+void thread_credit_reset(const LimitsView* v) noexcept {
+  for (auto& c : t_thread.credit) c = 0;
+  t_thread.credit_view = v;
+}
+
+unsigned thread_lane_assign() noexcept {
+  unsigned n = g_lanes_used.fetch_add(1, std::memory_order_relaxed) + 1;
+  unsigned lane = n < kCounterLanes ? n : kCounterLanes;
+  t_thread.lane_plus1 = static_cast<uint8_t>(lane);
+  return lane;
+}
+
+void limiter_refresh_slow() noexcept {
+  uint64_t seq = g_limiter.watch.seq->load(std::memory_order_acquire);
+  g_limiter.seen_seq.store(seq, std::memory_order_relaxed);
+  if (g_limiter.watch.refresh) g_limiter.watch.refresh();
+}
+
+void limiter_uninstall() noexcept { g_limiter.view.store(nullptr, std::memory_order_release); }
 
 }  // namespace bonsai

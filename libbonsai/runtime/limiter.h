@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The process's limiter: which bucket a call is charged to, waiting when the bucket
-// is in debt, and accounting. Runs inside the host process: the inline parts are the
-// fast path (no clock, no syscall, no lock, no allocation); the rest is noinline.
+// The process's limiter: which bucket a call is charged to, waiting when the thread's
+// prepaid credit is spent, and accounting. Runs inside the host process: the inline
+// parts are the fast path (no clock, no syscall, no lock, no locked instruction, no
+// allocation); everything else is noinline in limiter.cc.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -14,18 +15,27 @@
 
 namespace bonsai {
 
-// An immutable snapshot of the limits in force.
+// An immutable snapshot of the limits in force. Never freed once published.
 struct LimitsView {
   LimitSet set;
   BucketTable table;
   BucketParams params[kMaxRules];
 };
 
+// Where the limits may change under us (a shared-memory segment): the library
+// compares `*seq` with `seen` on every call and calls `refresh` on a change.
+struct LimitsWatch {
+  const std::atomic<uint64_t>* seq;  // nullptr: limits never change
+  void (*refresh)() noexcept;
+};
+
 struct Limiter {
-  std::atomic<int> state;                 // LimiterState
-  std::atomic<const LimitsView*> view;    // limits in force, or nullptr
-  BucketState* buckets;                   // kMaxRules states (process memory or shm)
-  ProcessCounters* counters;              // this process's counters
+  std::atomic<int> state;               // LimiterState
+  std::atomic<const LimitsView*> view;  // limits in force, or nullptr
+  BucketState* buckets;                 // kMaxRules states (process memory or shm)
+  ProcessCounters* counters;            // this process's counters (process memory or shm)
+  LimitsWatch watch;
+  std::atomic<uint64_t> seen_seq;
   Options opts;
 };
 
@@ -33,8 +43,17 @@ enum LimiterState : int { kUninit = 0, kIniting = 1, kActive = 2, kPassthrough =
 
 extern constinit Limiter g_limiter;
 
-// Runs the one-time setup (environment, real symbols) if not done yet. Safe to call
-// from any wrapper, including before our constructor ran. @return true if active.
+// Per-thread state: prepaid credit per bucket of `credit_view`, and a counter lane.
+struct ThreadState {
+  const LimitsView* credit_view;
+  int64_t credit[kMaxRules];
+  uint8_t lane_plus1;  // 0: not assigned yet
+  bool in_wait;        // a signal handler's call made meanwhile must not wait
+};
+extern constinit thread_local ThreadState t_thread;
+
+// Runs the one-time setup if not done yet. Safe from any wrapper, including before
+// our constructor ran and re-entered. @return true if the limiter is active.
 bool limiter_init_once() noexcept;
 
 inline bool limiter_active() noexcept {
@@ -44,9 +63,10 @@ inline bool limiter_active() noexcept {
   return false;
 }
 
-// The fd kind used for the bucket lookup (one fstat). Only needed when the
-// limits are fd-sensitive.
-FdKind fd_kind_of(int fd) noexcept;
+FdKind fd_kind_of(int fd) noexcept;     // one fstat; only when limits are fd-sensitive
+void limiter_refresh_slow() noexcept __attribute__((noinline));
+void thread_credit_reset(const LimitsView* v) noexcept __attribute__((noinline));
+unsigned thread_lane_assign() noexcept __attribute__((noinline));
 
 // What a wrapper holds between its wait and its charge.
 struct Ticket {
@@ -56,8 +76,12 @@ struct Ticket {
   uint64_t waited_ns;      // 0 if the call did not wait
 };
 
-// Finds the call's bucket (fd < 0: no descriptor). Fast: two loads and a table lookup.
+// Finds the call's bucket (fd < 0: no descriptor). Fast: a few loads and a lookup.
 inline Ticket ticket_for(CallId call, int fd) noexcept {
+  if (g_limiter.watch.seq) [[unlikely]] {
+    if (g_limiter.watch.seq->load(std::memory_order_acquire) != g_limiter.seen_seq.load(std::memory_order_relaxed))
+      limiter_refresh_slow();
+  }
   const LimitsView* v = g_limiter.view.load(std::memory_order_acquire);
   Ticket t{v, kNoBucket, call, 0};
   if (!v) return t;
@@ -68,43 +92,56 @@ inline Ticket ticket_for(CallId call, int fd) noexcept {
     FdKind k = fd < 0 ? FdKind::None : fd_kind_of(fd);
     t.bucket = v->table.bucket_of[c][static_cast<size_t>(k)];
   }
+  if (t.bucket != kNoBucket && t_thread.credit_view != v) [[unlikely]] thread_credit_reset(v);
   return t;
 }
 
-// Slow path of ticket_wait: refill, and sleep if the bucket is in debt.
+// Slow path of ticket_wait: take a batch (plus any deficit) from the bucket and
+// sleep if the bucket is in debt.
 void ticket_wait_slow(Ticket& t, bool cancellable) noexcept __attribute__((noinline));
+// Settles a deficit larger than a batch (see credit_needs_settle).
+void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
 
 // Waits, before the real call, until the call's bucket allows it.
 inline void ticket_wait(Ticket& t, bool cancellable) noexcept {
   if (t.bucket == kNoBucket) [[likely]] return;
-  if (bucket_has_credit(g_limiter.buckets[t.bucket])) [[likely]] return;
+  if (t_thread.credit[t.bucket] > 0) [[likely]] return;
   ticket_wait_slow(t, cancellable);
 }
 
-// Largest transfer worth making in one real call on this ticket's bucket
-// (SIZE_MAX if unlimited or a call-rate bucket).
+// Largest transfer worth making in one real call (SIZE_MAX if not byte-limited).
 inline size_t ticket_chunk(const Ticket& t) noexcept {
   if (t.bucket == kNoBucket) return SIZE_MAX;
   if (t.view->set.rules[t.bucket].unit != RateUnit::Bytes) return SIZE_MAX;
   return static_cast<size_t>(t.view->params[t.bucket].chunk);
 }
 
-// Charges what one real call moved to the ticket's bucket (a call-rate bucket is
-// charged one call whatever moved). errno is not touched.
+// Charges what one real call moved (a call-rate bucket: one call). errno untouched.
 inline void ticket_charge(const Ticket& t, ssize_t moved) noexcept {
   if (t.bucket == kNoBucket) return;
   bool calls = t.view->set.rules[t.bucket].unit == RateUnit::Calls;
-  bucket_charge(g_limiter.buckets[t.bucket], calls ? 1 : moved);
+  int64_t units = calls ? 1 : (moved > 0 ? moved : 0);
+  int64_t& credit = t_thread.credit[t.bucket];
+  lane_add(credit, -units);
+  if (credit_needs_settle(t.view->params[t.bucket], credit)) [[unlikely]] ticket_settle_slow(t);
 }
 
 // Counts one application call that moved `moved` bytes (< 0: it failed).
 inline void ticket_count(const Ticket& t, ssize_t moved) noexcept {
-  CallCounters& c = g_limiter.counters->by_call[static_cast<size_t>(t.call)];
-  c.calls.fetch_add(1, std::memory_order_relaxed);
-  if (moved > 0) c.bytes.fetch_add(static_cast<uint64_t>(moved), std::memory_order_relaxed);
+  unsigned lane = t_thread.lane_plus1;
+  if (!lane) [[unlikely]] lane = thread_lane_assign();
+  auto c = static_cast<size_t>(t.call);
+  LaneCounters& lc = g_limiter.counters->lanes[lane - 1];
+  if (lane < kCounterLanes) [[likely]] {
+    lane_add(lc.calls[c], 1);
+    if (moved > 0) lane_add(lc.bytes[c], static_cast<uint64_t>(moved));
+  } else {  // the shared overflow lane
+    __atomic_fetch_add(&lc.calls[c], 1, __ATOMIC_RELAXED);
+    if (moved > 0) __atomic_fetch_add(&lc.bytes[c], static_cast<uint64_t>(moved), __ATOMIC_RELAXED);
+  }
   if (t.waited_ns) [[unlikely]] {
-    c.throttled.fetch_add(1, std::memory_order_relaxed);
-    c.wait_ns.fetch_add(t.waited_ns, std::memory_order_relaxed);
+    g_limiter.counters->throttled[c].fetch_add(1, std::memory_order_relaxed);
+    g_limiter.counters->wait_ns[c].fetch_add(t.waited_ns, std::memory_order_relaxed);
   }
 }
 
@@ -114,9 +151,12 @@ inline void ticket_done(const Ticket& t, ssize_t moved) noexcept {
   ticket_count(t, moved);
 }
 
-// Installs `set` as the limits in force (constructor or control plane). The
-// previous view stays readable (views are never freed). @return false if invalid.
+// Installs `set` as the limits in force (constructor or control plane).
+// @return false if the set is invalid (the limits in force stay).
 bool limiter_install(const LimitSet& set) noexcept;
+
+// Removes every limit (accounting continues).
+void limiter_uninstall() noexcept;
 
 // Writes the BONSAI_STATS JSON line for this process (at exit).
 void stats_dump_at_exit() noexcept;

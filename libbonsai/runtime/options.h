@@ -8,7 +8,7 @@ namespace bonsai {
 
 #define BONSAI_OPTIONS(X)                                                              \
   X(spin_ns, 1000000, "BONSAI_SPIN_NS", "waits shorter than this busy-wait, longer ones sleep")   \
-  X(debt_ns, 1000000, "BONSAI_DEBT_NS", "debt a bucket may run up before a caller sleeps it off")
+  X(debt_ns, 2000000, "BONSAI_DEBT_NS", "debt a bucket may run up before a caller sleeps it off (so sleeps are long and rare)")
 
 struct Options {
 #define BONSAI_X(name, def, env, doc) uint64_t name = def;

@@ -39,15 +39,13 @@ size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t c
   put("{\"pid\":%d,\"calls\":{", pid);
   bool first = true;
   for (size_t i = 0; i < kCallCount; ++i) {
-    const CallCounters& c = pc.by_call[i];
-    uint64_t calls = c.calls.load(std::memory_order_relaxed);
-    if (!calls) continue;
+    CallTotals c = counters_total(pc, static_cast<CallId>(i));
+    if (!c.calls) continue;
     std::string_view name = call_name(static_cast<CallId>(i));
     put("%s\"%.*s\":{\"calls\":%llu,\"bytes\":%llu,\"throttled\":%llu,\"wait_ns\":%llu}", first ? "" : ",",
-        static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(calls),
-        static_cast<unsigned long long>(c.bytes.load(std::memory_order_relaxed)),
-        static_cast<unsigned long long>(c.throttled.load(std::memory_order_relaxed)),
-        static_cast<unsigned long long>(c.wait_ns.load(std::memory_order_relaxed)));
+        static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(c.calls),
+        static_cast<unsigned long long>(c.bytes), static_cast<unsigned long long>(c.throttled),
+        static_cast<unsigned long long>(c.wait_ns));
     first = false;
   }
   put("}}");
