@@ -35,6 +35,9 @@ UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
 UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt
 LIB_LDLIBS  := -ldl -lpthread -lrt
+# Compression (libbonsai/compress): Debian's shared libzstd/liblz4 (they export the
+# static-context API we use); see docs/compression.md.
+LIB_LDLIBS  += -lzstd -llz4
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
@@ -71,9 +74,12 @@ $(UNIT_BIN): $(UNIT_OBJ) $(CORE_OBJ) $(UNIT_LIB_OBJ) $(CTL_LIB_OBJ)
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(UNIT_LDLIBS)
 
-$(OUT)/preload/%: tests/preload/%.c
+# A program may add flags with a line `// build-flags: ...` (fortify, LFS, -static,
+# -shared); shared bodies live in tests/preload/*.h.
+$(OUT)/preload/%: tests/preload/%.c $(wildcard tests/preload/*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) -o $@ $< -lpthread
+	$(call say,CC,$<)$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) \
+	  $(shell sed -n 's|^// build-flags: ||p' $<) -o $@ $< -lpthread
 
 test-unit: $(UNIT_BIN)
 	$(UNIT_BIN)
@@ -83,6 +89,7 @@ test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
 
 test: deps-check all
 	$(Q)$(MAKE) --no-print-directory test-unit test-integration
+	$(Q)$(MAKE) --no-print-directory test-fuzz
 	$(Q)$(MAKE) --no-print-directory MODE=asan test-unit test-integration-asan
 	$(Q)$(MAKE) --no-print-directory MODE=tsan test-unit test-integration-tsan
 
@@ -97,9 +104,26 @@ test-integration-asan: $(LIBBONSAI) $(PRELOAD_BIN)
 test-integration-tsan: $(LIBBONSAI) $(PRELOAD_BIN)
 	BONSAI_BUILD=$(OUT) BONSAI_SANITIZER=tsan bash tests/integration/run_sanitized.sh
 
+# ---- fuzzing (clang-14 libFuzzer): the compressed-stream decoder ----
+FUZZ_CXX     ?= clang++-14
+FUZZ_SECONDS ?= 30
+FUZZ_BIN     := $(B)/fuzz/frame_decoder_fuzz
+FUZZ_SRC     := tests/fuzz/frame_decoder_fuzz.cc libbonsai/compress/rx_stream.cc libbonsai/compress/codec.cc \
+                libbonsai/log/blog.cc
+.PHONY: fuzz test-fuzz
+fuzz: $(FUZZ_BIN)
+$(FUZZ_BIN): $(FUZZ_SRC) $(wildcard libbonsai/compress/*.h)
+	@mkdir -p $(@D)
+	$(call say,FUZZ,$@)$(FUZZ_CXX) -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -Ilibbonsai -o $@ $(FUZZ_SRC) -lzstd -llz4
+test-fuzz: $(FUZZ_BIN)
+	@mkdir -p $(B)/fuzz/corpus
+	@$(FUZZ_BIN) -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=1024 -print_final_stats=1 $(B)/fuzz/corpus \
+	  >$(B)/fuzz/last.log 2>&1; rc=$$?; tail -n 6 $(B)/fuzz/last.log; exit $$rc
+
 # ---- packages ----
 DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
-                fio gnuplot-nox trickle pv curl python3 coreutils procps strace
+                fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace \
+                clang-14 libclang-rt-14-dev
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -205,13 +205,14 @@ bool limit_parse(std::string_view text, LimitSet& out, ParseError& err) noexcept
   out.count = 0;
   out.pad_ = 0;
   std::string_view rest = text;
+  std::string_view rule_text[kMaxRules];
   while (true) {
     size_t comma = rest.find(',');
     std::string_view item = trim(rest.substr(0, comma));
     if (!item.empty()) {
       if (out.count == kMaxRules) return p.fail(item, "more than 32 rules at '%.*s'", item);
       if (!p.parse_rule(item, out.rules[out.count])) return false;
-      ++out.count;
+      rule_text[out.count++] = item;
     }
     if (comma == std::string_view::npos) break;
     rest = rest.substr(comma + 1);
@@ -221,7 +222,11 @@ bool limit_parse(std::string_view text, LimitSet& out, ParseError& err) noexcept
   TableConflict conflict;
   if (!bucket_table_build(out, table, &conflict)) {
     std::string_view name = call_name(conflict.call);
-    return p.fail(text, "call '%.*s' is in two rules (each call may be in one bucket)", name);
+    p.fail(rule_text[conflict.second_rule], "call '%.*s' is already limited by an earlier rule", name);
+    size_t used = std::strlen(err.message);
+    std::snprintf(err.message + used, sizeof err.message - used, " ('%.*s'; a call may be in one bucket)",
+                  static_cast<int>(rule_text[conflict.first_rule].size()), rule_text[conflict.first_rule].data());
+    return false;
   }
   return true;
 }

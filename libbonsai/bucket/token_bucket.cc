@@ -34,12 +34,16 @@ BucketParams bucket_params(const Rule& rule) noexcept {
   // burst; never below 16 KiB, where the per-call cost would start to show.
   uint64_t chunk = rate / 128;
   p.chunk = static_cast<int64_t>(chunk < 16384 ? 16384 : chunk);
+  p.per_call = rule.unit == RateUnit::Calls;
+  if (p.per_call) p.chunk = INT64_MAX;
   return p;
 }
 
 uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
+  // An idle bucket's clock restarts at `now` (not earlier): together with going
+  // `depth` ahead of tat in bucket_eligible, that bounds a burst to the depth.
   uint64_t cost = bucket_cost_ns(p, units);
-  uint64_t floor = now_ns > p.depth_ns ? now_ns - p.depth_ns : 0;
+  uint64_t floor = now_ns;
   uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
   uint64_t next;
   do {

@@ -4,7 +4,7 @@
 // locks; safe in signal handlers.
 //
 // Form: a virtual-clock (GCRA) bucket: one atomic "theoretical arrival time" `tat`.
-// Taking n units moves tat to max(tat, now - depth) + n/rate; the taker may go once
+// Taking n units moves tat to max(tat, now) + n/rate; the taker may go once
 // now >= tat - depth. Callers do not take per call: each thread prepays a batch
 // (see credit_* below) and spends it without touching shared memory, so an
 // unthrottled call costs no atomic and no clock read. Every unit moved is taken
@@ -25,7 +25,8 @@ struct BucketParams {
   uint64_t ns_per_unit_q32;  // nanoseconds per unit, 32.32 fixed point
   uint64_t depth_ns;         // bucket depth expressed as time
   int64_t batch;             // units a thread prepays per refill (~1 ms of rate)
-  int64_t chunk;             // largest transfer worth making in one real call
+  int64_t chunk;             // largest transfer worth making in one real call (INT64_MAX: calls)
+  bool per_call;             // a call-rate bucket: each call costs one unit
 };
 
 // Shared state: one cache line so buckets never share one.
@@ -44,7 +45,7 @@ BucketParams bucket_params(const Rule& rule) noexcept;
 // ns for `units` at the bucket's rate, saturating at 2^62.
 uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept;
 
-// Takes `units`: tat = max(tat, now - depth) + cost. @return the new tat.
+// Takes `units`: tat = max(tat, now) + cost. @return the new tat.
 // Cost: one CAS loop on the shared line.
 uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
 

@@ -2,8 +2,13 @@
 // The library's constructor and destructor. Set-up also runs lazily from the first
 // wrapper call (another library's constructor may call write() before ours runs),
 // and reads the environment here because some workers (nginx) lose theirs later.
+#include <unistd.h>
+
+#include <atomic>
+
 #include "interpose/real.h"
 #include "runtime/limiter.h"
+#include "shm/shm_attach.h"
 
 namespace {
 
@@ -12,6 +17,26 @@ __attribute__((constructor(101))) void bonsai_constructor() {
   bonsai::limiter_init_once();
 }
 
-__attribute__((destructor)) void bonsai_destructor() { bonsai::stats_dump_at_exit(); }
+__attribute__((destructor)) void bonsai_destructor() { bonsai::process_exit_hooks(); }
 
 }  // namespace
+
+namespace bonsai {
+
+// At exit (a destructor, or _exit()): the stats line, then the service slot is given
+// back with its counts folded into the service's totals (counting stops first, so
+// none is lost or doubled). Runs once.
+void process_exit_hooks() noexcept {
+  // A vfork()ed child shares our memory: it must neither dump nor give back the
+  // parent's slot, nor mark the hooks as done for the parent.
+  if (g_limiter.state.load() != kActive || g_limiter.pid.load() != static_cast<int>(getpid())) return;
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  stats_dump_at_exit();
+  if (shm_attached()) {
+    g_limiter.counters = nullptr;
+    shm_release_at_exit();
+  }
+}
+
+}  // namespace bonsai

@@ -8,13 +8,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 
 using namespace bonsai;
 
-#define BONSAI_META(id, fd, cancel, expr) \
-  wrap::simple<int>(CallId::id, fd, cancel, [&] { return expr; }, wrap::moved_none)
+#define BONSAI_META(id, fd, cancel, expr)                                       \
+  (wrap::passthrough(CallId::id) ? (expr)                                      \
+                                 : wrap::simple<int>(CallId::id, fd, cancel, [&] { return expr; }, wrap::moved_none))
 
 namespace {
 // open's mode is only passed (and only read) when the flags ask for it.
@@ -64,10 +66,20 @@ int __openat64_2(int d, const char* p, int f) {
 
 int creat(const char* p, mode_t m) { return BONSAI_META(creat, -1, true, real::creat(p, m)); }
 int creat64(const char* p, mode_t m) { return BONSAI_META(creat, -1, true, real::creat64(p, m)); }
-int close(int fd) { return BONSAI_META(close, fd, true, real::close(fd)); }
-int connect(int fd, const sockaddr* a, socklen_t l) { return BONSAI_META(connect, fd, true, real::connect(fd, a, l)); }
-int accept(int fd, sockaddr* a, socklen_t* l) { return BONSAI_META(accept, fd, true, real::accept(fd, a, l)); }
+int close(int fd) {
+  if (compress::g_on) [[unlikely]] compress::on_close(fd);
+  return BONSAI_META(close, fd, true, real::close(fd));
+}
+int connect(int fd, const sockaddr* a, socklen_t l) {
+  if (compress::g_on) [[unlikely]] return compress::connect_hooked(fd, a, l);
+  return BONSAI_META(connect, fd, true, real::connect(fd, a, l));
+}
+int accept(int fd, sockaddr* a, socklen_t* l) {
+  if (compress::g_on) [[unlikely]] return compress::accept_hooked(fd, a, l, 0, false);
+  return BONSAI_META(accept, fd, true, real::accept(fd, a, l));
+}
 int accept4(int fd, sockaddr* a, socklen_t* l, int f) {
+  if (compress::g_on) [[unlikely]] return compress::accept_hooked(fd, a, l, f, true);
   return BONSAI_META(accept4, fd, true, real::accept4(fd, a, l, f));
 }
 int fsync(int fd) { return BONSAI_META(fsync, fd, true, real::fsync(fd)); }

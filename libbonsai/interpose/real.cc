@@ -16,7 +16,8 @@ namespace {
 template <typename Ret>
 Ret enosys_result() {
   errno = ENOSYS;
-  if constexpr (std::is_pointer_v<Ret>) return nullptr;
+  if constexpr (std::is_void_v<Ret>) return;
+  else if constexpr (std::is_pointer_v<Ret>) return nullptr;
   else if constexpr (sizeof(Ret) == sizeof(size_t) && Ret(-1) > Ret(0)) return 0;  // size_t: 0 items
   else return Ret(-1);
 }

@@ -92,6 +92,8 @@ namespace bonsai::real {
   X(int, unlinkat, (int d, const char* p, int f), (d, p, f))                                       \
   X(int, rename, (const char* a, const char* b), (a, b))                                           \
   X(int, mkdir, (const char* p, mode_t m), (p, m))                                                 \
+  X(void, _exit, (int s), (s))                                                                     \
+  X(void, _Exit, (int s), (s))                                                                     \
   X(long, syscall, (long nr, long a, long b, long c, long d, long e, long f), (nr, a, b, c, d, e, f))
 
 #define BONSAI_X(ret, name, params, args)                                      \

@@ -3,19 +3,27 @@
 // One real call each, charged what it moved (vectors are not cut up).
 #include <sys/uio.h>
 
+#include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 
 using namespace bonsai;
 
-#define BONSAI_VEC(id, cancel, expr) \
-  wrap::simple<ssize_t>(CallId::id, fd, cancel, [&] { return expr; }, wrap::moved_ssize)
+#define BONSAI_VEC(id, cancel, expr)                                            \
+  (wrap::passthrough(CallId::id) ? (expr)                                      \
+                                 : wrap::simple<ssize_t>(CallId::id, fd, cancel, [&] { return expr; }, wrap::moved_ssize))
 
 extern "C" {
 #pragma GCC visibility push(default)
 
-ssize_t readv(int fd, const iovec* v, int c) { return BONSAI_VEC(readv, true, real::readv(fd, v, c)); }
-ssize_t writev(int fd, const iovec* v, int c) { return BONSAI_VEC(writev, true, real::writev(fd, v, c)); }
+ssize_t readv(int fd, const iovec* v, int c) {
+  if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recv(fd, v, c, 0, CallId::readv);
+  return BONSAI_VEC(readv, true, real::readv(fd, v, c));
+}
+ssize_t writev(int fd, const iovec* v, int c) {
+  if (compress::tx_framed(fd)) [[unlikely]] return compress::tx_send(fd, v, c, 0, CallId::writev);
+  return BONSAI_VEC(writev, true, real::writev(fd, v, c));
+}
 
 ssize_t preadv(int fd, const iovec* v, int c, off_t o) {
   return BONSAI_VEC(preadv, true, real::preadv(fd, v, c, o));

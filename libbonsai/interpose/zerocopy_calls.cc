@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <sys/sendfile.h>
 
+#include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 
@@ -14,32 +15,59 @@ using namespace bonsai;
 extern "C" {
 #pragma GCC visibility push(default)
 
-ssize_t sendfile(int o, int i, off_t* off, size_t n) {
+[[gnu::noinline]] static ssize_t sendfile_slow(int o, int i, off_t* off, size_t n) {
   return wrap::zero_copy(CallId::sendfile, o, n, [&](size_t len) { return real::sendfile(o, i, off, len); });
 }
+ssize_t sendfile(int o, int i, off_t* off, size_t n) {
+  if (compress::tx_framed(o)) [[unlikely]] return compress::tx_sendfile(o, i, reinterpret_cast<off64_t*>(off), n, CallId::sendfile);
+  BONSAI_FAST(sendfile, sendfile, (o, i, off, n));
+  return sendfile_slow(o, i, off, n);
+}
 
-ssize_t sendfile64(int o, int i, off64_t* off, size_t n) {
+[[gnu::noinline]] static ssize_t sendfile64_slow(int o, int i, off64_t* off, size_t n) {
   return wrap::zero_copy(CallId::sendfile, o, n,
                          [&](size_t len) { return real::sendfile64(o, i, off, len); });
 }
+ssize_t sendfile64(int o, int i, off64_t* off, size_t n) {
+  if (compress::tx_framed(o)) [[unlikely]] return compress::tx_sendfile(o, i, off, n, CallId::sendfile);
+  BONSAI_FAST(sendfile, sendfile64, (o, i, off, n));
+  return sendfile64_slow(o, i, off, n);
+}
 
-ssize_t copy_file_range(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
+[[gnu::noinline]] static ssize_t copy_file_range_slow(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
   return wrap::zero_copy(CallId::copy_file_range, o, n,
                          [&](size_t len) { return real::copy_file_range(i, io, o, oo, len, f); });
 }
+ssize_t copy_file_range(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
+  BONSAI_FAST(copy_file_range, copy_file_range, (i, io, o, oo, n, f));
+  return copy_file_range_slow(i, io, o, oo, n, f);
+}
 
-ssize_t splice(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
+[[gnu::noinline]] static ssize_t splice_slow(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
   return wrap::zero_copy(CallId::splice, o, n,
                          [&](size_t len) { return real::splice(i, io, o, oo, len, f); });
 }
-
-ssize_t tee(int i, int o, size_t n, unsigned int f) {
-  return wrap::zero_copy(CallId::tee, o, n, [&](size_t len) { return real::tee(i, o, len, f); });
+ssize_t splice(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
+  if (compress::tx_framed(o)) [[unlikely]] return compress::tx_sendfile(o, i, io, n, CallId::splice);
+  BONSAI_FAST(splice, splice, (i, io, o, oo, n, f));
+  return splice_slow(i, io, o, oo, n, f);
 }
 
-ssize_t vmsplice(int fd, const iovec* v, size_t c, unsigned int f) {
+[[gnu::noinline]] static ssize_t tee_slow(int i, int o, size_t n, unsigned int f) {
+  return wrap::zero_copy(CallId::tee, o, n, [&](size_t len) { return real::tee(i, o, len, f); });
+}
+ssize_t tee(int i, int o, size_t n, unsigned int f) {
+  BONSAI_FAST(tee, tee, (i, o, n, f));
+  return tee_slow(i, o, n, f);
+}
+
+[[gnu::noinline]] static ssize_t vmsplice_slow(int fd, const iovec* v, size_t c, unsigned int f) {
   return wrap::simple<ssize_t>(CallId::vmsplice, fd, false, [&] { return real::vmsplice(fd, v, c, f); },
                                wrap::moved_ssize);
+}
+ssize_t vmsplice(int fd, const iovec* v, size_t c, unsigned int f) {
+  BONSAI_FAST(vmsplice, vmsplice, (fd, v, c, f));
+  return vmsplice_slow(fd, v, c, f);
 }
 
 #pragma GCC visibility pop

@@ -14,9 +14,13 @@ namespace bonsai {
 
 inline constexpr unsigned kCounterLanes = 16;  // lane kCounterLanes-1 is shared
 
+struct CallLane {
+  uint64_t calls;  // calls made
+  uint64_t bytes;  // bytes moved (return values); on one cache line with `calls`
+};
+
 struct LaneCounters {
-  uint64_t calls[kCallCount];
-  uint64_t bytes[kCallCount];
+  CallLane by_call[kCallCount];
 };
 
 struct alignas(64) ProcessCounters {
@@ -33,8 +37,8 @@ inline CallTotals counters_total(const ProcessCounters& pc, CallId id) noexcept 
   auto c = static_cast<size_t>(id);
   CallTotals t{0, 0, pc.throttled[c].load(std::memory_order_relaxed), pc.wait_ns[c].load(std::memory_order_relaxed)};
   for (const auto& lane : pc.lanes) {
-    t.calls += lane_load(lane.calls[c]);
-    t.bytes += lane_load(lane.bytes[c]);
+    t.calls += lane_load(lane.by_call[c].calls);
+    t.bytes += lane_load(lane.by_call[c].bytes);
   }
   return t;
 }
@@ -42,8 +46,8 @@ inline CallTotals counters_total(const ProcessCounters& pc, CallId id) noexcept 
 inline void counters_reset(ProcessCounters& pc) noexcept {
   for (auto& lane : pc.lanes)
     for (size_t c = 0; c < kCallCount; ++c) {
-      __atomic_store_n(&lane.calls[c], 0, __ATOMIC_RELAXED);
-      __atomic_store_n(&lane.bytes[c], 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&lane.by_call[c].calls, 0, __ATOMIC_RELAXED);
+      __atomic_store_n(&lane.by_call[c].bytes, 0, __ATOMIC_RELAXED);
     }
   for (size_t c = 0; c < kCallCount; ++c) {
     pc.throttled[c].store(0, std::memory_order_relaxed);

@@ -3,12 +3,14 @@
 // no allocation, no locks, no exceptions; on anything unexpected it runs unlimited
 // and says so once.
 #include "runtime/limiter.h"
+#include "runtime/env.h"
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "abi/limit_parse.h"
 #include "interpose/real.h"
@@ -16,6 +18,7 @@
 #include "runtime/clock.h"
 #include "runtime/stats_dump.h"
 #include "runtime/wait.h"
+#include "shm/shm_attach.h"
 
 namespace bonsai {
 
@@ -36,13 +39,18 @@ constinit std::atomic<size_t> g_next_view{0};
 constinit std::atomic<unsigned> g_lanes_used{0};
 
 void after_fork_in_child() {
-  counters_reset(*g_limiter.counters);
+  // Attached to a service: the child counts in a slot of its own (the parent's slot
+  // must keep the parent's counts); else its inherited counters start from zero.
+  g_limiter.counters = shm_fork_counters(g_limiter.counters, &g_local_counters);
+  if (g_limiter.counters) counters_reset(*g_limiter.counters);
   g_lanes_used.store(0, std::memory_order_relaxed);
   t_thread.lane_plus1 = 0;  // the only thread: takes lane 1 again
+  g_limiter.pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  limiter_update_fast_view();
 }
 
 void limits_from_env() {
-  const char* text = std::getenv("BONSAI_LIMITS");
+  const char* text = env_get("BONSAI_LIMITS");
   if (!text || !*text) return;
   static LimitSet set;  // zero-initialised; the constructor runs once
   ParseError err;
@@ -63,7 +71,29 @@ bool limiter_install(const LimitSet& set) noexcept {
   if (!bucket_table_build(v.set, v.table, nullptr)) return false;
   for (uint32_t r = 0; r < v.set.count; ++r) v.params[r] = bucket_params(v.set.rules[r]);
   g_limiter.view.store(&v, std::memory_order_release);
+  limiter_update_fast_view();
   return true;
+}
+
+void limiter_uninstall() noexcept {
+  g_limiter.view.store(nullptr, std::memory_order_release);
+  limiter_update_fast_view();
+}
+
+void limiter_update_fast_view() noexcept {
+  static constinit LimitsView unlimited = [] {
+    LimitsView v{};
+    for (auto& row : v.table.bucket_of)
+      for (auto& cell : row) cell = kNoBucket;
+    return v;
+  }();
+  const LimitsView* fast = nullptr;
+  if (g_limiter.state.load(std::memory_order_relaxed) != kUninit && !g_limiter.counters && !g_limiter.watch.seq) {
+    const LimitsView* v = g_limiter.view.load(std::memory_order_relaxed);
+    if (!v) fast = &unlimited;
+    else if (!v->table.fd_sensitive) fast = v;
+  }
+  g_limiter.fast_view.store(fast, std::memory_order_release);
 }
 
 bool limiter_init_once() noexcept {
@@ -71,15 +101,45 @@ bool limiter_init_once() noexcept {
   if (!g_limiter.state.compare_exchange_strong(expected, kIniting, std::memory_order_acq_rel))
     return expected == kActive;  // another thread (or this one, re-entered) is setting up
   int saved_errno = errno;
-  blog_set_level(std::getenv("BONSAI_LOG"));
+  g_limiter.pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  blog_set_level(env_get("BONSAI_LOG"));
   g_limiter.buckets = g_local_buckets;
-  g_limiter.counters = &g_local_counters;
   options_load(g_limiter.opts);
   limits_from_env();
-  stats_path_from_env();
+  // Count only when someone can read the counts (BONSAI_STATS here; a service
+  // segment's slot replaces this pointer when attached).
+  if (stats_path_from_env()) g_limiter.counters = &g_local_counters;
+  // BONSAI_SERVICE: the service segment's limits replace BONSAI_LIMITS and are
+  // watched for live changes (see shm/shm_attach.h); on any problem, fail open.
+  if (const char* service = env_get("BONSAI_SERVICE"); service && *service) {
+    static ShmAttach att;  // zero-initialised; the constructor runs once
+    char why[320];
+    if (shm_attach(service, env_get("BONSAI_SHM_PREFIX"), att, why, sizeof why)) {
+      if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
+      g_limiter.counters = att.counters ? att.counters : &g_local_counters;
+      if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
+      limiter_uninstall();
+      if (att.limits_problem) blog(LogLevel::Warn, "service '%s': %s; running unlimited", service, att.limits_problem);
+      else if (limiter_install(att.limits)) shm_mark_seen(att.limits_seq);
+      g_limiter.seen_seq.store(att.limits_seq, std::memory_order_relaxed);
+      g_limiter.watch = {att.seq, []() noexcept {
+                           LimitSet fresh;  // one installer per sequence (shm_limits_fetch)
+                           uint64_t seq;
+                           const char* problem;
+                           if (shm_limits_fetch(fresh, seq, problem)) {
+                             if (limiter_install(fresh)) shm_mark_seen(seq);
+                           } else if (problem) {
+                             blog(LogLevel::Warn, "service limits changed but unusable (%s); keeping the old ones", problem);
+                           }
+                         }};
+    } else {
+      blog(LogLevel::Warn, "%s; running without service limits", why);
+    }
+  }
   pthread_atfork(nullptr, nullptr, after_fork_in_child);
   errno = saved_errno;
   g_limiter.state.store(kActive, std::memory_order_release);
+  limiter_update_fast_view();
   return true;
 }
 
@@ -95,10 +155,11 @@ FdKind fd_kind_of(int fd) noexcept {
   return k;
 }
 
-void ticket_wait_slow(Ticket& t, bool cancellable) noexcept {
-  BucketState& b = g_limiter.buckets[t.bucket];
-  const BucketParams& p = t.view->params[t.bucket];
-  int64_t& credit = t_thread.credit[t.bucket];
+uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable) noexcept {
+  BucketState& b = g_limiter.buckets[bucket];
+  const BucketParams& p = v->params[bucket];
+  int64_t& credit = t_thread.credit[bucket];
+  uint64_t waited = 0;
   uint64_t now = mono_ns();
   uint64_t tat = bucket_take(b, p, credit_refill_units(p, credit), now);
   credit = 0;
@@ -108,9 +169,10 @@ void ticket_wait_slow(Ticket& t, bool cancellable) noexcept {
     wait_until(deadline, g_limiter.opts.spin_ns, cancellable);
     t_thread.in_wait = false;
     uint64_t end = mono_ns();
-    t.waited_ns += end > now ? end - now : 1;
+    waited = end > now ? end - now : 1;
   }
   lane_add(credit, p.batch);
+  return waited;
 }
 
 void ticket_settle_slow(const Ticket& t) noexcept {
@@ -139,6 +201,5 @@ void limiter_refresh_slow() noexcept {
   if (g_limiter.watch.refresh) g_limiter.watch.refresh();
 }
 
-void limiter_uninstall() noexcept { g_limiter.view.store(nullptr, std::memory_order_release); }
 
 }  // namespace bonsai

@@ -33,9 +33,15 @@ struct Limiter {
   std::atomic<int> state;               // LimiterState
   std::atomic<const LimitsView*> view;  // limits in force, or nullptr
   BucketState* buckets;                 // kMaxRules states (process memory or shm)
-  ProcessCounters* counters;            // this process's counters (process memory or shm)
+  ProcessCounters* counters;            // this process's counters (process memory or shm);
+                                        // nullptr when nobody reads them (nothing is counted)
   LimitsWatch watch;
   std::atomic<uint64_t> seen_seq;
+  std::atomic<int> pid;                 // this process (set at set-up and after fork)
+  // The view the wrappers' fast paths may use on their own: set once active, when
+  // nothing is counted, nothing watched and the limits are not fd-sensitive (an
+  // all-kNoBucket view when there are no limits); else nullptr (full path).
+  std::atomic<const LimitsView*> fast_view;
   Options opts;
 };
 
@@ -98,7 +104,9 @@ inline Ticket ticket_for(CallId call, int fd) noexcept {
 
 // Slow path of ticket_wait: take a batch (plus any deficit) from the bucket and
 // sleep if the bucket is in debt.
-void ticket_wait_slow(Ticket& t, bool cancellable) noexcept __attribute__((noinline));
+// @return the time waited in ns (0 if none).
+uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable) noexcept
+    __attribute__((noinline));
 // Settles a deficit larger than a batch (see credit_needs_settle).
 void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
 
@@ -106,42 +114,44 @@ void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
 inline void ticket_wait(Ticket& t, bool cancellable) noexcept {
   if (t.bucket == kNoBucket) [[likely]] return;
   if (t_thread.credit[t.bucket] > 0) [[likely]] return;
-  ticket_wait_slow(t, cancellable);
+  t.waited_ns += ticket_wait_slow(t.view, t.bucket, cancellable);
 }
 
 // Largest transfer worth making in one real call (SIZE_MAX if not byte-limited).
 inline size_t ticket_chunk(const Ticket& t) noexcept {
   if (t.bucket == kNoBucket) return SIZE_MAX;
-  if (t.view->set.rules[t.bucket].unit != RateUnit::Bytes) return SIZE_MAX;
   return static_cast<size_t>(t.view->params[t.bucket].chunk);
 }
 
 // Charges what one real call moved (a call-rate bucket: one call). errno untouched.
 inline void ticket_charge(const Ticket& t, ssize_t moved) noexcept {
   if (t.bucket == kNoBucket) return;
-  bool calls = t.view->set.rules[t.bucket].unit == RateUnit::Calls;
-  int64_t units = calls ? 1 : (moved > 0 ? moved : 0);
+  const BucketParams& p = t.view->params[t.bucket];
+  int64_t units = p.per_call ? 1 : (moved > 0 ? moved : 0);
   int64_t& credit = t_thread.credit[t.bucket];
   lane_add(credit, -units);
-  if (credit_needs_settle(t.view->params[t.bucket], credit)) [[unlikely]] ticket_settle_slow(t);
+  if (credit_needs_settle(p, credit)) [[unlikely]] ticket_settle_slow(t);
 }
 
-// Counts one application call that moved `moved` bytes (< 0: it failed).
+// Counts one application call that moved `moved` bytes (< 0: it failed). Nothing
+// is counted when nobody can read the counters (no BONSAI_STATS, no service).
 inline void ticket_count(const Ticket& t, ssize_t moved) noexcept {
+  ProcessCounters* pc = g_limiter.counters;
+  if (!pc) return;
   unsigned lane = t_thread.lane_plus1;
   if (!lane) [[unlikely]] lane = thread_lane_assign();
   auto c = static_cast<size_t>(t.call);
-  LaneCounters& lc = g_limiter.counters->lanes[lane - 1];
+  CallLane& cl = pc->lanes[lane - 1].by_call[c];
   if (lane < kCounterLanes) [[likely]] {
-    lane_add(lc.calls[c], 1);
-    if (moved > 0) lane_add(lc.bytes[c], static_cast<uint64_t>(moved));
+    lane_add(cl.calls, 1);
+    if (moved > 0) lane_add(cl.bytes, static_cast<uint64_t>(moved));
   } else {  // the shared overflow lane
-    __atomic_fetch_add(&lc.calls[c], 1, __ATOMIC_RELAXED);
-    if (moved > 0) __atomic_fetch_add(&lc.bytes[c], static_cast<uint64_t>(moved), __ATOMIC_RELAXED);
+    __atomic_fetch_add(&cl.calls, 1, __ATOMIC_RELAXED);
+    if (moved > 0) __atomic_fetch_add(&cl.bytes, static_cast<uint64_t>(moved), __ATOMIC_RELAXED);
   }
   if (t.waited_ns) [[unlikely]] {
-    g_limiter.counters->throttled[c].fetch_add(1, std::memory_order_relaxed);
-    g_limiter.counters->wait_ns[c].fetch_add(t.waited_ns, std::memory_order_relaxed);
+    pc->throttled[c].fetch_add(1, std::memory_order_relaxed);
+    pc->wait_ns[c].fetch_add(t.waited_ns, std::memory_order_relaxed);
   }
 }
 
@@ -158,7 +168,14 @@ bool limiter_install(const LimitSet& set) noexcept;
 // Removes every limit (accounting continues).
 void limiter_uninstall() noexcept;
 
+// Recomputes g_limiter.fast_view; call after changing view, counters or watch.
+void limiter_update_fast_view() noexcept;
+
 // Writes the BONSAI_STATS JSON line for this process (at exit).
 void stats_dump_at_exit() noexcept;
+
+// Everything the library does when the process ends (interpose/init.cc): from our
+// destructor and from _exit()/_Exit(), which run no destructors. Runs once.
+void process_exit_hooks() noexcept;
 
 }  // namespace bonsai

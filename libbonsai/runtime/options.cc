@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Loading the options table from the environment (constructor only).
 #include "runtime/options.h"
+#include "runtime/env.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +30,7 @@ bool duration_parse(const char* s, uint64_t& ns) {
 
 void options_load(Options& opts) noexcept {
 #define BONSAI_X(name, def, env, doc)                                          \
-  if (const char* v = std::getenv(env)) {                                      \
+  if (const char* v = env_get(env)) {                                      \
     if (!duration_parse(v, opts.name))                                         \
       blog(LogLevel::Warn, "%s='%s' is not a duration (like 1000000, 500us, 2ms); using %llu ns", \
            env, v, static_cast<unsigned long long>(def));                      \

@@ -2,6 +2,7 @@
 // Writing the per-process counters as JSON at exit (see stats_dump.h).
 // No allocation: a static buffer, raw system calls.
 #include "runtime/stats_dump.h"
+#include "runtime/env.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,14 +20,15 @@ constinit char g_stats_path[1024] = {};
 constinit char g_json[16384] = {};
 }  // namespace
 
-void stats_path_from_env() noexcept {
-  const char* p = std::getenv("BONSAI_STATS");
-  if (!p || !*p) return;
+bool stats_path_from_env() noexcept {
+  const char* p = env_get("BONSAI_STATS");
+  if (!p || !*p) return false;
   if (std::strlen(p) >= sizeof g_stats_path - 16) {
     blog(LogLevel::Warn, "BONSAI_STATS path too long; no stats will be written");
-    return;
+    return false;
   }
   std::strcpy(g_stats_path, p);
+  return true;
 }
 
 size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept {

@@ -8,8 +8,9 @@
 
 namespace bonsai {
 
-// Remembers the BONSAI_STATS path (constructor time: some workers lose the environment).
-void stats_path_from_env() noexcept;
+// Remembers the BONSAI_STATS path (constructor time: some workers lose the
+// environment). @return true if stats are to be written.
+bool stats_path_from_env() noexcept;
 
 // Formats `pc` as one JSON object (no newline) into `buf`.
 // @return length written, or 0 if `cap` was too small.

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// The layout of a service's shared-memory segment (/<prefix>bonsai.<uid>.<service>),
+// shared by libbonsai (which trusts none of it) and bonsaictl (which owns it).
+// Plain fixed-size data: no pointers. Bump BONSAI_ABI_VERSION on any change.
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "abi/calls.h"
+#include "abi/limits_abi.h"
+#include "bucket/token_bucket.h"
+#include "runtime/counters.h"
+
+#define BONSAI_ABI_VERSION 1
+
+namespace bonsai {
+
+inline constexpr uint64_t kShmMagic = 0x314d48534e4f4231ull;  // "1BONSHM1"
+inline constexpr uint32_t kMaxSlots = 256;        // processes attached at once
+inline constexpr size_t kServiceNameMax = 63;      // [A-Za-z0-9_.-], not starting with '.'
+
+enum class ShmScope : uint32_t { Process = 0, Service = 1 };
+
+// Slot states. Free -> Claiming (CAS by the attaching process) -> Live;
+// Live -> Folding (CAS by whoever reclaims or releases it) -> Free.
+enum class SlotState : uint32_t { Free = 0, Claiming = 1, Live = 2, Folding = 3 };
+
+// A fingerprint of everything whose size the layout depends on: a reader built
+// against other sizes refuses the segment even if someone forgot to bump the version.
+inline constexpr uint64_t shm_layout_fingerprint() {
+  return (uint64_t{kCallCount} << 0) ^ (uint64_t{kCounterLanes} << 8) ^ (uint64_t{kMaxRules} << 16) ^
+         (uint64_t{kMaxSlots} << 24) ^ (uint64_t{sizeof(ProcessCounters)} << 32) ^
+         (uint64_t{sizeof(LimitSet)} << 48);
+}
+
+// Cache line 0: identity. Written once by bonsaictl when it creates the segment
+// (scope may be rewritten by `load`; attached processes keep the scope they saw).
+struct alignas(64) ShmHeader {
+  uint64_t magic;         // kShmMagic
+  uint32_t version;       // BONSAI_ABI_VERSION
+  uint32_t max_slots;     // kMaxSlots
+  uint64_t size;          // sizeof(ShmSegment)
+  uint64_t fingerprint;   // shm_layout_fingerprint()
+  std::atomic<uint32_t> scope;  // ShmScope
+  uint32_t uid;           // owner, as bonsaictl saw it
+  uint64_t created_unix_ns;
+  char service[16];       // first bytes of the name, for humans (the file name is the truth)
+};
+
+// The limits in force, behind a sequence counter (seqlock): odd while a writer is
+// changing `set`; readers copy and retry while it was odd or moved. Readers and
+// writers copy `set` word by word with atomics (see shm/seqlock.h).
+struct alignas(64) ShmLimits {
+  std::atomic<uint64_t> seq;        // even: stable; starts at 2
+  std::atomic<uint64_t> changed_unix_ns;  // when the last change was published
+  uint64_t pad_[6];
+  LimitSet set;
+};
+
+// Counts of processes that have exited (folded in when their slot is released or
+// reclaimed), so that service totals survive them.
+struct alignas(64) ShmExited {
+  std::atomic<uint64_t> processes;
+  uint64_t pad_[7];
+  std::atomic<uint64_t> calls[kCallCount];
+  std::atomic<uint64_t> bytes[kCallCount];
+  std::atomic<uint64_t> throttled[kCallCount];
+  std::atomic<uint64_t> wait_ns[kCallCount];
+};
+
+// One attached process. The first line is the slot's identity (written at claim,
+// read by bonsaictl); the counters that follow start on their own cache lines.
+struct alignas(64) ShmSlot {
+  std::atomic<uint32_t> state;      // SlotState
+  std::atomic<int32_t> pid;
+  std::atomic<uint64_t> start_time; // /proc/PID/stat field 22 (clock ticks after boot)
+  std::atomic<uint64_t> seen_seq;   // limits seq this process has installed
+  std::atomic<uint64_t> attached_unix_ns;
+  char comm[16];                    // /proc/PID/comm at attach, NUL-terminated
+  uint64_t pad_[1];
+  ProcessCounters counters;
+};
+
+struct ShmSegment {
+  ShmHeader header;
+  ShmLimits limits;
+  BucketState buckets[kMaxRules];   // scope `service`: shared by every attached process
+  ShmExited exited;
+  ShmSlot slots[kMaxSlots];
+};
+
+// ---- Layout checks (a runtime twin lives in tests/unit/shm_layout_test.cc) ----
+static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
+static_assert(sizeof(ShmHeader) == 64);
+static_assert(offsetof(ShmHeader, magic) == 0 && offsetof(ShmHeader, version) == 8 &&
+              offsetof(ShmHeader, size) == 16 && offsetof(ShmHeader, fingerprint) == 24 &&
+              offsetof(ShmHeader, scope) == 32 && offsetof(ShmHeader, uid) == 36);
+static_assert(offsetof(ShmLimits, seq) == 0 && offsetof(ShmLimits, set) == 64);
+static_assert(sizeof(ShmLimits) == 64 + ((sizeof(LimitSet) + 63) / 64) * 64);
+static_assert(offsetof(ShmSlot, counters) == 64, "hot counters start on their own cache line");
+static_assert(sizeof(ShmSlot) % 64 == 0 && sizeof(ShmExited) % 64 == 0);
+static_assert(offsetof(ShmSegment, limits) == 64);
+static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));
+static_assert(offsetof(ShmSegment, exited) == offsetof(ShmSegment, buckets) + 64 * kMaxRules);
+static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
+static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
+static_assert(sizeof(LimitSet) % 8 == 0, "the seqlock copies LimitSet in 64-bit words");
+
+}  // namespace bonsai

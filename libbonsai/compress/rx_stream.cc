@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// Receiving half of a compressed connection (see rx_stream.h).
+#include "compress/rx_stream.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "compress/wire_format.h"
+#include "log/blog.h"
+
+namespace bonsai::compress {
+namespace {
+
+size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+enum class Step { Progress, NeedMore, Corrupt };
+
+size_t in_avail(const RxStream& s) { return s.in_end - s.in_beg; }
+
+ssize_t fail(RxStream& s, const char* why) {
+  if (!s.error) blog(LogLevel::Error, "compressed stream: %s; connection reset", why);
+  s.error = ECONNRESET;
+  errno = ECONNRESET;
+  return -1;
+}
+
+// Parses what is buffered: the stream header, a frame header, a whole compressed frame.
+Step parse(RxStream& s, const char** why) {
+  size_t avail = in_avail(s);
+  const uint8_t* p = s.in + s.in_beg;
+  if (s.need_stream_header) {
+    if (avail == 0) return Step::NeedMore;
+    HeaderMatch hm = stream_header_match(p, avail);
+    if (hm == HeaderMatch::Prefix) return Step::NeedMore;
+    if (hm != HeaderMatch::Yes) {
+      *why = hm == HeaderMatch::BadVersion ? "unsupported wire version" : "bad stream header";
+      return Step::Corrupt;
+    }
+    s.in_beg += kStreamHeaderSize;
+    s.need_stream_header = false;
+    return Step::Progress;
+  }
+  if (s.raw_left || s.out_pos < s.out_len) return Step::NeedMore;  // caller serves those first
+  if (avail < kFrameHeaderSize) return Step::NeedMore;
+  FrameHeader h;
+  if (!frame_header_parse(p, h)) {
+    *why = "bad frame header";
+    return Step::Corrupt;
+  }
+  if (h.method == Method::Raw) {
+    s.raw_left = h.raw_len;
+    s.in_beg += kFrameHeaderSize;
+    return Step::Progress;
+  }
+  if (avail < kFrameHeaderSize + h.wire_len) return Step::NeedMore;
+  if (!codec_decompress(s.codec, h.method, p + kFrameHeaderSize, h.wire_len, s.out, h.raw_len)) {
+    *why = "corrupt frame payload";
+    return Step::Corrupt;
+  }
+  s.out_pos = 0;
+  s.out_len = h.raw_len;
+  s.in_beg += kFrameHeaderSize + h.wire_len;
+  return Step::Progress;
+}
+
+// Copies buffered bytes (decoded, or a raw frame's payload) into iov at `got`.
+size_t serve(RxStream& s, const iovec* iov, int cnt, size_t got, size_t want, bool peek) {
+  if (s.out_pos < s.out_len) {
+    size_t n = iov_copy_in(iov, cnt, got, s.out + s.out_pos, want - got < s.out_len - s.out_pos ? want - got : s.out_len - s.out_pos);
+    if (!peek) s.out_pos += n;
+    return n;
+  }
+  if (s.raw_left && in_avail(s)) {
+    size_t n = in_avail(s) < s.raw_left ? in_avail(s) : s.raw_left;
+    if (n > want - got) n = want - got;
+    n = iov_copy_in(iov, cnt, got, s.in + s.in_beg, n);
+    if (!peek) {
+      s.in_beg += n;
+      s.raw_left -= static_cast<uint32_t>(n);
+    }
+    return n;
+  }
+  return 0;
+}
+
+ssize_t metered_recv(const IoOps& io, const WireMeter& m, int fd, uint8_t* buf, size_t n, int flags) {
+  if (m.allow) {
+    size_t a = m.allow(m.ctx, n);
+    if (a && a < n) n = a;
+  }
+  ssize_t r = io.recv(fd, buf, n, flags);
+  if (m.charge) m.charge(m.ctx, r);
+  return r;
+}
+
+// Reads a raw frame's payload straight into the caller's buffer at `got`.
+ssize_t recv_direct(RxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt, size_t got, size_t want,
+                    int flags) {
+  size_t skip = got;
+  for (int i = 0; i < cnt; ++i) {
+    if (skip >= iov[i].iov_len) {
+      skip -= iov[i].iov_len;
+      continue;
+    }
+    size_t n = iov[i].iov_len - skip;
+    if (n > want - got) n = want - got;
+    if (n > s.raw_left) n = s.raw_left;
+    ssize_t r = metered_recv(io, m, fd, static_cast<uint8_t*>(iov[i].iov_base) + skip, n, flags);
+    if (r > 0) {
+      s.raw_left -= static_cast<uint32_t>(r);
+      s.wire_bytes += static_cast<uint64_t>(r);
+    }
+    return r;
+  }
+  return 0;
+}
+
+}  // namespace
+
+size_t rx_stream_size() noexcept { return align64(kRxInCap) + align64(kMaxFrameRaw) + rx_codec_size(); }
+
+bool rx_stream_init(RxStream& s, void* mem, size_t size) noexcept {
+  if (size < rx_stream_size()) return false;
+  s = RxStream{};
+  auto* base = static_cast<uint8_t*>(mem);
+  s.in = base;
+  s.out = base + align64(kRxInCap);
+  s.need_stream_header = true;
+  size_t used = align64(kRxInCap) + align64(kMaxFrameRaw);
+  return rx_codec_init(s.codec, base + used, size - used);
+}
+
+bool rx_pending(const RxStream& s) noexcept {
+  if (s.error || s.out_pos < s.out_len || (s.raw_left && in_avail(s))) return true;
+  if (s.raw_left || s.need_stream_header || in_avail(s) < kFrameHeaderSize) return false;
+  FrameHeader h;
+  if (!frame_header_parse(s.in + s.in_beg, h)) return true;  // the error is waiting
+  return h.method == Method::Raw ? in_avail(s) > kFrameHeaderSize
+                                 : in_avail(s) >= kFrameHeaderSize + h.wire_len;
+}
+
+ssize_t rx_read(RxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt, int flags) noexcept {
+  if (s.error) {
+    errno = s.error;
+    return -1;
+  }
+  size_t want = iov_sum(iov, cnt);
+  if (want == 0) return 0;
+  bool peek = flags & MSG_PEEK;
+  bool waitall = (flags & MSG_WAITALL) && !peek;
+  int rflags = flags & ~(MSG_PEEK | MSG_WAITALL | MSG_TRUNC);
+  size_t got = 0;
+  for (;;) {
+    size_t n = serve(s, iov, cnt, got, want, peek);
+    got += n;
+    if (!peek) s.app_bytes += n;
+    if (got == want || (got && (!waitall || peek))) return static_cast<ssize_t>(got);
+    if (n) continue;
+    if (s.raw_left && !peek && in_avail(s) == 0) {
+      ssize_t r = recv_direct(s, io, m, fd, iov, cnt, got, want, rflags);
+      if (r > 0) {
+        got += static_cast<size_t>(r);
+        s.app_bytes += static_cast<uint64_t>(r);
+        continue;
+      }
+      if (r == 0) return fail(s, "stream ended inside a frame");
+      if (got) return static_cast<ssize_t>(got);
+      return -1;
+    }
+    const char* why = "";
+    Step st = parse(s, &why);
+    if (st == Step::Progress) continue;
+    if (st == Step::Corrupt) return fail(s, why);
+    if (s.in_beg && (s.in_end == kRxInCap || s.in_beg == s.in_end)) {  // make room
+      std::memmove(s.in, s.in + s.in_beg, in_avail(s));
+      s.in_end -= s.in_beg;
+      s.in_beg = 0;
+    }
+    ssize_t r = metered_recv(io, m, fd, s.in + s.in_end, kRxInCap - s.in_end, rflags);
+    if (r > 0) {
+      s.in_end += static_cast<size_t>(r);
+      s.wire_bytes += static_cast<uint64_t>(r);
+      continue;
+    }
+    if (r == 0) {
+      if (in_avail(s) || s.raw_left) return fail(s, "stream ended inside a frame");
+      return static_cast<ssize_t>(got);  // clean end of stream
+    }
+    if (got) return static_cast<ssize_t>(got);
+    return -1;
+  }
+}
+
+}  // namespace bonsai::compress

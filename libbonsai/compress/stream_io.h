@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: MIT
+// The seam between the compressed streams and the system: the calls they make
+// (the library passes glibc's real functions, tests pass their own) and the wire
+// meter through which a byte limit sees wire bytes. No state of its own.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+namespace bonsai::compress {
+
+struct IoOps {
+  ssize_t (*sendmsg)(int fd, const msghdr* m, int flags);
+  ssize_t (*recv)(int fd, void* buf, size_t n, int flags);
+  int (*poll)(pollfd* fds, nfds_t n, int timeout);
+  uint64_t (*now_ns)();
+};
+
+// A byte limit on wire bytes. allow(): waits if the bucket is in debt and returns
+// how many of `want` bytes the next real call may move (>= 1). charge(): what it
+// moved. Both may be null (no limit).
+struct WireMeter {
+  size_t (*allow)(void* ctx, size_t want);
+  void (*charge)(void* ctx, ssize_t moved);
+  void* ctx;
+};
+
+// Copies up to `n` bytes from `src` into the iovec array at byte offset `skip`.
+// @return bytes copied.
+inline size_t iov_copy_in(const iovec* v, int cnt, size_t skip, const uint8_t* src, size_t n) {
+  size_t done = 0;
+  for (int i = 0; i < cnt && done < n; ++i) {
+    size_t len = v[i].iov_len;
+    if (skip >= len) {
+      skip -= len;
+      continue;
+    }
+    size_t take = len - skip < n - done ? len - skip : n - done;
+    __builtin_memcpy(static_cast<uint8_t*>(v[i].iov_base) + skip, src + done, take);
+    done += take;
+    skip = 0;
+  }
+  return done;
+}
+
+inline size_t iov_sum(const iovec* v, int cnt) {
+  size_t t = 0;
+  for (int i = 0; v && i < cnt; ++i) t += v[i].iov_len;
+  return t;
+}
+
+}  // namespace bonsai::compress

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: MIT
+// Sending half of a compressed connection (see tx_stream.h).
+#include "compress/tx_stream.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "compress/wire_format.h"
+#include "log/blog.h"
+
+namespace bonsai::compress {
+namespace {
+
+constexpr int kMaxSlices = 64;     // a chunk spread over more iovecs is gathered into `stage`
+constexpr uint32_t kMaxSkip = 16;  // an incompressible stream is re-sampled every 16 chunks at least
+
+size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
+
+// Sends all of v[0..cnt) (modified in place). Adds time spent waiting to *blocked.
+// @return 0, or an errno.
+int send_all(const IoOps& io, const WireMeter& m, int fd, iovec* v, int cnt, int flags, uint64_t* blocked) {
+  int first = 0;
+  while (first < cnt) {
+    if (v[first].iov_len == 0) {
+      ++first;
+      continue;
+    }
+    size_t want = iov_sum(v + first, cnt - first);
+    size_t allow = want;
+    if (m.allow) {
+      uint64_t t0 = io.now_ns();
+      allow = m.allow(m.ctx, want);
+      *blocked += io.now_ns() - t0;
+      if (allow == 0 || allow > want) allow = want;
+    }
+    // Trim the vector to `allow` bytes for this call.
+    int n = 0;
+    size_t sum = 0;
+    iovec saved{};
+    int last = first;
+    for (; last < cnt && sum < allow; ++last, ++n) sum += v[last].iov_len;
+    --last;
+    size_t cut = sum - allow;
+    if (cut) {
+      saved = v[last];
+      v[last].iov_len -= cut;
+    }
+    msghdr msg{};
+    msg.msg_iov = v + first;
+    msg.msg_iovlen = static_cast<size_t>(n);
+    ssize_t r = io.sendmsg(fd, &msg, flags);
+    if (cut) v[last] = saved;
+    if (m.charge) m.charge(m.ctx, r);
+    if (r < 0) {
+      int e = errno;
+      if (e == EINTR) continue;
+      if (e == EAGAIN || e == EWOULDBLOCK) {  // made non-blocking after connect: wait, never fake EAGAIN
+        pollfd p{fd, POLLOUT, 0};
+        uint64_t t0 = io.now_ns();
+        io.poll(&p, 1, 1000);
+        *blocked += io.now_ns() - t0;
+        continue;
+      }
+      return e;
+    }
+    auto left = static_cast<size_t>(r);
+    while (left && first < cnt) {
+      size_t take = left < v[first].iov_len ? left : v[first].iov_len;
+      v[first].iov_base = static_cast<uint8_t*>(v[first].iov_base) + take;
+      v[first].iov_len -= take;
+      left -= take;
+      if (v[first].iov_len == 0) ++first;
+    }
+  }
+  return 0;
+}
+
+// Finds the slices of iov covering bytes [pos, pos+len). @return slice count, or -1 if > max.
+int slices_of(const iovec* iov, int cnt, size_t pos, size_t len, iovec* out, int max) {
+  int n = 0;
+  for (int i = 0; i < cnt && len; ++i) {
+    size_t l = iov[i].iov_len;
+    if (pos >= l) {
+      pos -= l;
+      continue;
+    }
+    if (n == max) return -1;
+    size_t take = l - pos < len ? l - pos : len;
+    out[n++] = {static_cast<uint8_t*>(iov[i].iov_base) + pos, take};
+    len -= take;
+    pos = 0;
+  }
+  return n;
+}
+
+// Copies bytes [pos, pos+len) of iov into dst.
+void gather(const iovec* iov, int cnt, size_t pos, size_t len, uint8_t* dst) {
+  size_t at = 0;
+  for (int i = 0; i < cnt && at < len; ++i) {
+    size_t l = iov[i].iov_len;
+    if (pos >= l) {
+      pos -= l;
+      continue;
+    }
+    size_t take = l - pos < len - at ? l - pos : len - at;
+    std::memcpy(dst + at, static_cast<uint8_t*>(iov[i].iov_base) + pos, take);
+    at += take;
+    pos = 0;
+  }
+}
+
+// Decides whether to try compressing this chunk (the incompressible-data guard).
+bool worth_trying(TxStream& s, const void* src, size_t len) {
+  if (s.skip_left) {
+    --s.skip_left;
+    return false;
+  }
+  if (codec_sample_compressible(s.codec, src, len)) return true;
+  if (s.skip_streak < 31) ++s.skip_streak;
+  uint32_t skip = s.skip_streak >= 5 ? kMaxSkip : (1u << s.skip_streak) - 1;
+  s.skip_left = skip > kMaxSkip ? kMaxSkip : skip;
+  return false;
+}
+
+}  // namespace
+
+size_t tx_stream_size(const LevelList& levels) noexcept {
+  return 2 * align64(kMaxFrameRaw) + align64(tx_codec_size(levels));
+}
+
+bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
+                    const PolicyConfig& policy) noexcept {
+  if (size < tx_stream_size(*levels)) return false;
+  s = TxStream{};
+  auto* base = static_cast<uint8_t*>(mem);
+  s.levels = levels;
+  s.out = base;
+  s.stage = base + align64(kMaxFrameRaw);
+  policy_init(s.policy, policy, levels->count);
+  return tx_codec_init(s.codec, base + 2 * align64(kMaxFrameRaw), size - 2 * align64(kMaxFrameRaw), *levels);
+}
+
+ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,
+                 int flags) noexcept {
+  if (s.broken) {
+    errno = s.broken;
+    return -1;
+  }
+  size_t total = iov_sum(iov, cnt);
+  if (total == 0) return 0;
+  flags &= ~MSG_DONTWAIT;  // frames are sent whole (see docs/compression.md)
+  size_t pos = 0;
+  while (pos < total) {
+    size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
+    uint64_t t0 = io.now_ns();
+    iovec v[kMaxSlices + 2];
+    int nv = 0;
+    uint8_t shdr[kStreamHeaderSize];
+    uint8_t fhdr[kFrameHeaderSize];
+    if (!s.header_sent) {
+      stream_header_write(shdr);
+      v[nv++] = {shdr, sizeof shdr};
+    }
+    v[nv++] = {fhdr, sizeof fhdr};
+    iovec* payload = v + nv;
+    int ns = slices_of(iov, cnt, pos, len, payload, kMaxSlices);
+    uint8_t lvl = s.policy.level;
+    Level level = s.levels->levels[lvl];
+    FrameHeader h{Method::Raw, static_cast<uint32_t>(len), static_cast<uint32_t>(len)};
+    bool try_it = level.method != Method::Raw && len >= kSmallWrite;
+    if (ns < 0 || (try_it && ns > 1)) {  // gather the chunk into one buffer
+      gather(iov, cnt, pos, len, s.stage);
+      payload[0] = {s.stage, len};
+      ns = 1;
+    }
+    if (try_it && worth_trying(s, payload[0].iov_base, len)) {
+      size_t c = codec_compress(s.codec, level, payload[0].iov_base, len, s.out, kMaxFrameRaw);
+      if (c) {
+        h.method = level.method;
+        h.wire_len = static_cast<uint32_t>(c);
+        payload[0] = {s.out, c};
+        ns = 1;
+        s.skip_streak = 0;
+      } else if (s.skip_streak < 31) {
+        ++s.skip_streak;
+      }
+    }
+    frame_header_write(fhdr, h);
+    nv += ns;
+    uint64_t blocked = 0;
+    int err = send_all(io, m, fd, v, nv, flags, &blocked);
+    if (err) {
+      // A failed send may have left part of a frame on the wire: the stream is over.
+      s.broken = err;
+      if (pos) return static_cast<ssize_t>(pos);
+      errno = err;
+      return -1;
+    }
+    s.wire_bytes += (s.header_sent ? 0 : kStreamHeaderSize) + kFrameHeaderSize + h.wire_len;
+    s.header_sent = true;
+    s.app_bytes += len;
+    s.frames[static_cast<unsigned>(h.method)]++;
+    s.level_chunks[lvl]++;
+    uint64_t t1 = io.now_ns();
+    uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, t1 - t0, blocked});
+    if (next != lvl && blog_enabled(LogLevel::Debug))
+      blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s)", fd, lvl, next,
+           s.policy.dr.pdr / 1048576.0);
+    pos += len;
+  }
+  return static_cast<ssize_t>(total);
+}
+
+}  // namespace bonsai::compress

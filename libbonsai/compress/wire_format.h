@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: MIT
+// The compressed stream's wire format, version 1 (docs/wire-format.md): an 8-byte
+// stream header, then self-contained frames of a 12-byte header and a payload.
+// Pure encode/parse helpers: no I/O, no allocation.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace bonsai::compress {
+
+inline constexpr uint8_t kStreamMagic[7] = {0x89, 'B', 'N', 'Z', '\r', '\n', 0x1a};
+inline constexpr uint8_t kWireVersion = 1;
+inline constexpr size_t kStreamHeaderSize = 8;
+inline constexpr size_t kFrameHeaderSize = 12;
+// Largest raw length of one frame a v1 decoder accepts (and what an encoder emits).
+inline constexpr size_t kMaxFrameRaw = 128 * 1024;
+
+enum class Method : uint8_t { Raw = 0, Lz4 = 1, Zstd = 2 };
+inline constexpr uint8_t kMethodCount = 3;
+
+struct FrameHeader {
+  Method method;
+  uint32_t raw_len;   // 1..kMaxFrameRaw
+  uint32_t wire_len;  // payload bytes: == raw_len for Raw, 1..raw_len-1 otherwise
+};
+
+inline void put_le32(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v);
+  p[1] = static_cast<uint8_t>(v >> 8);
+  p[2] = static_cast<uint8_t>(v >> 16);
+  p[3] = static_cast<uint8_t>(v >> 24);
+}
+inline uint32_t get_le32(const uint8_t* p) {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+
+inline void stream_header_write(uint8_t* out) {
+  std::memcpy(out, kStreamMagic, sizeof kStreamMagic);
+  out[7] = kWireVersion;
+}
+
+// How the first bytes of a stream compare with the stream header.
+enum class HeaderMatch { No, Prefix, Yes, BadVersion };
+inline HeaderMatch stream_header_match(const uint8_t* p, size_t n) {
+  size_t m = n < sizeof kStreamMagic ? n : sizeof kStreamMagic;
+  if (std::memcmp(p, kStreamMagic, m) != 0) return HeaderMatch::No;
+  if (n < kStreamHeaderSize) return HeaderMatch::Prefix;
+  return p[7] == kWireVersion ? HeaderMatch::Yes : HeaderMatch::BadVersion;
+}
+
+inline void frame_header_write(uint8_t* out, const FrameHeader& h) {
+  out[0] = static_cast<uint8_t>(h.method);
+  out[1] = out[2] = out[3] = 0;
+  put_le32(out + 4, h.raw_len);
+  put_le32(out + 8, h.wire_len);
+}
+
+// Parses and validates a frame header. @return false if it is not a valid v1 header.
+inline bool frame_header_parse(const uint8_t* p, FrameHeader& h) {
+  if (p[0] >= kMethodCount || p[1] || p[2] || p[3]) return false;
+  h.method = static_cast<Method>(p[0]);
+  h.raw_len = get_le32(p + 4);
+  h.wire_len = get_le32(p + 8);
+  if (h.raw_len == 0 || h.raw_len > kMaxFrameRaw) return false;
+  if (h.method == Method::Raw) return h.wire_len == h.raw_len;
+  return h.wire_len > 0 && h.wire_len < h.raw_len;
+}
+
+}  // namespace bonsai::compress

@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+// Glue between the wrappers and libbonsai/compress: configuration (own constructor),
+// the fd table, classification of sockets, framed data calls with wire-byte
+// limiting and application-byte accounting, and the compression stats line.
+// Runs inside the host process: no allocation after set-up, errno preserved on success.
+#include "interpose/compress_hooks.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "compress/compress_config.h"
+#include "compress/conn_pool.h"
+#include "interpose/real.h"
+#include "interpose/wrap.h"
+#include "log/blog.h"
+#include "runtime/clock.h"
+#include "runtime/raw_syscall.h"
+
+namespace bonsai::compress {
+
+constinit bool g_tx_on = false;
+constinit bool g_rx_on = false;
+constinit bool g_on = false;
+constinit std::atomic<uintptr_t>* g_fds = nullptr;
+
+namespace {
+
+constinit CompressConfig g_cfg{};
+constinit const char* g_stats_path = nullptr;
+
+struct EpollReg {
+  int32_t epfd;  // -1 or 0: none (epfd 0 is never an epoll fd in practice)
+  uint32_t events;
+  uint64_t data;
+};
+constinit EpollReg* g_epoll = nullptr;
+
+ssize_t io_sendmsg(int fd, const msghdr* m, int f) { return real::sendmsg(fd, m, f); }
+ssize_t io_recv(int fd, void* b, size_t n, int f) { return real::recv(fd, b, n, f); }
+int io_poll(pollfd* p, nfds_t n, int t) { return poll_real(p, n, t); }
+constexpr IoOps kRealIo{io_sendmsg, io_recv, io_poll, mono_ns};
+
+// ---- wire meter: byte limits see wire bytes ----
+struct Meter {
+  Ticket t;
+  size_t chunk;
+};
+size_t meter_allow(void* ctx, size_t want) {
+  auto* m = static_cast<Meter*>(ctx);
+  ticket_wait(m->t, true);
+  return want < m->chunk ? want : m->chunk;
+}
+void meter_charge(void* ctx, ssize_t moved) { ticket_charge(static_cast<Meter*>(ctx)->t, moved); }
+
+WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
+  *limited = limiter_active();
+  if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
+  m.t = ticket_for(id, fd);
+  m.chunk = ticket_chunk(m.t);
+  return WireMeter{meter_allow, meter_charge, &m};
+}
+
+Conn* conn_of(uintptr_t st) { return st > kFdPlain ? reinterpret_cast<Conn*>(st) : nullptr; }
+
+bool is_tcp(int fd, bool* nonblocking) {
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM) return false;
+  sockaddr_storage ss;
+  socklen_t sl = sizeof ss;
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &sl) != 0) return false;
+  if (ss.ss_family != AF_INET && ss.ss_family != AF_INET6) return false;
+  if (nonblocking) *nonblocking = fcntl(fd, F_GETFL) & O_NONBLOCK;
+  return true;
+}
+
+// Binds a new connected socket: a sending half if the peer is a configured
+// destination and the socket blocks (non-blocking ones pass through uncompressed).
+void bind_socket(int fd, const sockaddr* peer, socklen_t plen) {
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return;
+  uintptr_t old = g_fds[fd].exchange(kFdUnknown, std::memory_order_acq_rel);
+  if (Conn* c = conn_of(old)) conn_release(c);
+  bool nonblocking = false;
+  if (!g_tx_on || !peer || !dest_match(g_cfg, peer, plen) || !is_tcp(fd, &nonblocking) || nonblocking) return;
+  Conn* c = conn_acquire(fd);
+  if (!c) {
+    BONSAI_LOG_ONCE(LogLevel::Warn, "compression: more than %zu connections; extra ones are not compressed", kMaxConns);
+    return;
+  }
+  if (!conn_tx_enable(c, &g_cfg.levels, g_cfg.policy)) {
+    BONSAI_LOG_ONCE(LogLevel::Warn, "compression: no memory for a workspace; connection not compressed");
+    conn_release(c);
+    return;
+  }
+  g_fds[fd].store(reinterpret_cast<uintptr_t>(c), std::memory_order_release);
+}
+
+void stats_write() {
+  if (!g_on) return;
+  ConnTotals t;
+  pool_totals(t);
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf,
+                        "{\"pid\":%d,\"tx_app_bytes\":%llu,\"tx_wire_bytes\":%llu,\"rx_app_bytes\":%llu,"
+                        "\"rx_wire_bytes\":%llu,\"frames\":{\"raw\":%llu,\"lz4\":%llu,\"zstd\":%llu},\"level_chunks\":[",
+                        static_cast<int>(getpid()), (unsigned long long)t.tx_app, (unsigned long long)t.tx_wire,
+                        (unsigned long long)t.rx_app, (unsigned long long)t.rx_wire, (unsigned long long)t.frames[0],
+                        (unsigned long long)t.frames[1], (unsigned long long)t.frames[2]);
+  for (unsigned i = 0; i < g_cfg.levels.count && n > 0 && n < 480; ++i)
+    n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "%s%llu", i ? "," : "",
+                       (unsigned long long)t.level_chunks[i]);
+  if (n <= 0 || n > 500) return;
+  n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "]}\n");
+  blog(LogLevel::Info, "compression: tx %llu app -> %llu wire bytes, rx %llu wire -> %llu app bytes",
+       (unsigned long long)t.tx_app, (unsigned long long)t.tx_wire, (unsigned long long)t.rx_wire,
+       (unsigned long long)t.rx_app);
+  if (!g_stats_path) return;
+  char path[256];
+  size_t o = 0;
+  for (const char* p = g_stats_path; *p && o < sizeof path - 12; ++p) {
+    if (p[0] == '%' && p[1] == 'p') {
+      o += static_cast<size_t>(std::snprintf(path + o, sizeof path - o, "%d", static_cast<int>(getpid())));
+      ++p;
+    } else {
+      path[o++] = *p;
+    }
+  }
+  path[o] = 0;
+  int fd = static_cast<int>(raw_syscall3(SYS_open, reinterpret_cast<long>(path), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+  if (fd < 0) return;
+  raw_write(fd, buf, static_cast<size_t>(n));
+  raw_syscall3(SYS_close, fd, 0, 0);
+}
+
+__attribute__((constructor(102))) void compress_constructor() {
+  int saved = errno;
+  if (config_from_env(g_cfg)) {
+    void* t = mmap(nullptr, sizeof(std::atomic<uintptr_t>) * kMaxFds, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* e = g_cfg.accept ? mmap(nullptr, sizeof(EpollReg) * kMaxFds, PROT_READ | PROT_WRITE,
+                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+                           : nullptr;
+    if (t == MAP_FAILED || e == MAP_FAILED || !pool_init()) {
+      blog(LogLevel::Error, "compression: cannot map its tables; compression off");
+    } else {
+      g_fds = static_cast<std::atomic<uintptr_t>*>(t);
+      g_epoll = static_cast<EpollReg*>(e);
+      g_stats_path = std::getenv("BONSAI_COMPRESS_STATS");
+      g_tx_on = g_cfg.nto > 0;
+      g_rx_on = g_cfg.accept;
+      g_on = true;
+    }
+  }
+  errno = saved;
+}
+
+__attribute__((destructor)) void compress_destructor() { stats_write(); }
+
+}  // namespace
+
+// ---- checks ----
+
+bool tx_conn_framed(uintptr_t st) noexcept { return conn_of(st)->tx_on.load(std::memory_order_acquire); }
+
+bool rx_check(int fd, uintptr_t st) noexcept {
+  Conn* c = conn_of(st);
+  if (c) {
+    uint8_t rs = c->rx_state.load(std::memory_order_acquire);
+    if (rs != kRxUnknown) return rs == kRxFramed;
+  } else if (!is_tcp(fd, nullptr)) {
+    g_fds[fd].store(kFdPlain, std::memory_order_release);
+    return false;
+  }
+  int saved = errno;
+  uint8_t hdr[kStreamHeaderSize];
+  ssize_t r = real::recv(fd, hdr, sizeof hdr, MSG_PEEK | MSG_DONTWAIT);
+  if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !(fcntl(fd, F_GETFL) & O_NONBLOCK))
+    r = real::recv(fd, hdr, sizeof hdr, MSG_PEEK);  // a blocking socket: its read would wait too
+  errno = saved;
+  if (r <= 0) return false;  // nothing yet (or EOF, or an error the real call reports): decide later
+  HeaderMatch m = stream_header_match(hdr, static_cast<size_t>(r));
+  if (m == HeaderMatch::No) {
+    if (c) c->rx_state.store(kRxPlain, std::memory_order_release);
+    else g_fds[fd].store(kFdPlain, std::memory_order_release);
+    return false;
+  }
+  if (!c) {
+    c = conn_acquire(fd);
+    if (!c) {
+      BONSAI_LOG_ONCE(LogLevel::Error, "compression: more than %zu connections; a framed stream arrives undecoded",
+                      kMaxConns);
+      return false;
+    }
+  }
+  pthread_mutex_lock(&c->rx_mu);
+  bool ok = c->rx_state.load(std::memory_order_relaxed) == kRxFramed || conn_rx_enable(c);
+  if (ok) c->rx_state.store(kRxFramed, std::memory_order_release);
+  pthread_mutex_unlock(&c->rx_mu);
+  if (!ok) return false;
+  if (!st) {
+    uintptr_t expected = kFdUnknown;
+    if (!g_fds[fd].compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(c), std::memory_order_acq_rel)) {
+      conn_release(c);  // another thread classified it first
+      Conn* other = conn_of(expected);
+      return other && other->rx_state.load(std::memory_order_acquire) == kRxFramed;
+    }
+  }
+  return true;
+}
+
+// ---- framed data calls ----
+
+ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept {
+  Conn* c = conn_of(g_fds[fd].load(std::memory_order_acquire));
+  if (!c || (flags & MSG_OOB)) {  // closed meanwhile / urgent data: not part of the stream
+    msghdr msg{};
+    msg.msg_iov = const_cast<iovec*>(v);
+    msg.msg_iovlen = static_cast<size_t>(cnt);
+    return real::sendmsg(fd, &msg, flags);
+  }
+  Meter meter;
+  bool limited;
+  WireMeter m = meter_for(meter, id, fd, &limited);
+  int saved = errno;
+  pthread_mutex_lock(&c->tx_mu);
+  ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
+  pthread_mutex_unlock(&c->tx_mu);
+  if (limited) ticket_count(meter.t, r);
+  if (r >= 0) errno = saved;
+  return r;
+}
+
+ssize_t tx_send1(int fd, const void* b, size_t n, int flags, CallId id) noexcept {
+  if (flags & MSG_OOB) return real::send(fd, b, n, flags);  // urgent data is not part of the stream
+  iovec v{const_cast<void*>(b), n};
+  return tx_send(fd, &v, 1, flags, id);
+}
+
+ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept {
+  Conn* c = conn_of(g_fds[out].load(std::memory_order_acquire));
+  size_t want = n < kMaxFrameRaw ? n : kMaxFrameRaw;
+  if (want == 0) return 0;
+  pthread_mutex_lock(&c->tx_mu);  // file_buf is the connection's
+  ssize_t got = off ? real::pread64(in, c->file_buf, want, *off) : real::read(in, c->file_buf, want);
+  ssize_t r = got;
+  if (got > 0) {
+    Meter meter;
+    bool limited;
+    WireMeter m = meter_for(meter, id, out, &limited);
+    iovec v{c->file_buf, static_cast<size_t>(got)};
+    r = tx_write(c->tx, kRealIo, m, out, &v, 1, 0);
+    if (limited) ticket_count(meter.t, r);
+    if (r > 0 && off) *off += r;
+  }
+  pthread_mutex_unlock(&c->tx_mu);
+  return r;
+}
+
+ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept {
+  Conn* c = conn_of(g_fds[fd].load(std::memory_order_acquire));
+  if (!c) {
+    errno = EBADF;
+    return -1;
+  }
+  Meter meter;
+  bool limited;
+  WireMeter m = meter_for(meter, id, fd, &limited);
+  int saved = errno;
+  pthread_mutex_lock(&c->rx_mu);
+  ssize_t r = rx_read(c->rx, kRealIo, m, fd, v, cnt, flags);
+  conn_update_pending(c);
+  pthread_mutex_unlock(&c->rx_mu);
+  if (limited) ticket_count(meter.t, r);
+  if (r >= 0) errno = saved;
+  return r;
+}
+
+ssize_t rx_recv1(int fd, void* b, size_t n, int flags, CallId id) noexcept {
+  if (flags & MSG_OOB) return real::recv(fd, b, n, flags);
+  iovec v{b, n};
+  return rx_recv(fd, &v, 1, flags, id);
+}
+
+ssize_t rx_recvmsg(int fd, msghdr* msg, int flags) noexcept {
+  if (flags & MSG_OOB) return real::recvmsg(fd, msg, flags);
+  ssize_t r = rx_recv(fd, msg->msg_iov, static_cast<int>(msg->msg_iovlen), flags, CallId::recvmsg);
+  if (r >= 0) {
+    msg->msg_controllen = 0;
+    msg->msg_flags = 0;
+  }
+  return r;
+}
+
+// ---- connection life ----
+
+int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept {
+  int r = wrap::simple<int>(CallId::connect, fd, true, [&] { return real::connect(fd, a, l); }, wrap::moved_none);
+  if (r == 0 && a) {
+    int saved = errno;
+    bind_socket(fd, a, l);
+    errno = saved;
+  }
+  return r;
+}
+
+int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexcept {
+  sockaddr_storage peer;
+  socklen_t plen = sizeof peer;
+  int r = four ? wrap::simple<int>(CallId::accept4, fd, true,
+                                   [&] { return real::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &plen, flags); },
+                                   wrap::moved_none)
+               : wrap::simple<int>(CallId::accept, fd, true,
+                                   [&] { return real::accept(fd, reinterpret_cast<sockaddr*>(&peer), &plen); },
+                                   wrap::moved_none);
+  if (r < 0) return r;
+  int saved = errno;
+  if (a && l) {  // what accept would have written
+    std::memcpy(a, &peer, *l < plen ? *l : plen);
+    *l = plen;
+  }
+  bind_socket(r, reinterpret_cast<sockaddr*>(&peer), plen);
+  errno = saved;
+  return r;
+}
+
+void on_close(int fd) noexcept {
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return;
+  uintptr_t old = g_fds[fd].exchange(kFdUnknown, std::memory_order_acq_rel);
+  if (g_epoll) g_epoll[fd] = EpollReg{};
+  if (Conn* c = conn_of(old)) conn_release(c);
+}
+
+// ---- readiness ----
+
+bool any_rx_pending() noexcept { return g_pending_conns.load(std::memory_order_relaxed) > 0; }
+
+bool fd_rx_pending(int fd) noexcept {
+  if (!g_rx_on || static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return false;
+  Conn* c = conn_of(g_fds[fd].load(std::memory_order_acquire));
+  if (!c || c->rx_state.load(std::memory_order_acquire) != kRxFramed) return false;
+  return c->pending.load(std::memory_order_acquire);  // no lock: a reader may be blocked holding it
+}
+
+void epoll_note(int epfd, int op, int fd, uint32_t events, uint64_t data) noexcept {
+  if (!g_epoll || static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return;
+  if (op == 2 /* EPOLL_CTL_DEL */) {
+    if (g_epoll[fd].epfd == epfd) g_epoll[fd] = EpollReg{};
+    return;
+  }
+  g_epoll[fd] = EpollReg{epfd, events, data};
+}
+
+int epoll_pending(int epfd, uint32_t* ev_out, uint64_t* data_out, int max) noexcept {
+  int n = 0;
+  for (size_t i = 0; i < kMaxConns && n < max; ++i) {
+    Conn* c = pool_record(i);
+    int fd = c ? c->fd.load(std::memory_order_acquire) : -1;
+    if (fd < 0 || fd >= kMaxFds || g_epoll[fd].epfd != epfd || !(g_epoll[fd].events & POLLIN)) continue;
+    if (!fd_rx_pending(fd)) continue;
+    ev_out[n] = POLLIN;
+    data_out[n] = g_epoll[fd].data;
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace bonsai::compress

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// The hooks by which the wrappers hand a compressed socket to libbonsai/compress.
+// When compression is not configured each check is one load and one predictable
+// branch; everything else is noinline in compress_hooks.cc. Runs inside the host.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "abi/calls.h"
+
+namespace bonsai::compress {
+
+inline constexpr int kMaxFds = 65536;  // sockets with higher numbers are never framed
+inline constexpr uintptr_t kFdUnknown = 0, kFdPlain = 1;  // else a Conn*
+
+extern constinit bool g_tx_on;  // BONSAI_COMPRESS_TO names a destination
+extern constinit bool g_rx_on;  // BONSAI_COMPRESS_ACCEPT
+extern constinit bool g_on;     // either
+extern constinit std::atomic<uintptr_t>* g_fds;  // per-fd state, kMaxFds entries
+
+// ---- checks (inline) ----
+bool tx_conn_framed(uintptr_t state) noexcept;
+// Is fd (state not plain) a framed stream? Classifies it on first use.
+bool rx_check(int fd, uintptr_t state) noexcept __attribute__((noinline));
+
+// True if writes on fd must go out as frames.
+inline bool tx_framed(int fd) noexcept {
+  if (!g_tx_on) [[likely]] return false;
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return false;
+  uintptr_t st = g_fds[fd].load(std::memory_order_acquire);
+  return st > kFdPlain && tx_conn_framed(st);
+}
+
+// True if reads on fd must be served from decoded frames (classifies the socket on
+// its first read: a MSG_PEEK for the stream header).
+inline bool rx_framed(int fd) noexcept {
+  if (!g_rx_on) [[likely]] return false;
+  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return false;
+  uintptr_t st = g_fds[fd].load(std::memory_order_acquire);
+  if (st == kFdPlain) return false;
+  return rx_check(fd, st);
+}
+
+// ---- data calls on framed sockets (noinline; do their own limiting/accounting) ----
+ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept __attribute__((noinline));
+ssize_t tx_send1(int fd, const void* b, size_t n, int flags, CallId id) noexcept __attribute__((noinline));
+// sendfile/splice onto a framed socket: read + compress + send (one chunk per call).
+ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept __attribute__((noinline));
+ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept __attribute__((noinline));
+ssize_t rx_recv1(int fd, void* b, size_t n, int flags, CallId id) noexcept __attribute__((noinline));
+ssize_t rx_recvmsg(int fd, msghdr* m, int flags) noexcept __attribute__((noinline));
+
+// ---- connection life (wrappers call these when g_on) ----
+int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept __attribute__((noinline));
+int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexcept __attribute__((noinline));
+void on_close(int fd) noexcept __attribute__((noinline));
+
+// ---- readiness (poll_calls.cc) ----
+// Any framed socket with bytes waiting in the library? (false: nothing to add)
+bool any_rx_pending() noexcept;
+bool fd_rx_pending(int fd) noexcept;
+// glibc's poll (resolved by poll_calls.cc).
+int poll_real(::pollfd* fds, nfds_t n, int timeout) noexcept;
+// epoll registrations of sockets, so epoll_wait can report pending ones.
+void epoll_note(int epfd, int op, int fd, uint32_t events, uint64_t data) noexcept;
+// Appends (events, data) of pending sockets registered with epfd for input.
+// @return entries written to out (at most max).
+int epoll_pending(int epfd, uint32_t* ev_out, uint64_t* data_out, int max) noexcept;
+
+}  // namespace bonsai::compress

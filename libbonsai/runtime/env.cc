@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+// Environment lookup usable before libc's `environ` exists (see env.h).
+#include "runtime/env.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "runtime/raw_syscall.h"
+
+namespace bonsai {
+namespace {
+
+constinit char g_snapshot[65536] = {};
+constinit long g_snapshot_len = -1;  // -1: not read yet
+
+void snapshot_read() {
+  g_snapshot_len = 0;
+  long fd = raw_syscall3(SYS_open, reinterpret_cast<long>("/proc/self/environ"), O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return;
+  long used = 0;
+  while (used < static_cast<long>(sizeof g_snapshot) - 1) {
+    long n = raw_syscall3(SYS_read, fd, reinterpret_cast<long>(g_snapshot + used),
+                          static_cast<long>(sizeof g_snapshot) - 1 - used);
+    if (n <= 0) break;
+    used += n;
+  }
+  raw_syscall3(SYS_close, fd, 0, 0);
+  g_snapshot[used] = '\0';
+  g_snapshot_len = used;
+}
+
+}  // namespace
+
+const char* env_get(const char* name) noexcept {
+  if (environ) return std::getenv(name);
+  if (g_snapshot_len < 0) snapshot_read();
+  size_t len = std::strlen(name);
+  for (long i = 0; i < g_snapshot_len;) {
+    const char* entry = g_snapshot + i;
+    size_t entry_len = std::strlen(entry);
+    if (entry_len > len && std::strncmp(entry, name, len) == 0 && entry[len] == '=') return entry + len + 1;
+    i += static_cast<long>(entry_len) + 1;
+  }
+  return nullptr;
+}
+
+}  // namespace bonsai

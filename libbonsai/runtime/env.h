@@ -1,0 +1,12 @@
+// SPDX-License-Identifier: MIT
+// getenv() that also works before libc has set up `environ`: a wrapper called from
+// an executable's .preinit_array runs before that, so we read /proc/self/environ
+// (raw system calls, a static buffer) instead. Set-up only, never the fast path.
+#pragma once
+
+namespace bonsai {
+
+// @return the value of `name` in this process's environment, or nullptr.
+const char* env_get(const char* name) noexcept;
+
+}  // namespace bonsai

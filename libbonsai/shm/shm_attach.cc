@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// Attaching the host process to its service segment (see shm_attach.h). Everything
+// in the segment is checked before use; on anything wrong the caller runs unlimited.
+#include "shm/shm_attach.h"
+
+#include <cstdio>
+#include <ctime>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "shm/seqlock.h"
+#include "shm/shm_check.h"
+#include "shm/shm_name.h"
+#include "shm/shm_proc.h"
+#include "shm/shm_slots.h"
+
+namespace bonsai {
+namespace {
+
+constinit ShmSegment* g_seg = nullptr;
+constinit ShmSlot* g_slot = nullptr;
+constinit std::atomic<uint64_t> g_installed_seq{0};
+constexpr int kReadTries = 1000;
+
+uint64_t unix_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+bool fail(char* why, size_t cap, const char* fmt, const char* a, const char* b = "") {
+  std::snprintf(why, cap, fmt, a, b);
+  return false;
+}
+
+ShmSlot* claim_for(int pid, uint64_t seen_seq) {
+  uint64_t start;
+  if (proc_status(pid, start) != ProcStatus::Alive) return nullptr;
+  char comm[16];
+  proc_comm(pid, comm, sizeof comm);
+  return slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns());
+}
+
+}  // namespace
+
+bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap) noexcept {
+  out = ShmAttach{};
+  char path[256];
+  if (!prefix) prefix = "";
+  if (!shm_prefix_valid(prefix)) return fail(why, cap, "BONSAI_SHM_PREFIX '%s' is not a valid name", prefix);
+  if (!shm_segment_path(path, sizeof path, prefix, static_cast<unsigned>(geteuid()), service))
+    return fail(why, cap, "BONSAI_SERVICE '%s' is not a valid service name", service);
+  long fd = raw_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0)
+    return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
+  struct stat st;
+  if (fstat(static_cast<int>(fd), &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    raw_close(static_cast<int>(fd));
+    return fail(why, cap, "service '%s': %s is not private to this user (owner or mode)", service, path);
+  }
+  auto file_size = static_cast<size_t>(st.st_size);
+  if (file_size < sizeof(ShmSegment)) {
+    raw_close(static_cast<int>(fd));
+    return fail(why, cap, "service '%s': %s is truncated or not a bonsai segment", service, path);
+  }
+  void* p = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+  raw_close(static_cast<int>(fd));
+  if (p == MAP_FAILED) return fail(why, cap, "service '%s': cannot map %s", service, path);
+  auto* seg = static_cast<ShmSegment*>(p);
+  if (const char* problem = shm_header_problem(*seg, file_size)) {
+    munmap(p, sizeof(ShmSegment));
+    return fail(why, cap, "service '%s': %s", service, problem);
+  }
+  g_seg = seg;
+  out.seq = &seg->limits.seq;
+  if (seqlock_read(seg->limits, out.limits, out.limits_seq, kReadTries)) {
+    out.limits_problem = limits_problem(out.limits);
+  } else {
+    out.limits_problem = "limits are being rewritten";  // the watch picks them up later
+    out.limits_seq = 1;
+  }
+  if (!out.limits_problem) g_installed_seq.store(out.limits_seq, std::memory_order_relaxed);
+  if (seg->header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
+    out.shared_buckets = seg->buckets;
+  g_slot = claim_for(static_cast<int>(getpid()), out.limits_problem ? 0 : out.limits_seq);
+  out.counters = g_slot ? &g_slot->counters : nullptr;
+  return true;
+}
+
+bool shm_attached() noexcept { return g_seg != nullptr; }
+
+bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexcept {
+  problem = nullptr;
+  if (!g_seg || !seqlock_read(g_seg->limits, out, seq, kReadTries)) return false;
+  uint64_t old = g_installed_seq.load(std::memory_order_relaxed);
+  if (old >= seq || !g_installed_seq.compare_exchange_strong(old, seq, std::memory_order_relaxed)) return false;
+  problem = limits_problem(out);
+  return problem == nullptr;
+}
+
+void shm_mark_seen(uint64_t seq) noexcept {
+  if (g_slot) g_slot->seen_seq.store(seq, std::memory_order_release);
+}
+
+ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept {
+  if (!g_seg) return current;
+  uint64_t seen = g_slot ? g_slot->seen_seq.load(std::memory_order_relaxed) : 0;
+  g_slot = claim_for(static_cast<int>(getpid()), seen);
+  return g_slot ? &g_slot->counters : fallback;
+}
+
+void shm_release_at_exit() noexcept {
+  if (!g_seg || !g_slot) return;
+  slot_release(*g_seg, *g_slot);
+  g_slot = nullptr;
+}
+
+}  // namespace bonsai

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// The library's side of a service segment: attach in the constructor (BONSAI_SERVICE),
+// re-read the limits when their sequence moves, a new slot for a forked child, the
+// slot's release at exit. Runs inside the host process: raw system calls, no
+// allocation, no exceptions, no logging (callers log the reason it returns).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "abi/shm_abi.h"
+
+namespace bonsai {
+
+struct ShmAttach {
+  BucketState* shared_buckets;       // scope service: the segment's buckets; else nullptr
+  ProcessCounters* counters;         // this process's slot, or nullptr if no slot was free
+  const std::atomic<uint64_t>* seq;  // the limits' sequence to watch
+  LimitSet limits;                   // the limits in force at attach
+  uint64_t limits_seq;
+  const char* limits_problem;        // non-null: `limits` unusable (why)
+};
+
+// Maps the segment of `service` (under `prefix`, may be null) and claims a slot.
+// @return true with `out` filled; false with `why` set (one line) and nothing mapped.
+bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap) noexcept;
+
+// True once shm_attach succeeded in this process.
+bool shm_attached() noexcept;
+
+// Reads the current limits (seqlock). Only one caller per new sequence number gets
+// true (the others keep the limits in force), so concurrent threads install once.
+// @return true with `out`/`seq` set if they are new, usable limits to install;
+// `problem` set (and false) if the new limits are unusable.
+bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexcept;
+
+// Records in the slot that this process now enforces limits `seq` (bonsaictl set --wait).
+void shm_mark_seen(uint64_t seq) noexcept;
+
+// In a forked child (atfork handler): claims a slot of its own.
+// @return its counters; `fallback` if no slot was free; `current` if not attached.
+ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept;
+
+// At exit: folds this process's counters into the service totals and frees its slot.
+// The caller first stops counting into the slot.
+void shm_release_at_exit() noexcept;
+
+}  // namespace bonsai

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// /proc readers for slot identity (see shm_proc.h). Raw system calls, no allocation.
+#include "shm/shm_proc.h"
+
+#include <cstdio>
+#include <fcntl.h>
+
+#include "runtime/raw_syscall.h"
+
+namespace bonsai {
+namespace {
+
+// Reads up to cap-1 bytes of a small /proc file. @return bytes read, or -1.
+long read_small(const char* path, char* buf, size_t cap) noexcept {
+  long fd = raw_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  long n = raw_syscall3(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(cap - 1));
+  raw_close(static_cast<int>(fd));
+  if (n < 0) return -1;
+  buf[n] = '\0';
+  return n;
+}
+
+}  // namespace
+
+long raw_open(const char* path, int flags, int mode) noexcept {
+#ifdef SYS_open
+  return raw_syscall3(SYS_open, reinterpret_cast<long>(path), flags, mode);
+#else
+  long r = ::syscall(SYS_openat, AT_FDCWD, path, flags, mode);
+  return r < 0 ? -errno : r;
+#endif
+}
+
+void raw_close(int fd) noexcept { raw_syscall3(SYS_close, fd, 0, 0); }
+
+ProcStatus proc_status(int pid, uint64_t& start_time) noexcept {
+  start_time = 0;
+  if (pid <= 0) return ProcStatus::Dead;
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  char buf[1024];
+  long n = read_small(path, buf, sizeof buf);
+  if (n <= 0) return ProcStatus::Dead;
+  // "pid (comm) S ppid ...": comm may hold spaces and ')', so find the last ')'.
+  const char* p = nullptr;
+  for (long i = n - 1; i >= 0; --i)
+    if (buf[i] == ')') {
+      p = buf + i + 1;
+      break;
+    }
+  if (!p) return ProcStatus::Dead;
+  // Field 3 (state) is the first after ')'; start time is field 22.
+  int field = 2;
+  const char* state = nullptr;
+  while (*p) {
+    while (*p == ' ') ++p;
+    if (!*p) break;
+    ++field;
+    if (field == 3) state = p;
+    if (field == 22) {
+      uint64_t v = 0;
+      while (*p >= '0' && *p <= '9') v = v * 10 + static_cast<uint64_t>(*p++ - '0');
+      start_time = v;
+      break;
+    }
+    while (*p && *p != ' ') ++p;
+  }
+  if (!state || *state == 'Z' || *state == 'X' || start_time == 0) return ProcStatus::Dead;
+  return ProcStatus::Alive;
+}
+
+void proc_comm(int pid, char* out, size_t cap) noexcept {
+  if (cap == 0) return;
+  out[0] = '\0';
+  char path[48];
+  std::snprintf(path, sizeof path, "/proc/%d/comm", pid);
+  char buf[64];
+  long n = read_small(path, buf, sizeof buf);
+  if (n <= 0) return;
+  size_t i = 0;
+  for (; i + 1 < cap && i < static_cast<size_t>(n) && buf[i] != '\n'; ++i) out[i] = buf[i];
+  out[i] = '\0';
+}
+
+bool proc_is(int pid, uint64_t start_time) noexcept {
+  uint64_t now_start;
+  return proc_status(pid, now_start) == ProcStatus::Alive && now_start == start_time;
+}
+
+}  // namespace bonsai

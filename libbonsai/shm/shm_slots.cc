@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// Slot claim, release and reclaim (see shm_slots.h).
+#include "shm/shm_slots.h"
+
+#include "shm/shm_proc.h"
+
+namespace bonsai {
+namespace {
+
+constexpr uint32_t st(SlotState s) { return static_cast<uint32_t>(s); }
+
+void fold_counters(ShmSegment& seg, const ProcessCounters& pc) {
+  for (size_t c = 0; c < kCallCount; ++c) {
+    CallTotals t = counters_total(pc, static_cast<CallId>(c));
+    if (t.calls) seg.exited.calls[c].fetch_add(t.calls, std::memory_order_relaxed);
+    if (t.bytes) seg.exited.bytes[c].fetch_add(t.bytes, std::memory_order_relaxed);
+    if (t.throttled) seg.exited.throttled[c].fetch_add(t.throttled, std::memory_order_relaxed);
+    if (t.wait_ns) seg.exited.wait_ns[c].fetch_add(t.wait_ns, std::memory_order_relaxed);
+  }
+}
+
+void slot_free(ShmSlot& slot) {
+  slot.pid.store(0, std::memory_order_relaxed);
+  slot.start_time.store(0, std::memory_order_relaxed);
+  slot.state.store(st(SlotState::Free), std::memory_order_release);
+}
+
+ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
+                    uint64_t now_unix_ns) {
+  for (auto& slot : seg.slots) {
+    uint32_t expected = st(SlotState::Free);
+    if (slot.state.load(std::memory_order_relaxed) != expected) continue;
+    if (!slot.state.compare_exchange_strong(expected, st(SlotState::Claiming), std::memory_order_acq_rel)) continue;
+    slot.pid.store(pid, std::memory_order_relaxed);
+    slot.start_time.store(start_time, std::memory_order_relaxed);
+    slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
+    slot.attached_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
+    size_t i = 0;
+    for (; comm && comm[i] && i + 1 < sizeof slot.comm; ++i) slot.comm[i] = comm[i];
+    for (; i < sizeof slot.comm; ++i) slot.comm[i] = '\0';
+    counters_reset(slot.counters);
+    slot.state.store(st(SlotState::Live), std::memory_order_release);
+    return &slot;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
+                    uint64_t now_unix_ns) noexcept {
+  for (auto& slot : seg.slots)  // after exec: same process, same slot, counts go on
+    if (slot.state.load(std::memory_order_acquire) == st(SlotState::Live) &&
+        slot.pid.load(std::memory_order_relaxed) == pid &&
+        slot.start_time.load(std::memory_order_relaxed) == start_time) {
+      slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
+      return &slot;
+    }
+  if (ShmSlot* s = claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns)) return s;
+  if (!slots_reclaim_dead(seg)) return nullptr;
+  return claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns);
+}
+
+bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
+  uint32_t expected = st(SlotState::Live);
+  if (!slot.state.compare_exchange_strong(expected, st(SlotState::Folding), std::memory_order_acq_rel)) return false;
+  fold_counters(seg, slot.counters);
+  seg.exited.processes.fetch_add(1, std::memory_order_relaxed);
+  slot_free(slot);
+  return true;
+}
+
+unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
+  unsigned n = 0;
+  for (auto& slot : seg.slots) {
+    uint32_t s = slot.state.load(std::memory_order_acquire);
+    if (s != st(SlotState::Live) && s != st(SlotState::Claiming)) continue;
+    int pid = slot.pid.load(std::memory_order_relaxed);
+    if (pid <= 0) continue;  // a claim in progress has not written its pid yet
+    if (s == st(SlotState::Live)) {
+      if (proc_is(pid, slot.start_time.load(std::memory_order_relaxed))) continue;
+      n += slot_release(seg, slot) ? 1 : 0;
+    } else {  // died while claiming (its start time may not be written yet): nothing to fold
+      uint64_t start;
+      if (proc_status(pid, start) == ProcStatus::Alive) continue;
+      uint32_t expected = s;
+      if (slot.state.compare_exchange_strong(expected, st(SlotState::Folding), std::memory_order_acq_rel)) {
+        slot_free(slot);
+        ++n;
+      }
+    }
+  }
+  return n;
+}
+
+}  // namespace bonsai

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+// Per-process slots of a segment: claim (or adopt after exec), release with the
+// counters folded into the service's exited totals, and reclaim of the slots of
+// dead processes (pid plus start time, so a reused pid is not mistaken for the
+// owner). Used by the library (constructor, fork, exit) and by bonsaictl (stat, ls).
+// Lock-free (CAS on each slot's state); raw system calls only.
+#pragma once
+#include <cstdint>
+
+#include "abi/shm_abi.h"
+
+namespace bonsai {
+
+// Claims a slot for the process (pid, start_time): the live slot it already holds
+// (same process after exec), else a free one, else one reclaimed from a dead
+// process. Counters of a new slot start at zero.
+// @return the slot, or nullptr if all kMaxSlots are held by live processes.
+ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm,
+                    uint64_t seen_seq, uint64_t now_unix_ns) noexcept;
+
+// Folds a live slot's counters into seg.exited and frees it. Exactly one caller
+// wins for a given slot (CAS Live -> Folding). @return true if this call did it.
+bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept;
+
+// Releases every slot whose process is gone (and frees slots left half-claimed
+// by a process that died while claiming). @return slots reclaimed.
+unsigned slots_reclaim_dead(ShmSegment& seg) noexcept;
+
+// Index of `slot` in seg.slots (for messages and tests).
+inline unsigned slot_index(const ShmSegment& seg, const ShmSlot& slot) noexcept {
+  return static_cast<unsigned>(&slot - seg.slots);
+}
+
+}  // namespace bonsai
