@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl ls [--json]`: the services of this user (under BONSAI_SHM_PREFIX) with
+// their scope, attached processes and limits.
+#include <fmt/core.h>
+
+#include "commands.h"
+#include "shm_client.h"
+#include "stat_format.h"
+#include "stat_snapshot.h"
+
+namespace bonsai::ctl {
+namespace {
+
+int cmd_ls(const Args& args) {
+  bool json = false;
+  for (const auto& a : args) {
+    if (a == "--json") json = true;
+    else usage_error(fmt::format("unexpected argument '{}'", a));
+  }
+  std::string out = json ? "[" : "";
+  if (!json) out += fmt::format("{:<24} {:<8} {:>9}  {}\n", "SERVICE", "SCOPE", "PROCESSES", "LIMITS");
+  bool first = true;
+  for (const auto& name : services_list()) {
+    std::string scope, limits, problem;
+    unsigned procs = 0;
+    std::vector<std::string> lim;
+    try {
+      auto seg = Segment::open(name, false);
+      ServiceStat s = stat_snapshot(*seg);
+      scope = s.scope == ShmScope::Service ? "service" : "process";
+      procs = static_cast<unsigned>(s.processes.size());
+      lim = limits_text(s.limits);
+    } catch (const CtlError& e) {
+      problem = e.what();
+    }
+    for (const auto& l : lim) limits += (limits.empty() ? "" : ", ") + l;
+    if (json) {
+      std::string arr;
+      for (const auto& l : lim) arr += (arr.empty() ? "\"" : ",\"") + json_escape(l) + "\"";
+      out += fmt::format("{}{{\"service\":\"{}\",\"scope\":\"{}\",\"processes\":{},\"limits\":[{}]", first ? "" : ",",
+                         json_escape(name), scope, procs, arr);
+      if (!problem.empty()) out += fmt::format(",\"error\":\"{}\"", json_escape(problem));
+      out += "}";
+    } else if (!problem.empty()) {
+      out += fmt::format("{:<24} unusable: {}\n", name, problem);
+    } else {
+      out += fmt::format("{:<24} {:<8} {:>9}  {}\n", name, scope, procs, limits.empty() ? "none" : limits);
+    }
+    first = false;
+  }
+  if (json) out += "]\n";
+  fmt::print("{}", out);
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdLs{"ls", "ls [--json]",
+                            "Lists this user's services (segments under BONSAI_SHM_PREFIX): scope, attached\n"
+                            "processes and limits. --json prints one JSON array.\n"
+                            "exit status: 0 ok, 1 /dev/shm unreadable, 2 usage error\n",
+                            cmd_ls};
+
+}  // namespace bonsai::ctl

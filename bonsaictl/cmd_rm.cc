@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl rm [--force] SERVICE...`: remove service segments. Refuses while
+// processes are attached unless --force (they keep running with the limits they have).
+#include <fmt/core.h>
+
+#include "commands.h"
+#include "shm_client.h"
+
+namespace bonsai::ctl {
+namespace {
+
+int cmd_rm(const Args& args) {
+  bool force = false;
+  std::vector<std::string> names;
+  for (const auto& a : args) {
+    if (a == "--force" || a == "-f") force = true;
+    else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
+    else names.push_back(a);
+  }
+  if (names.empty()) usage_error("no SERVICE given");
+  int status = kExitOk;
+  for (const auto& name : names) {
+    try {
+      unsigned live = 0;
+      try {
+        live = Segment::open(name, false)->live_processes();
+      } catch (const CtlError&) {
+        if (!force) throw;  // unusable segment: only --force removes it
+      }
+      if (live && !force)
+        runtime_error(fmt::format("service '{}' has {} attached process{}; use --force to remove it anyway", name,
+                                  live, live == 1 ? "" : "es"));
+      segment_remove(name);
+      fmt::print("removed {}\n", name);
+    } catch (const CtlError& e) {
+      fmt::print(stderr, "bonsaictl rm: {}\n", e.what());
+      status = e.code;
+    }
+  }
+  return status;
+}
+
+}  // namespace
+
+extern const Command kCmdRm{"rm", "rm [--force] SERVICE...",
+                            "Removes service segments. Refuses while processes are attached, or when the\n"
+                            "segment is unusable, unless --force; attached processes keep their limits.\n"
+                            "exit status: 0 removed, 1 refused or absent, 2 usage error\n",
+                            cmd_rm};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl run [-c FILE] -s SERVICE [-l LIMIT]... [--scope S] -- CMD [ARGS]`:
+// prepare the service's segment, put libbonsai.so in front of LD_PRELOAD, set
+// BONSAI_SERVICE (and BONSAI_COMPRESS_* from the file), and exec CMD.
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/core.h>
+#include <unistd.h>
+
+#include "abi/limit_parse.h"
+#include "commands.h"
+#include "run_env.h"
+#include "shm_client.h"
+#include "yaml_load.h"
+
+namespace bonsai::ctl {
+namespace {
+
+struct RunOptions {
+  std::string file, service, scope;
+  std::vector<std::string> limits;
+  Args command;
+};
+
+RunOptions run_parse(const Args& args) {
+  RunOptions o;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "-c" || a == "--config") o.file = option_value(args, i);
+    else if (a == "-s" || a == "--service") o.service = option_value(args, i);
+    else if (a == "-l" || a == "--limit") o.limits.push_back(option_value(args, i));
+    else if (a == "--scope") o.scope = option_value(args, i);
+    else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
+    else break;  // the command, without "--"
+  }
+  o.command.assign(args.begin() + static_cast<long>(i), args.end());
+  if (o.service.empty()) usage_error("-s SERVICE is required");
+  if (o.command.empty()) usage_error("no command given (put it after --)");
+  if (!o.scope.empty() && o.scope != "process" && o.scope != "service")
+    usage_error(fmt::format("bad --scope '{}' (process or service)", o.scope));
+  return o;
+}
+
+void export_compression(const CompressionConfig& c) {
+  if (!c.present) return;
+  std::string to;
+  for (const auto& t : c.to) to += (to.empty() ? "" : ",") + t;
+  std::string levels;
+  for (const auto& l : c.levels) levels += (levels.empty() ? "" : ",") + l;
+  if (!to.empty()) setenv("BONSAI_COMPRESS_TO", to.c_str(), 1);
+  if (c.accept) setenv("BONSAI_COMPRESS_ACCEPT", "1", 1);
+  setenv("BONSAI_COMPRESS_POLICY", c.policy.c_str(), 1);
+  if (!levels.empty()) setenv("BONSAI_COMPRESS_LEVELS", levels.c_str(), 1);
+}
+
+int cmd_run(const Args& args) {
+  RunOptions o = run_parse(args);
+  segment_path(o.service);  // validates the name
+  LimitSet limits{};
+  bool have_limits = false;
+  ShmScope scope = o.scope == "service" ? ShmScope::Service : ShmScope::Process;
+  CompressionConfig compression;
+  if (!o.file.empty()) {
+    std::vector<Diag> diags;
+    Config cfg = yaml_load_file(o.file, diags);
+    if (!diags.empty()) return diags_print(diags), kExitUsage;
+    const ServiceConfig* s = cfg.find(o.service);
+    if (!s) usage_error(fmt::format("{} has no service '{}'", o.file, o.service));
+    limits = s->limits;
+    have_limits = true;
+    if (o.scope.empty()) scope = s->scope;
+    compression = s->compression;
+  }
+  if (!o.limits.empty()) {
+    std::string text;
+    for (const auto& l : o.limits) text += (text.empty() ? "" : ",") + l;
+    LimitSet extra{};
+    ParseError err;
+    if (!limit_parse(text, extra, err))
+      usage_error(fmt::format("-l: {}\n  {}\n  {}^", err.message, text, std::string(err.offset, ' ')));
+    std::string why;
+    if (!limits_merge(limits, extra, why)) usage_error("-l: " + why);
+    have_limits = true;
+  }
+  std::string lib = library_find();
+  std::string path = command_resolve(o.command[0]);
+  if (path.empty()) runtime_error(fmt::format("command not found: {}", o.command[0]));
+  if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
+
+  auto seg = Segment::open(o.service, true, scope);
+  if (have_limits) seg->write_limits(limits);
+  if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
+  seg.reset();
+
+  const char* old = std::getenv("LD_PRELOAD");
+  setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
+  setenv("BONSAI_SERVICE", o.service.c_str(), 1);
+  export_compression(compression);
+  std::vector<char*> argv;
+  for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execv(path.c_str(), argv.data());
+  runtime_error(fmt::format("cannot run {}: {}", path, std::strerror(errno)));
+}
+
+}  // namespace
+
+extern const Command kCmdRun{
+    "run", "run [-c FILE] -s SERVICE [-l LIMIT]... [--scope process|service] -- CMD [ARGS]",
+    "Prepares SERVICE's segment (creating it if needed) and runs CMD under libbonsai:\n"
+    "libbonsai.so (next to bonsaictl, or BONSAI_LIB) goes in front of LD_PRELOAD, whose\n"
+    "other entries are kept, and BONSAI_SERVICE=SERVICE is set; children inherit both.\n"
+    "  -c FILE    take SERVICE's limits, scope and compression from a YAML file\n"
+    "  -l LIMIT   a limit in the BONSAI_LIMITS grammar (repeatable); replaces the\n"
+    "             file's rules that share a call with it\n"
+    "  --scope S  process (each process its own buckets) or service (shared)\n"
+    "Without -c and -l an existing service keeps its limits (a new one has none).\n"
+    "Warns when CMD is statically linked or setuid: such programs ignore LD_PRELOAD.\n"
+    "exit status: CMD's own once it runs; 1 runtime failure, 2 usage or configuration error\n",
+    cmd_run};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// Helpers of `bonsaictl run` (see run_env.h).
+#include "run_env.h"
+
+#include <climits>
+#include <cstdlib>
+#include <elf.h>
+#include <fmt/core.h>
+#include <fstream>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "diag.h"
+
+namespace bonsai::ctl {
+namespace {
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+// @return 1 dynamic (has PT_INTERP), 0 static, -1 not an ELF file.
+template <class Ehdr, class Phdr>
+int elf_dynamic(std::ifstream& f) {
+  Ehdr eh;
+  f.seekg(0);
+  if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return -1;
+  for (unsigned i = 0; i < eh.e_phnum; ++i) {
+    Phdr ph;
+    f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * eh.e_phentsize));
+    if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return -1;
+    if (ph.p_type == PT_INTERP) return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+std::string library_find() {
+  if (const char* env = std::getenv("BONSAI_LIB"); env && *env) {
+    if (!is_file(env)) runtime_error(fmt::format("BONSAI_LIB={} does not exist", env));
+    return env;
+  }
+  std::string dir = self_dir();
+  for (const std::string& p : {dir + "/libbonsai.so", dir + "/../lib/libbonsai.so"})
+    if (is_file(p)) {
+      char real[PATH_MAX];
+      return realpath(p.c_str(), real) ? std::string(real) : p;
+    }
+  runtime_error(fmt::format("cannot find libbonsai.so next to bonsaictl ({}) or in ../lib; set BONSAI_LIB", dir));
+}
+
+std::string preload_value(const std::string& lib, const std::string& existing) {
+  std::string out = lib;
+  std::string item;
+  auto flush = [&] {
+    if (!item.empty() && item != lib) out += ":" + item;
+    item.clear();
+  };
+  for (char ch : existing) {
+    if (ch == ':' || ch == ' ') flush();
+    else item += ch;
+  }
+  flush();
+  return out;
+}
+
+std::string command_resolve(const std::string& cmd) {
+  if (cmd.find('/') != std::string::npos) return access(cmd.c_str(), X_OK) == 0 ? cmd : "";
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string p = (dir.empty() ? "." : dir) + "/" + cmd;
+    if (is_file(p) && access(p.c_str(), X_OK) == 0) return p;
+    start = end + 1;
+  }
+  return "";
+}
+
+std::string preload_warning(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  if (st.st_mode & (S_ISUID | S_ISGID))
+    return fmt::format("{} is set{}id: the loader ignores LD_PRELOAD for it, so NO LIMITS WILL APPLY", path,
+                       (st.st_mode & S_ISUID) ? "u" : "g");
+  std::ifstream f(path, std::ios::binary);
+  char head[EI_NIDENT] = {};
+  if (!f.read(head, sizeof head)) return "";
+  if (head[0] == '#' && head[1] == '!') {
+    f.seekg(2);
+    std::string line;
+    std::getline(f, line);
+    size_t b = line.find_first_not_of(" \t");
+    if (b == std::string::npos) return "";
+    std::string interp = line.substr(b, line.find_first_of(" \t", b) - b);
+    std::string w = interp.find('/') == std::string::npos ? "" : preload_warning(interp);
+    return w.empty() ? "" : fmt::format("{} runs {}, and {}", path, interp, w);
+  }
+  if (std::string_view(head, 4) != std::string_view(ELFMAG, SELFMAG)) return "";
+  int dyn = head[EI_CLASS] == ELFCLASS64 ? elf_dynamic<Elf64_Ehdr, Elf64_Phdr>(f) : elf_dynamic<Elf32_Ehdr, Elf32_Phdr>(f);
+  if (dyn == 0)
+    return fmt::format("{} is statically linked: LD_PRELOAD cannot reach it, so NO LIMITS WILL APPLY", path);
+  return "";
+}
+
+bool limits_merge(LimitSet& base, const LimitSet& extra, std::string& why) {
+  CallMask replaced = 0;
+  for (uint32_t i = 0; i < extra.count; ++i) replaced |= extra.rules[i].calls;
+  LimitSet out{};
+  for (uint32_t i = 0; i < base.count; ++i)
+    if (!(base.rules[i].calls & replaced)) out.rules[out.count++] = base.rules[i];
+  for (uint32_t i = 0; i < extra.count; ++i) {
+    if (out.count == kMaxRules) {
+      why = fmt::format("more than {} rules", kMaxRules);
+      return false;
+    }
+    out.rules[out.count++] = extra.rules[i];
+  }
+  base = out;
+  return true;
+}
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// Rendering of ServiceStat: one JSON document per service (docs/stat-json.md) and
+// a table with units for people.
+#pragma once
+#include <string>
+
+#include "stat_snapshot.h"
+
+namespace bonsai::ctl {
+
+// One line of JSON, no trailing newline. Calls with no activity are left out.
+std::string stat_json(const ServiceStat& s);
+
+// A multi-line table ending in a newline.
+std::string stat_table(const ServiceStat& s);
+
+// "1.50 MiB", "312 B"; "12.0 ms" for nanoseconds; JSON string escaping.
+std::string human_bytes(double bytes);
+std::string human_ns(uint64_t ns);
+std::string json_escape(const std::string& s);
+
+}  // namespace bonsai::ctl

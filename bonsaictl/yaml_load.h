@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// The YAML configuration (DESIGN.md "The YAML configuration"): yaml-cpp -> Config,
+// with every problem reported as a Diag at the line and column of the offending
+// value. Nothing is applied here; `check`, `load` and `run -c` use the result.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include "abi/limits_abi.h"
+#include "abi/shm_abi.h"
+#include "diag.h"
+
+namespace bonsai::ctl {
+
+struct CompressionConfig {
+  bool present = false;
+  std::vector<std::string> to;      // "ADDR[/PREFIX]:PORT|*"
+  bool accept = false;
+  std::string policy = "datarate";  // datarate | queue | fixed:LEVEL
+  std::vector<std::string> levels;  // none | lz4 | zstd:N
+};
+
+struct ServiceConfig {
+  std::string name;
+  YAML::Mark mark;                 // of the service's key
+  ShmScope scope = ShmScope::Process;
+  LimitSet limits{};
+  std::vector<YAML::Mark> rule_marks;  // one per rule in `limits`
+  CompressionConfig compression;
+};
+
+struct Config {
+  std::string file;
+  std::vector<ServiceConfig> services;
+  const ServiceConfig* find(std::string_view name) const;
+};
+
+// Parses `text` (named `file` in diagnostics). Every problem found is appended to
+// `diags` in file order; the Config is complete only if none was.
+Config yaml_load_string(const std::string& text, const std::string& file, std::vector<Diag>& diags);
+
+// Reads and parses `path` (a missing or unreadable file is a diagnostic too).
+Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
+
+// ---- pieces shared with yaml_compression.cc ----
+Diag diag_at(const std::string& file, const YAML::Mark& mark, std::string message);
+void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,
+                      std::vector<Diag>& diags);
+// Checks one compression.to entry. @return "" or what is wrong with it.
+std::string compression_target_problem(std::string_view target);
+// Checks one compression level name. @return "" or what is wrong.
+std::string compression_level_problem(std::string_view level);
+
+}  // namespace bonsai::ctl
