@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Compression under a byte cap (issue 5): the cap counts wire bytes, so compressible
+# text gets through at a multiple of the cap in application bytes, while random
+# bytes lose nothing against no compression. Wide tolerances: a loaded 2-core CI.
+. "$(dirname "$0")/lib.sh"
+here=$(cd "$(dirname "$0")/../.." && pwd)
+need_cmd cc zcat
+PEER=$T/compress_peer
+cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
+for f in /usr/share/doc/*/changelog*.gz; do zcat "$f" 2>/dev/null; done | head -c $((16 * MiB)) > "$T/text"
+[ "$(stat -c %s "$T/text")" -ge $((8 * MiB)) ] || skip "not enough changelog text on this machine"
+head -c $((8 * MiB)) /dev/urandom > "$T/rand"
+
+# rate FILE SENDER_ENV...: application MiB/s (x100, integer) of one capped transfer.
+rate() {
+  local file=$1
+  shift
+  rm -f "$T/port" "$T/out"
+  env LD_PRELOAD="$PRELOAD" BONSAI_COMPRESS_ACCEPT=1 "$PEER" --listen 0 --port-file "$T/port" --recv "$T/out" > /dev/null &
+  local pid=$! i
+  for i in $(seq 100); do [ -s "$T/port" ] && break; sleep 0.05; done
+  env LD_PRELOAD="$PRELOAD" BONSAI_COMPRESS_TO=127.0.0.1:* BONSAI_LIMITS=writes=10MiB/s \
+    BONSAI_COMPRESS_STATS="$T/stats" "$@" "$PEER" --connect "$(cat "$T/port")" --send "$file" --size 131072 > "$T/res" ||
+    fail "sender failed"
+  wait $pid || fail "receiver failed"
+  cmp -s "$file" "$T/out" || fail "bytes differ"
+  sed 's/.*mibps=\([0-9.]*\).*/\1/' "$T/res" | awk '{ printf "%d", $1 * 100 }'
+}
+
+r=$(rate "$T/text" BONSAI_COMPRESS_POLICY=fixed:zstd:3)
+note "text, zstd:3, 10 MiB/s cap: $((r / 100)).$((r % 100)) MiB/s of application data"
+[ "$r" -ge 1800 ] || fail "zstd:3 text through a 10 MiB/s cap: want >= 18 MiB/s, got $r/100"
+wire=$(grep -o '"tx_wire_bytes":[0-9]*' "$T/stats" | tail -1 | cut -d: -f2)
+r=$(rate "$T/text")
+note "text, datarate: $((r / 100)).$((r % 100)) MiB/s"
+[ "$r" -ge 1300 ] || fail "datarate text through a 10 MiB/s cap: want >= 13 MiB/s, got $r/100"
+r0=$(rate "$T/rand" BONSAI_COMPRESS_POLICY=fixed:none)
+r1=$(rate "$T/rand")
+note "random bytes: none $r0, datarate $r1 (MiB/s x100)"
+[ "$r0" -le 1150 ] || fail "the cap does not hold on wire bytes: $r0/100 MiB/s"
+[ $((r1 * 100)) -ge $((r0 * 85)) ] || fail "datarate on random bytes: $r1 vs none $r0"
+[ "$wire" -gt 0 ] || fail "no wire bytes recorded"
+exit 0

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Fail open (issue 3): with BONSAI_SERVICE naming a missing, garbage, truncated,
+# wrong-version or world-readable segment, a program runs unlimited and unharmed
+# (exit 0, all its data) and the library says so in exactly one stderr line.
+. "$(dirname "$0")/t_ctl_lib.sh"
+need_cmd dd python3
+
+# under SERVICE: runs dd (8 MiB) with BONSAI_SERVICE=SERVICE and a 1 MiB/s cap that
+# would apply if the service's limits were used; checks exit, size, speed, stderr.
+under() {
+  local service=$1 want=$2 start secs lines
+  start=$(now_ns)
+  env LD_PRELOAD="$PRELOAD" BONSAI_SERVICE="$service" dd if=/dev/zero of="$T/out" bs=64k count=128 status=none 2> "$T/err" ||
+    fail "$service: dd failed: $(cat "$T/err")"
+  secs=$(secs_since "$start")
+  [ "$(stat -c %s "$T/out")" = $((8 * MiB)) ] || fail "$service: output is $(stat -c %s "$T/out") bytes"
+  lines=$(grep -c 'bonsai' "$T/err")
+  [ "$lines" = 1 ] || fail "$service: expected one bonsai line on stderr, got $lines: $(cat "$T/err")"
+  grep -q -- "$want" "$T/err" || fail "$service: stderr does not say '$want': $(cat "$T/err")"
+  check_between "$service: seconds for 8 MiB (1 MiB/s if limited)" "$secs" 0 4
+  note "$(cat "$T/err")"
+}
+
+under missing "cannot open"
+
+head -c $((3 * MiB)) /dev/urandom > "$(seg_file garbage)"
+chmod 600 "$(seg_file garbage)"
+under garbage "magic"
+
+"$CTL" run -s short -l 'write=1MiB/s' -- true || fail "run true"
+truncate -s 4096 "$(seg_file short)"
+under short "truncated"
+
+"$CTL" run -s oldver -l 'write=1MiB/s' -- true || fail "run true"
+printf '\x63\x00\x00\x00' | dd of="$(seg_file oldver)" bs=1 seek=8 conv=notrunc status=none  # version := 99
+under oldver "version"
+
+"$CTL" run -s open -l 'write=1MiB/s' -- true || fail "run true"
+chmod 644 "$(seg_file open)"
+under open "not private"
+"$CTL" stat open > /dev/null 2> "$T/ctlerr" && fail "bonsaictl stat accepted a 0644 segment"
+grep -q "not 0600" "$T/ctlerr" || fail "bonsaictl's refusal is unclear: $(cat "$T/ctlerr")"
+
+# The same segment made sane again limits as it should: the checks above were the cause.
+chmod 600 "$(seg_file open)"
+start=$(now_ns)
+env LD_PRELOAD="$PRELOAD" BONSAI_SERVICE=open dd if=/dev/zero of=/dev/null bs=64k count=32 status=none
+check_rate "sane segment" $((2 * MiB)) "$(secs_since "$start")" $MiB
+exit 0

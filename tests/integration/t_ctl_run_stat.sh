@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# bonsaictl run + stat --json (issue 3): a dd under `run -l write=2MiB/s` is seen
+# attached while it runs and folded into the exited totals after; its rate holds;
+# the segment is mode 0600; a shell's forked children get slots of their own.
+. "$(dirname "$0")/t_ctl_lib.sh"
+need_cmd dd python3
+
+timed dd "$CTL" run -s web -l 'write=2MiB/s' -- dd if=/dev/zero of=/dev/null bs=4k count=1024 status=none
+wait_attached web 1
+[ "$(stat -c %a "$(seg_file web)")" = 600 ] || fail "segment mode is $(stat -c %a "$(seg_file web)"), not 600"
+sleep 0.5
+running=$("$CTL" stat web --json)
+python3 - "$running" <<'PY' || fail "stat while running: $running"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["service"] == "web" and d["scope"] == "process", d
+assert d["limits"] == ["write=2MiB/s"], d["limits"]
+assert len(d["processes"]) == 1, d["processes"]
+p = d["processes"][0]
+assert p["comm"] == "dd" and p["limits_seq"] == d["limits_seq"], p
+w = p["calls"]["write"]
+assert 0 < w["bytes"] < 4 << 20 and w["calls"] > 0, w
+assert set(w) >= {"calls", "bytes", "throttled", "wait_ns"}, w
+PY
+"$CTL" stat web >/dev/null || fail "stat (table) failed"
+wait
+secs=$(timed_ok dd)
+check_rate "dd under run" $((4 * MiB)) "$secs" $((2 * MiB))
+after=$("$CTL" stat web --json)
+python3 - "$after" <<'PY' || fail "stat after exit: $after"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["processes"] == [], d["processes"]
+assert d["exited"]["processes"] == 1, d["exited"]
+w = d["total"]["calls"]["write"]
+assert w["bytes"] == 4 << 20 and w["calls"] == 1024, w
+assert w["throttled"] > 0 and w["wait_ns"] > 5e8, w
+PY
+
+# A shell forking two dd: three processes, each counted once, totals exact.
+"$CTL" run -s forks -- sh -c 'dd if=/dev/zero of=/dev/null bs=4k count=100 status=none; dd if=/dev/zero of=/dev/null bs=4k count=300 status=none' ||
+  fail "run sh failed"
+forks=$("$CTL" stat forks --json)
+python3 - "$forks" <<'PY' || fail "forked children: $forks"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["processes"] == [], d["processes"]
+assert d["exited"]["processes"] == 3, d["exited"]
+assert d["total"]["calls"]["write"]["calls"] == 400, d["total"]
+PY
+"$CTL" ls | grep -q '^forks ' || fail "ls does not list forks"
+"$CTL" rm web forks || fail "rm failed"
+[ -e "$(seg_file web)" ] && fail "segment still there after rm"
+exit 0

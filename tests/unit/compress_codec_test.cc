@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// Unit tests for libbonsai/compress: wire format headers, level lists, codecs on
+// fixed workspaces, the incompressible-data sample.
+#include <catch2/catch.hpp>
+#include <cstring>
+
+#include "compress/codec.h"
+#include "compress/wire_format.h"
+#include "compress_test_util.h"
+
+using namespace bonsai::compress;
+
+TEST_CASE("frame headers round-trip and reject invalid fields", "[compress]") {
+  uint8_t b[kFrameHeaderSize];
+  FrameHeader h{Method::Zstd, 1000, 400}, g{};
+  frame_header_write(b, h);
+  REQUIRE(frame_header_parse(b, g));
+  CHECK((g.method == Method::Zstd && g.raw_len == 1000 && g.wire_len == 400));
+  struct Case { Method m; uint32_t raw, wire; bool ok; } cases[] = {
+      {Method::Raw, 10, 10, true},          {Method::Raw, 10, 9, false},
+      {Method::Lz4, 10, 10, false},         {Method::Lz4, 10, 0, false},
+      {Method::Zstd, 0, 0, false},          {Method::Raw, kMaxFrameRaw + 1, kMaxFrameRaw + 1, false},
+      {Method::Lz4, kMaxFrameRaw, 5, true},
+  };
+  for (const auto& c : cases) {
+    frame_header_write(b, FrameHeader{c.m, c.raw, c.wire});
+    CHECK(frame_header_parse(b, g) == c.ok);
+  }
+  frame_header_write(b, h);
+  b[0] = 7;
+  CHECK_FALSE(frame_header_parse(b, g));
+  frame_header_write(b, h);
+  b[2] = 1;
+  CHECK_FALSE(frame_header_parse(b, g));
+}
+
+TEST_CASE("stream header recognition", "[compress]") {
+  uint8_t s[kStreamHeaderSize];
+  stream_header_write(s);
+  CHECK(stream_header_match(s, 8) == HeaderMatch::Yes);
+  CHECK(stream_header_match(s, 3) == HeaderMatch::Prefix);
+  s[7] = 9;
+  CHECK(stream_header_match(s, 8) == HeaderMatch::BadVersion);
+  const uint8_t http[] = "GET / HTTP/1.1";
+  CHECK(stream_header_match(http, 8) == HeaderMatch::No);
+}
+
+TEST_CASE("level lists parse, keep order, put none first", "[compress]") {
+  LevelList l{};
+  REQUIRE(levels_parse("none,lz4,zstd:1,zstd:3,zstd:9", l) == nullptr);
+  REQUIRE(l.count == 5);
+  CHECK(l.levels[0].method == Method::Raw);
+  CHECK((l.levels[4].method == Method::Zstd && l.levels[4].param == 9));
+  REQUIRE(levels_parse("zstd:5", l) == nullptr);
+  CHECK((l.count == 2 && l.levels[0].method == Method::Raw));
+  CHECK(levels_parse("zstd:0", l) != nullptr);
+  CHECK(levels_parse("zstd:20", l) != nullptr);
+  CHECK(levels_parse("gzip", l) != nullptr);
+  CHECK(levels_parse("lz4,none", l) != nullptr);
+  char buf[16];
+  CHECK(std::string(level_name(Level{Method::Zstd, 3}, buf, sizeof buf)) == "zstd:3");
+}
+
+TEST_CASE("every level compresses and decodes exactly on fixed workspaces", "[compress]") {
+  LevelList l{};
+  REQUIRE(levels_parse("none,lz4,zstd:1,zstd:3,zstd:9,zstd:19", l) == nullptr);
+  compress_test::Workspace tw(tx_codec_size(l)), rw(rx_codec_size());
+  TxCodec tx{};
+  RxCodec rx{};
+  REQUIRE(tx_codec_init(tx, tw.mem, tw.size, l));
+  REQUIRE(rx_codec_init(rx, rw.mem, rw.size));
+  std::mt19937 rng(7);
+  std::vector<uint8_t> text(kMaxFrameRaw), out(kMaxFrameRaw), back(kMaxFrameRaw);
+  compress_test::fill_text(rng, text.data(), text.size());
+  for (unsigned i = 1; i < l.count; ++i) {
+    for (size_t n : {size_t{1500}, size_t{70000}, kMaxFrameRaw}) {
+      size_t c = codec_compress(tx, l.levels[i], text.data(), n, out.data(), out.size());
+      REQUIRE(c > 0);
+      CHECK(c < n / 2);
+      REQUIRE(codec_decompress(rx, l.levels[i].method, out.data(), c, back.data(), n));
+      CHECK(std::memcmp(back.data(), text.data(), n) == 0);
+      // One flipped byte: an error or the exact bytes, never a crash.
+      out[c / 2] ^= 0x5a;
+      if (codec_decompress(rx, l.levels[i].method, out.data(), c, back.data(), n))
+        SUCCEED("corruption not detectable in this payload");
+      CHECK_FALSE(codec_decompress(rx, l.levels[i].method, out.data(), c - 1, back.data(), n));
+    }
+  }
+}
+
+TEST_CASE("random bytes are sampled as incompressible, text as compressible", "[compress]") {
+  LevelList l = levels_default();
+  compress_test::Workspace tw(tx_codec_size(l));
+  TxCodec tx{};
+  REQUIRE(tx_codec_init(tx, tw.mem, tw.size, l));
+  std::mt19937 rng(3);
+  std::vector<uint8_t> noise(65536), text(65536);
+  for (auto& b : noise) b = static_cast<uint8_t>(rng());
+  compress_test::fill_text(rng, text.data(), text.size());
+  CHECK_FALSE(codec_sample_compressible(tx, noise.data(), noise.size()));
+  CHECK(codec_sample_compressible(tx, text.data(), text.size()));
+  std::vector<uint8_t> out(65536);
+  CHECK(codec_compress(tx, Level{Method::Zstd, 3}, noise.data(), noise.size(), out.data(), out.size()) == 0);
+}

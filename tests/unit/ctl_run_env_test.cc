@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of bonsaictl/run_env: LD_PRELOAD composition (ours first, nothing
+// dropped), PATH resolution, the static/setuid warnings on real binaries of this
+// system, and merging -l rules into a file's limits.
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "../../bonsaictl/run_env.h"
+#include "abi/limit_parse.h"
+
+using namespace bonsai;
+using namespace bonsai::ctl;
+
+namespace {
+
+LimitSet parse(const char* text) {
+  LimitSet s{};
+  ParseError err;
+  REQUIRE(limit_parse(text, s, err));
+  return s;
+}
+
+std::string format(const LimitSet& s) {
+  std::string out;
+  for (uint32_t i = 0; i < s.count; ++i) {
+    char buf[256];
+    rule_format(s.rules[i], buf, sizeof buf);
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  return out;
+}
+
+bool exists(const char* p) {
+  struct stat st;
+  return stat(p, &st) == 0;
+}
+
+}  // namespace
+
+TEST_CASE("run: libbonsai goes in front of LD_PRELOAD and nothing there is dropped") {
+  CHECK(preload_value("/b/libbonsai.so", "") == "/b/libbonsai.so");
+  CHECK(preload_value("/b/libbonsai.so", "/x/libfoo.so") == "/b/libbonsai.so:/x/libfoo.so");
+  CHECK(preload_value("/b/libbonsai.so", "/x/a.so /y/b.so") == "/b/libbonsai.so:/x/a.so:/y/b.so");
+  CHECK(preload_value("/b/libbonsai.so", "/x/a.so:/b/libbonsai.so") == "/b/libbonsai.so:/x/a.so");
+  CHECK(preload_value("/b/libbonsai.so", "::/x/a.so::") == "/b/libbonsai.so:/x/a.so");
+}
+
+TEST_CASE("run: commands resolve through PATH like execvp") {
+  CHECK(command_resolve("sh").find("/sh") != std::string::npos);
+  CHECK(command_resolve("/bin/sh") == "/bin/sh");
+  CHECK(command_resolve("no-such-command-bonsai").empty());
+  CHECK(command_resolve("/nonexistent/x").empty());
+}
+
+TEST_CASE("run: static and setuid programs are named in a plain warning") {
+  CHECK(preload_warning(command_resolve("sh")).empty());  // dynamic
+  CHECK(preload_warning(command_resolve("dd")).empty());
+  if (exists("/sbin/ldconfig")) {  // statically linked on Debian
+    std::string w = preload_warning("/sbin/ldconfig");
+    CHECK(w.find("statically linked") != std::string::npos);
+    CHECK(w.find("NO LIMITS WILL APPLY") != std::string::npos);
+  }
+  for (const char* p : {"/usr/bin/passwd", "/usr/bin/su", "/bin/mount"})
+    if (exists(p)) {
+      CHECK(preload_warning(p).find("setuid") != std::string::npos);
+      break;
+    }
+  // A script is judged by its interpreter.
+  char path[] = "/tmp/bonsai-ctl-test-XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  const char script[] = "#!/sbin/ldconfig -p\n";
+  REQUIRE(write(fd, script, sizeof script - 1) == static_cast<ssize_t>(sizeof script - 1));
+  close(fd);
+  if (exists("/sbin/ldconfig")) CHECK(preload_warning(path).find("runs /sbin/ldconfig") != std::string::npos);
+  unlink(path);
+}
+
+TEST_CASE("run: -l rules replace the file's rules that share a call") {
+  LimitSet base = parse("read+pread=10MiB/s,writes=8MB/s,openat=200/s");
+  std::string why;
+  REQUIRE(limits_merge(base, parse("pread=1MiB/s"), why));
+  CHECK(format(base) == "writes=8MB/s,openat=200/s,pread=1MiB/s");
+  REQUIRE(limits_merge(base, parse("unlink=5/s"), why));
+  CHECK(format(base) == "writes=8MB/s,openat=200/s,pread=1MiB/s,unlink=5/s");
+  LimitSet big{};
+  for (uint32_t i = 0; i < kMaxRules; ++i) big.rules[big.count++] = parse("read=1MB/s").rules[0];
+  LimitSet none = parse("write=1MB/s");
+  CHECK_FALSE(limits_merge(none, big, why));
+  CHECK(!why.empty());
+}
