@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Compression bench (issue 5, a Table-II-style grid): data sets x send caps x levels
+# and policies, two processes under libbonsai on 127.0.0.1; completion time and
+# application MiB/s, with `zstd --adapt` through `pv -L` at the same caps as the
+# outside reference. Quick by default (2 data sets x 2 caps x 4 modes); BENCH=full
+# runs HIGH/MODERATE/LOW x 5,20,100 MiB/s,uncapped x every level and policy.
+# Env: BONSAI_BUILD (default build), SIZE_MIB (data per run, default 64), OUT (CSV).
+set -u
+here=$(cd "$(dirname "$0")/.." && pwd)
+B=$(cd "${BONSAI_BUILD:-$here/build}" && pwd)
+LIB=$B/libbonsai.so
+[ -f "$LIB" ] || { echo "no $LIB: build first" >&2; exit 1; }
+W=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-cbench.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+OUT=${OUT:-$W/results.csv}
+SIZE=$(( ${SIZE_MIB:-64} * 1048576 ))
+cc -O2 -o "$W/peer" "$here/bench/compress_peer.c" -lpthread || exit 1
+
+# ---- data sets, from files every Debian machine has ----
+fill() {  # fill OUT CMD...: repeat CMD's output until SIZE bytes
+  local out=$1
+  shift
+  : > "$out"
+  while [ "$(stat -c %s "$out")" -lt "$SIZE" ]; do "$@" >> "$out"; done
+  truncate -s "$SIZE" "$out"
+}
+high() { for f in /usr/share/doc/*/changelog*.gz; do zcat "$f" 2>/dev/null; done; }
+moderate() { find /usr/share/doc /usr/share/gtk-doc /usr/share/help -name '*.html' -size +2k 2>/dev/null | head -2000 | xargs cat 2>/dev/null; }
+low() { cat /usr/share/doc/*/changelog*.gz; }
+fill "$W/HIGH" high
+fill "$W/MODERATE" moderate
+fill "$W/LOW" low
+
+if [ "${BENCH:-quick}" = full ]; then
+  sets="HIGH MODERATE LOW"; caps="5 20 100 0"
+  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:9 datarate queue zstd-adapt"
+else
+  sets="HIGH LOW"; caps="20 0"; modes="fixed:none fixed:zstd:3 datarate zstd-adapt"
+fi
+
+# run SET CAP MODE: prints "seconds mibps"
+run() {
+  local set=$1 cap=$2 mode=$3 limits=""
+  [ "$cap" != 0 ] && limits="writes=${cap}MiB/s"
+  if [ "$mode" = zstd-adapt ]; then
+    local t0 t1 pvcap=()
+    [ "$cap" != 0 ] && pvcap=(-L "${cap}m")
+    t0=$(date +%s%N)
+    zstd -q --adapt -c < "$W/$set" | pv -q "${pvcap[@]}" | zstd -q -d -c > /dev/null
+    t1=$(date +%s%N)
+    awk -v a="$t0" -v b="$t1" -v n="$SIZE" 'BEGIN { s = (b - a) / 1e9; printf "%.3f %.2f\n", s, n / s / 1048576 }'
+    return
+  fi
+  rm -f "$W/port"
+  env LD_PRELOAD="$LIB" BONSAI_COMPRESS_ACCEPT=1 "$W/peer" --listen 0 --port-file "$W/port" --recv /dev/null > /dev/null &
+  local pid=$! i
+  for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
+  env LD_PRELOAD="$LIB" BONSAI_COMPRESS_TO=127.0.0.1:* BONSAI_COMPRESS_POLICY="$mode" BONSAI_LIMITS="$limits" \
+    "$W/peer" --connect "$(cat "$W/port")" --send "$W/$set" --size 131072 | sed 's/.*seconds=\([0-9.]*\) mibps=\([0-9.]*\)/\1 \2/'
+  wait $pid
+}
+
+command -v zstd > /dev/null && command -v pv > /dev/null || modes=${modes/zstd-adapt/}
+echo "set,cap_mibps,mode,seconds,app_mibps" > "$OUT"
+printf '%-9s %5s %-14s %8s %9s\n' set cap mode seconds app_MiB/s
+for set in $sets; do
+  for cap in $caps; do
+    for mode in $modes; do
+      read -r secs rate < <(run "$set" "$cap" "$mode")
+      echo "$set,$cap,$mode,$secs,$rate" >> "$OUT"
+      printf '%-9s %5s %-14s %8s %9s\n' "$set" "$([ "$cap" = 0 ] && echo none || echo "$cap")" "$mode" "$secs" "$rate"
+    done
+  done
+done
+[ -n "${OUT_KEEP:-}" ] && cp "$OUT" "$OUT_KEEP"
+# Per cell: datarate against the best fixed level.
+awk -F, 'NR > 1 { k = $1 "," $2; if ($3 ~ /^fixed/ && $5 > best[k]) { best[k] = $5; bn[k] = $3 }
+                  if ($3 == "datarate") dr[k] = $5 }
+         END { for (k in dr) printf "datarate vs best fixed (%s) at %s: %+.1f%%\n", bn[k], k, (dr[k] / best[k] - 1) * 100 }' "$OUT"
