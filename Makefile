@@ -54,7 +54,7 @@ $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 
 $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map \
+	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
 	  -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
 
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc

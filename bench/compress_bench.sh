@@ -3,9 +3,11 @@
 # Compression bench (issue 5, a Table-II-style grid): data sets x send caps x levels
 # and policies, two processes under libbonsai on 127.0.0.1; completion time and
 # application MiB/s, with `zstd --adapt` through `pv -L` at the same caps as the
-# outside reference. Quick by default (2 data sets x 2 caps x 4 modes); BENCH=full
-# runs HIGH/MODERATE/LOW x 5,20,100 MiB/s,uncapped x every level and policy.
-# Env: BONSAI_BUILD (default build), SIZE_MIB (data per run, default 64), OUT (CSV).
+# outside reference. Each run sends for DURATION_MS (the file is sent round again), so a
+# policy has time to converge. Quick (~3 min): HIGH/LOW x 10,20 MiB/s,uncapped; BENCH=full:
+# HIGH/MODERATE/LOW x 5,20,100 MiB/s,uncapped x every level and policy (~10 min).
+# Env: BONSAI_BUILD, SIZE_MIB (data set size, 64), DURATION_MS (4000), OUT (CSV),
+# SETS / CAPS / MODES (override the lists), DATA_DIR.
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${BONSAI_BUILD:-$here/build}" && pwd)
@@ -15,6 +17,7 @@ W=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-cbench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 OUT=${OUT:-$W/results.csv}
 SIZE=$(( ${SIZE_MIB:-64} * 1048576 ))
+DUR=${DURATION_MS:-4000}
 cc -O2 -o "$W/peer" "$here/bench/compress_peer.c" -lpthread || exit 1
 
 # ---- data sets, from files every Debian machine has ----
@@ -28,28 +31,33 @@ fill() {  # fill OUT CMD...: repeat CMD's output until SIZE bytes
 high() { for f in /usr/share/doc/*/changelog*.gz; do zcat "$f" 2>/dev/null; done; }
 moderate() { find /usr/share/doc /usr/share/gtk-doc /usr/share/help -name '*.html' -size +2k 2>/dev/null | head -2000 | xargs cat 2>/dev/null; }
 low() { cat /usr/share/doc/*/changelog*.gz; }
-fill "$W/HIGH" high
-fill "$W/MODERATE" moderate
-fill "$W/LOW" low
+D=${DATA_DIR:-$W}  # DATA_DIR: keep the data sets between runs
+mkdir -p "$D"
+for s in HIGH MODERATE LOW; do
+  [ "$(stat -c %s "$D/$s" 2>/dev/null)" = "$SIZE" ] || fill "$D/$s" "${s,,}"
+done
 
 if [ "${BENCH:-quick}" = full ]; then
   sets="HIGH MODERATE LOW"; caps="5 20 100 0"
   modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:9 datarate queue zstd-adapt"
 else
-  sets="HIGH LOW"; caps="20 0"; modes="fixed:none fixed:zstd:3 datarate zstd-adapt"
+  sets="HIGH LOW"; caps="10 20 0"; modes="fixed:none fixed:zstd:3 fixed:zstd:9 datarate zstd-adapt"
 fi
+sets=${SETS:-$sets}; caps=${CAPS:-$caps}; modes=${MODES:-$modes}
 
 # run SET CAP MODE: prints "seconds mibps"
 run() {
   local set=$1 cap=$2 mode=$3 limits=""
   [ "$cap" != 0 ] && limits="writes=${cap}MiB/s"
   if [ "$mode" = zstd-adapt ]; then
-    local t0 t1 pvcap=()
-    [ "$cap" != 0 ] && pvcap=(-L "${cap}m")
+    local t0 t1 pvcap=() n=$SIZE
+    # A prefix that takes about DURATION_MS at 2x the cap (pv -L: powers of 1024).
+    [ "$cap" != 0 ] && pvcap=(-L "${cap}m") && n=$(( cap * 2 * 1048576 * DUR / 1000 ))
+    [ "$n" -gt "$SIZE" ] && n=$SIZE
     t0=$(date +%s%N)
-    zstd -q --adapt -c < "$W/$set" | pv -q "${pvcap[@]}" | zstd -q -d -c > /dev/null
+    head -c "$n" "$D/$set" | zstd -q --adapt -c | pv -q "${pvcap[@]}" | zstd -q -d -c > /dev/null
     t1=$(date +%s%N)
-    awk -v a="$t0" -v b="$t1" -v n="$SIZE" 'BEGIN { s = (b - a) / 1e9; printf "%.3f %.2f\n", s, n / s / 1048576 }'
+    awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { s = (b - a) / 1e9; printf "%.3f %.2f\n", s, n / s / 1048576 }'
     return
   fi
   rm -f "$W/port"
@@ -57,7 +65,7 @@ run() {
   local pid=$! i
   for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
   env LD_PRELOAD="$LIB" BONSAI_COMPRESS_TO=127.0.0.1:* BONSAI_COMPRESS_POLICY="$mode" BONSAI_LIMITS="$limits" \
-    "$W/peer" --connect "$(cat "$W/port")" --send "$W/$set" --size 131072 | sed 's/.*seconds=\([0-9.]*\) mibps=\([0-9.]*\)/\1 \2/'
+    "$W/peer" --connect "$(cat "$W/port")" --send "$D/$set" --size 131072 --duration "$DUR" | sed 's/.*seconds=\([0-9.]*\) mibps=\([0-9.]*\)/\1 \2/'
   wait $pid
 }
 

@@ -4,10 +4,11 @@
 // random or fixed call sizes and a choice of calls and readiness waits.
 //   compress_peer (--listen PORT [--port-file F] | --connect PORT) (--send FILE | --recv OUT)
 //                 [--conns K] [--size N|rand] [--api read|recv|recvfrom|recvmsg|readv|write|send|writev|sendmsg|sendfile]
-//                 [--wait block|poll|select|epoll] [--wait-ms MS] [--linger MS] [--seed S]
+//                 [--wait block|poll|select|epoll] [--wait-ms MS] [--linger MS] [--seed S] [--duration MS]
 // --linger: the sender keeps the stream open MS after its last write; --wait-ms: the
 // receiver's poll/select/epoll timeout (a timeout is an error); --expect N: the
-// receiver stops after N bytes instead of at end of stream.
+// receiver stops after N bytes instead of at end of stream; --duration: the sender
+// (write calls) goes round the file again until MS have passed since its first write.
 // Prints one line: bytes=<total> seconds=<s> mibps=<MiB/s>.
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -30,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int o_listen = -1, o_connect = -1, o_conns = 1, o_size = -1, o_linger_ms = 0, o_wait_ms = 10000;
+static int o_listen = -1, o_connect = -1, o_conns = 1, o_size = -1, o_linger_ms = 0, o_wait_ms = 10000, o_duration_ms = 0;
 static long long o_expect = -1;
 static const char *o_send, *o_recv, *o_port_file, *o_api = "", *o_wait = "block";
 static unsigned o_seed = 1;
@@ -110,12 +111,20 @@ static void run_send(int fd, int idx) {
     char* data = malloc((size_t)st.st_size + 1);
     if (!data || read(in, data, (size_t)st.st_size) != st.st_size) die("read input");
     unsigned seed = o_seed + (unsigned)idx;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t pos = 0; pos < (size_t)st.st_size;) {
       size_t n = next_size(&seed, (size_t)st.st_size - pos);
       ssize_t r = do_write(fd, data + pos, n);
       if (r <= 0) die("write");
       pos += (size_t)r;
       sent += r;
+      if (o_duration_ms > 0) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double ms = (double)(t1.tv_sec - t0.tv_sec) * 1e3 + (double)(t1.tv_nsec - t0.tv_nsec) / 1e6;
+        if (ms >= o_duration_ms) break;
+        if (pos == (size_t)st.st_size) pos = 0;  // round the file again
+      }
     }
     free(data);
   }
@@ -188,6 +197,7 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--api")) o_api = v, ++i;
     else if (!strcmp(a, "--wait")) o_wait = v, ++i;
     else if (!strcmp(a, "--seed")) o_seed = (unsigned)atoi(v), ++i;
+    else if (!strcmp(a, "--duration")) o_duration_ms = atoi(v), ++i;
     else if (!strcmp(a, "--linger")) o_linger_ms = atoi(v), ++i;
     else if (!strcmp(a, "--expect")) o_expect = atoll(v), ++i;
     else if (!strcmp(a, "--wait-ms")) o_wait_ms = atoi(v), ++i;

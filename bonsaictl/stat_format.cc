@@ -17,6 +17,7 @@ std::string calls_json(const CallStats& cs) {
     if (!s.calls && !s.bytes && !s.throttled && s.calls_per_s <= 0) continue;
     out += fmt::format("{}\"{}\":{{\"calls\":{},\"bytes\":{},\"throttled\":{},\"wait_ns\":{}", first ? "" : ",",
                        call_name(static_cast<CallId>(c)), s.calls, s.bytes, s.throttled, s.wait_ns);
+    if (s.wire_bytes) out += fmt::format(",\"wire_bytes\":{}", s.wire_bytes);  // compressed sockets only
     if (s.calls_per_s >= 0) out += fmt::format(",\"calls_per_s\":{:.1f},\"bytes_per_s\":{:.1f}", s.calls_per_s, s.bytes_per_s);
     out += "}";
     first = false;
@@ -24,7 +25,17 @@ std::string calls_json(const CallStats& cs) {
   return out + "}";
 }
 
-void table_rows(std::string& out, const std::string& who, const CallStats& cs, bool with_rate) {
+// Any wire bytes (compressed sockets) to show? Then the table has a WIRE column.
+bool any_wire(const ServiceStat& s) {
+  for (const auto& c : s.total)
+    if (c.wire_bytes) return true;
+  for (const auto& p : s.processes)
+    for (const auto& c : p.calls)
+      if (c.wire_bytes) return true;
+  return false;
+}
+
+void table_rows(std::string& out, const std::string& who, const CallStats& cs, bool with_rate, bool with_wire) {
   bool any = false;
   for (size_t c = 0; c < kCallCount; ++c) {
     const CallStat& s = cs[c];
@@ -32,6 +43,7 @@ void table_rows(std::string& out, const std::string& who, const CallStats& cs, b
     out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", any ? "" : who,
                        call_name(static_cast<CallId>(c)), s.calls, human_bytes(static_cast<double>(s.bytes)), s.throttled,
                        human_ns(s.wait_ns));
+    if (with_wire) out += fmt::format(" {:>11}", s.wire_bytes ? human_bytes(static_cast<double>(s.wire_bytes)) : "-");
     if (with_rate) out += fmt::format(" {:>12} {:>9.0f}", human_bytes(s.bytes_per_s) + "/s", s.calls_per_s);
     out += "\n";
     any = true;
@@ -85,7 +97,7 @@ std::string stat_json(const ServiceStat& s) {
 }
 
 std::string stat_table(const ServiceStat& s) {
-  bool rate = s.interval_s > 0;
+  bool rate = s.interval_s > 0, wire = any_wire(s);
   std::string out = fmt::format("service {} (scope {}, {} attached, {} exited)\n", s.service, scope_name(s.scope),
                                 s.processes.size(), s.exited_processes);
   auto lim = limits_text(s.limits);
@@ -94,11 +106,12 @@ std::string stat_table(const ServiceStat& s) {
   out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
   out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
                      "WAITED");
+  if (wire) out += fmt::format(" {:>11}", "WIRE");
   if (rate) out += fmt::format(" {:>12} {:>9}", fmt::format("RATE/{:.1f}s", s.interval_s), "CALLS/s");
   out += "\n";
-  for (const auto& p : s.processes) table_rows(out, fmt::format("{} {}", p.pid, p.comm), p.calls, rate);
-  if (s.exited_processes) table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate);
-  table_rows(out, "total", s.total, rate);
+  for (const auto& p : s.processes) table_rows(out, fmt::format("{} {}", p.pid, p.comm), p.calls, rate, wire);
+  if (s.exited_processes) table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire);
+  table_rows(out, "total", s.total, rate, wire);
   return out;
 }
 

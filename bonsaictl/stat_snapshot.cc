@@ -16,6 +16,7 @@ namespace {
 
 void add(CallStat& a, const CallStat& b) {
   a.calls += b.calls, a.bytes += b.bytes, a.throttled += b.throttled, a.wait_ns += b.wait_ns;
+  a.wire_bytes += b.wire_bytes;
 }
 
 void rates(const CallStats& prev, CallStats& cur, double secs) {
@@ -56,7 +57,7 @@ ServiceStat stat_snapshot(Segment& handle) {
     p.comm.assign(slot.comm, strnlen(slot.comm, sizeof slot.comm));
     for (size_t c = 0; c < kCallCount; ++c) {
       CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
-      p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns};
+      p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns, t.wire_bytes};
     }
     // Released while we read it: its counts are in `exited` now (read below).
     if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live) ||
@@ -68,7 +69,8 @@ ServiceStat stat_snapshot(Segment& handle) {
   for (size_t c = 0; c < kCallCount; ++c) {
     s.exited[c] = CallStat{seg.exited.calls[c].load(std::memory_order_relaxed), seg.exited.bytes[c].load(std::memory_order_relaxed),
                            seg.exited.throttled[c].load(std::memory_order_relaxed),
-                           seg.exited.wait_ns[c].load(std::memory_order_relaxed)};
+                           seg.exited.wait_ns[c].load(std::memory_order_relaxed),
+                           seg.exited.wire_bytes[c].load(std::memory_order_relaxed)};
     s.total[c] = s.exited[c];
     for (const auto& p : s.processes) add(s.total[c], p.calls[c]);
   }

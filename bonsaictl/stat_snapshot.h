@@ -15,6 +15,7 @@ class Segment;
 
 struct CallStat {
   uint64_t calls = 0, bytes = 0, throttled = 0, wait_ns = 0;
+  uint64_t wire_bytes = 0;  // transfers on compressed sockets only
   double calls_per_s = -1, bytes_per_s = -1;  // < 0: no interval measured
 };
 using CallStats = std::array<CallStat, kCallCount>;

@@ -12,7 +12,7 @@
 #include "bucket/token_bucket.h"
 #include "runtime/counters.h"
 
-#define BONSAI_ABI_VERSION 1
+#define BONSAI_ABI_VERSION 2  // 2: ProcessCounters and ShmExited gained wire_bytes[]
 
 namespace bonsai {
 
@@ -31,7 +31,8 @@ enum class SlotState : uint32_t { Free = 0, Claiming = 1, Live = 2, Folding = 3 
 inline constexpr uint64_t shm_layout_fingerprint() {
   return (uint64_t{kCallCount} << 0) ^ (uint64_t{kCounterLanes} << 8) ^ (uint64_t{kMaxRules} << 16) ^
          (uint64_t{kMaxSlots} << 24) ^ (uint64_t{sizeof(ProcessCounters)} << 32) ^
-         (uint64_t{sizeof(LimitSet)} << 48);
+         (uint64_t{sizeof(LimitSet)} << 48) ^
+         (uint64_t{sizeof(CallLane)} << 56);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -67,6 +68,7 @@ struct alignas(64) ShmExited {
   std::atomic<uint64_t> bytes[kCallCount];
   std::atomic<uint64_t> throttled[kCallCount];
   std::atomic<uint64_t> wait_ns[kCallCount];
+  std::atomic<uint64_t> wire_bytes[kCallCount];  // compressed sockets only
 };
 
 // One attached process. The first line is the slot's identity (written at claim,

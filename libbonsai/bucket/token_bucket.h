@@ -39,6 +39,9 @@ static_assert(sizeof(BucketState) == 64);
 inline constexpr uint64_t kDefaultDepthNs = 10'000'000;  // default depth: 10 ms of rate
 inline constexpr uint64_t kBatchNs = 1'000'000;          // a thread's prepaid batch: 1 ms
 
+// Forgets all debt: the next take starts from `now`.
+inline void bucket_reset_clock(BucketState& s) noexcept { s.tat_ns.store(0, std::memory_order_relaxed); }
+
 // Derives params from a rule (rate 0 is treated as 1).
 BucketParams bucket_params(const Rule& rule) noexcept;
 

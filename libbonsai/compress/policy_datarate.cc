@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Hovestadt et al. Algorithm 1 (see policy_datarate.h). Line numbers below refer to
-// the paper's listing.
+// Hovestadt et al. Algorithm 1 (see policy_datarate.h). Numbers in comments refer
+// to the lines of the paper's listing; docs/compression.md lists the deviations.
 #include "compress/policy_datarate.h"
 
 namespace bonsai::compress {
@@ -10,44 +10,90 @@ void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept {
   s.nlevels = nlevels ? nlevels : 1;
   s.ccl = start < s.nlevels ? start : 0;
   s.inc = true;
+  s.probe_from = -1;
 }
 
 namespace {
-// Moves one level in direction `up`, turning round at either end.
+// The neighbour in direction `up`, turning round at either end.
 int step(const DatarateState& s, bool up) {
   int l = s.ccl + (up ? 1 : -1);
   if (l >= s.nlevels) l = s.nlevels >= 2 ? s.nlevels - 2 : 0;
   if (l < 0) l = s.nlevels >= 2 ? 1 : 0;
   return l;
 }
+// While a level's back-off is short, the model may veto a probe: upward if it
+// predicts any loss, downward if it predicts a clear one. Longer back-offs probe
+// regardless, so a wrong model cannot hide the best level for ever.
+bool worth_probing(const DatarateState& s, const CostModel& m, int to) {
+  if (s.bck[s.ccl] >= kGateBackoff) return true;
+  double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
+  if (here == 0 || there == 0) return true;  // unknown: Algorithm 1 as is
+  return to > s.ccl ? there >= here : there >= here * (1 - kDownGate);
+}
+void reward(DatarateState& s, int level) {
+  if (s.bck[level] < kMaxBackoff) s.bck[level] += 1;
+}
+// Moves to `to`, remembering where from and at what rate, so the next period can
+// judge the move.
+void move(DatarateState& s, int to, double rate) {
+  s.probe_from = static_cast<int8_t>(s.ccl);
+  s.before = rate;
+  s.inc = to > s.ccl;
+  s.ccl = static_cast<uint8_t>(to);
+  s.c = 0;
+}
 }  // namespace
 
-uint8_t datarate_next(DatarateState& s, double cdr, double alpha) noexcept {
-  if (!s.have_pdr) {  // first call: pdr = cdr
+uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostModel& m) noexcept {
+  if (!s.warm) {  // first period: measured at the start level; the model picks the level
+    s.warm = true;
     s.pdr = cdr;
-    s.have_pdr = true;
+    int best = model_best(m);
+    if (best != s.ccl) move(s, best, cdr);
+    return s.ccl;
+  }
+  s.c += 1;  // 2
+  if (s.probe_from >= 0) {  // the period after a change: keep it or revert it
+    int from = s.probe_from;
+    s.probe_from = -1;
+    // Ties go to the cheaper level: a dearer level must earn its CPU.
+    double keep_at = s.before * (s.ccl > from ? 1 + kTieMargin : 1 - kTieMargin);
+    if (cdr >= keep_at) {  // 15: improved
+      reward(s, s.ccl);
+      s.c = 0;
+      s.pdr = cdr;
+    } else {  // 19: dropped: revert at once; the level left earns a longer back-off
+      s.bck[s.ccl] = 0;
+      s.inc = from > s.ccl;
+      s.ccl = static_cast<uint8_t>(from);
+      reward(s, from);
+      s.c = 0;
+      s.pdr = s.before;
+    }
+    return s.ccl;
   }
   double d = cdr - s.pdr;  // 1
-  s.c += 1;                // 2
-  int ncl = s.ccl;         // 3
   double tol = alpha * s.pdr;
   if (d <= tol && -d <= tol) {  // 4: stable
-    uint32_t backoff = s.bck[s.ccl] >= 31 ? 0x80000000u : 1u << s.bck[s.ccl];
-    if (s.c >= backoff) {  // 6: back-off over, probe a neighbour
-      ncl = step(s, s.inc);
-      s.c = 0;
+    if (s.c >= (1u << s.bck[s.ccl])) {  // 6: back-off over: probe a neighbour
+      int n = step(s, s.inc);
+      if (n != s.ccl && worth_probing(s, m, n)) {
+        move(s, n, cdr);
+      } else {  // the model rules the neighbour out: count it as a failed probe
+        reward(s, s.ccl);
+        s.inc = !s.inc;
+        s.c = 0;
+      }
     }
-  } else if (d > 0) {  // 15: improved
-    if (s.bck[s.ccl] < 30) s.bck[s.ccl] += 1;
+  } else if (d > 0) {  // 15: improved (conditions changed, not the level)
+    reward(s, s.ccl);
     s.c = 0;
-  } else {  // 19: dropped: revert the last change
-    s.bck[s.ccl] = 0;
-    ncl = step(s, !s.inc);
+  } else {  // 19: dropped without a change of ours (the data or the link changed): nothing
+    s.bck[s.ccl] = 0;  // to revert; probe again soon, with a fresh model (policy.cc resamples)
     s.c = 0;
+    s.dropped = true;
   }
-  if (ncl != s.ccl) s.inc = ncl > s.ccl;
   s.pdr = cdr;
-  s.ccl = static_cast<uint8_t>(ncl);
   return s.ccl;
 }
 

@@ -1,30 +1,39 @@
 // SPDX-License-Identifier: MIT
-// The `datarate` policy: Hovestadt et al., Algorithm 1. Every period, compare the
-// application data rate with the previous period's; keep the level while it is
-// stable within alpha, probe a neighbour after an exponential back-off, revert at
-// once on a drop. Pure: rates and levels in, level out.
+// The `datarate` policy: Hovestadt et al., Algorithm 1, started and guided by a cost
+// model. Every period, compare the application data rate with the previous period's;
+// keep the level while it is stable within alpha, probe a neighbour after an
+// exponential back-off, revert at once when a probe delivers less. Pure.
 #pragma once
 #include <cstdint>
 
 #include "compress/codec.h"
+#include "compress/policy_model.h"
 
 namespace bonsai::compress {
+
+inline constexpr uint8_t kMaxBackoff = 6;    // probes at least every 2^6 periods
+inline constexpr uint8_t kGateBackoff = 4;   // the model may veto probes below this back-off
+inline constexpr double kTieMargin = 0.02;   // a dearer level must be 2% better to be kept
+inline constexpr double kDownGate = 0.05;    // a cheaper level predicted 5% worse is not probed
 
 struct DatarateState {
   uint8_t ccl;      // current level index
   uint8_t nlevels;  // levels 0..nlevels-1
   bool inc;         // was the last change an increase?
-  bool have_pdr;
+  bool warm;        // past the first (calibrating) period
+  bool dropped;     // the rate dropped at a steady level: the owner should resample the model
+  int8_t probe_from;  // level left by the change just made; -1 if none
   uint32_t c;       // decisions since the last change
   uint8_t bck[kMaxLevels];
   double pdr;       // previous period's rate
+  double before;    // rate of probe_from before the change
 };
 
 void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;
 
-// One decision (Algorithm 1 plus the bookkeeping of `inc`): `cdr` is the
-// application data rate measured at level s.ccl during the period just ended.
+// One decision: `cdr` is the application data rate measured at level s.ccl during
+// the period just ended; `m` the cost model (already fed that period).
 // @return the level index for the next period (also stored in s.ccl).
-uint8_t datarate_next(DatarateState& s, double cdr, double alpha) noexcept;
+uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostModel& m) noexcept;
 
 }  // namespace bonsai::compress

@@ -13,6 +13,7 @@ namespace {
 
 constexpr int kMaxSlices = 64;     // a chunk spread over more iovecs is gathered into `stage`
 constexpr uint32_t kMaxSkip = 16;  // an incompressible stream is re-sampled every 16 chunks at least
+constexpr size_t kSampleChunk = 16384;  // calibration needs a chunk at least this large
 
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
@@ -122,6 +123,28 @@ bool worth_trying(TxStream& s, const void* src, size_t len) {
   return false;
 }
 
+// Calibration for the datarate policy's model: compresses one chunk at every level
+// (into s.out) and reports ratio and time per level. Incompressible-looking data is
+// reported as not compressing at any level, without compressing it.
+void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
+  bool compressible = codec_sample_compressible(s.codec, src, len);
+  for (uint8_t l = 1; l < s.levels->count; ++l) {
+    uint64_t c = len, best_ns = 0, t1 = io.now_ns();
+    // Twice, keeping the faster: the first run after a change of level also pays
+    // zstd's table set-up, which a steady sender at that level does not.
+    for (int pass = 0; pass < (compressible ? 2 : 1); ++pass) {
+      uint64_t t0 = io.now_ns();
+      if (compressible) {
+        size_t n = codec_compress(s.codec, s.levels->levels[l], src, len, s.out, kMaxFrameRaw);
+        c = n ? n : len;
+      }
+      t1 = io.now_ns();
+      if (pass == 0 || t1 - t0 < best_ns) best_ns = t1 - t0;
+    }
+    policy_on_sample(s.policy, l, len, c, best_ns, t1);
+  }
+}
+
 }  // namespace
 
 size_t tx_stream_size(const LevelList& levels) noexcept {
@@ -153,6 +176,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
     uint64_t t0 = io.now_ns();
+    bool sample = len >= kSampleChunk && policy_wants_sample(s.policy, t0);
     iovec v[kMaxSlices + 2];
     int nv = 0;
     uint8_t shdr[kStreamHeaderSize];
@@ -168,13 +192,20 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     Level level = s.levels->levels[lvl];
     FrameHeader h{Method::Raw, static_cast<uint32_t>(len), static_cast<uint32_t>(len)};
     bool try_it = level.method != Method::Raw && len >= kSmallWrite;
-    if (ns < 0 || (try_it && ns > 1)) {  // gather the chunk into one buffer
+    if (ns < 0 || ((try_it || sample) && ns > 1)) {  // gather the chunk into one buffer
       gather(iov, cnt, pos, len, s.stage);
       payload[0] = {s.stage, len};
       ns = 1;
     }
+    if (sample) {  // not part of the chunk's time: the model is fed separately
+      calibrate(s, io, payload[0].iov_base, len);
+      t0 = io.now_ns();
+    }
+    uint64_t cpu_ns = 0;
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {
+      uint64_t c0 = io.now_ns();
       size_t c = codec_compress(s.codec, level, payload[0].iov_base, len, s.out, kMaxFrameRaw);
+      cpu_ns = io.now_ns() - c0;
       if (c) {
         h.method = level.method;
         h.wire_len = static_cast<uint32_t>(c);
@@ -196,16 +227,17 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       errno = err;
       return -1;
     }
-    s.wire_bytes += (s.header_sent ? 0 : kStreamHeaderSize) + kFrameHeaderSize + h.wire_len;
+    uint64_t wire = (s.header_sent ? 0 : kStreamHeaderSize) + kFrameHeaderSize + h.wire_len;
+    s.wire_bytes += wire;
     s.header_sent = true;
     s.app_bytes += len;
     s.frames[static_cast<unsigned>(h.method)]++;
     s.level_chunks[lvl]++;
     uint64_t t1 = io.now_ns();
-    uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, t1 - t0, blocked});
+    uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns});
     if (next != lvl && blog_enabled(LogLevel::Debug))
-      blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s)", fd, lvl, next,
-           s.policy.dr.pdr / 1048576.0);
+      blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,
+           next, s.policy.dr.pdr / 1048576.0, s.policy.model.wire_bps / 1048576.0);
     pos += len;
   }
   return static_cast<ssize_t>(total);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Glue between the wrappers and libbonsai/compress: configuration (own constructor),
 // the fd table, classification of sockets, framed data calls with wire-byte
-// limiting and application-byte accounting, and the compression stats line.
+// limiting and accounting of application and wire bytes, and the compression stats line.
 // Runs inside the host process: no allocation after set-up, errno preserved on success.
 #include "interpose/compress_hooks.h"
 
@@ -64,6 +64,12 @@ WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   m.t = ticket_for(id, fd);
   m.chunk = ticket_chunk(m.t);
   return WireMeter{meter_allow, meter_charge, &m};
+}
+
+// Counts the wire bytes of a framed call next to its application bytes (ticket_count).
+void count_wire(const Ticket& t, uint64_t wire) {
+  ProcessCounters* pc = g_limiter.counters;
+  if (pc && wire) pc->wire_bytes[static_cast<size_t>(t.call)].fetch_add(wire, std::memory_order_relaxed);
 }
 
 Conn* conn_of(uintptr_t st) { return st > kFdPlain ? reinterpret_cast<Conn*>(st) : nullptr; }
@@ -229,9 +235,11 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
   pthread_mutex_lock(&c->tx_mu);
+  uint64_t wire0 = c->tx.wire_bytes;
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
+  uint64_t wire = c->tx.wire_bytes - wire0;
   pthread_mutex_unlock(&c->tx_mu);
-  if (limited) ticket_count(meter.t, r);
+  if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
   if (r >= 0) errno = saved;
   return r;
 }
@@ -254,8 +262,9 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
     bool limited;
     WireMeter m = meter_for(meter, id, out, &limited);
     iovec v{c->file_buf, static_cast<size_t>(got)};
+    uint64_t wire0 = c->tx.wire_bytes;
     r = tx_write(c->tx, kRealIo, m, out, &v, 1, 0);
-    if (limited) ticket_count(meter.t, r);
+    if (limited) ticket_count(meter.t, r), count_wire(meter.t, c->tx.wire_bytes - wire0);
     if (r > 0 && off) *off += r;
   }
   pthread_mutex_unlock(&c->tx_mu);
@@ -273,10 +282,12 @@ ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
   pthread_mutex_lock(&c->rx_mu);
+  uint64_t wire0 = c->rx.wire_bytes;
   ssize_t r = rx_read(c->rx, kRealIo, m, fd, v, cnt, flags);
+  uint64_t wire = c->rx.wire_bytes - wire0;
   conn_update_pending(c);
   pthread_mutex_unlock(&c->rx_mu);
-  if (limited) ticket_count(meter.t, r);
+  if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
   if (r >= 0) errno = saved;
   return r;
 }

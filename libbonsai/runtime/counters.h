@@ -2,7 +2,8 @@
 // Per-process, per-call accounting, allocation-free and laid out so that it can
 // live in a shared-memory slot unchanged. Each thread owns a lane of (calls, bytes)
 // counters and bumps them with unlocked one-instruction adds; threads beyond the
-// owned lanes share the last lane with locked adds. Readers sum the lanes.
+// owned lanes share the last lane with locked adds. Readers sum the lanes. Slow-path
+// counters (throttled, wait, wire bytes of compressed sockets) are plain atomics.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -16,7 +17,7 @@ inline constexpr unsigned kCounterLanes = 16;  // lane kCounterLanes-1 is shared
 
 struct CallLane {
   uint64_t calls;  // calls made
-  uint64_t bytes;  // bytes moved (return values); on one cache line with `calls`
+  uint64_t bytes;  // application bytes moved (return values); on one cache line with `calls`
 };
 
 struct LaneCounters {
@@ -27,15 +28,20 @@ struct alignas(64) ProcessCounters {
   LaneCounters lanes[kCounterLanes];
   std::atomic<uint64_t> throttled[kCallCount];  // slow path only
   std::atomic<uint64_t> wait_ns[kCallCount];
+  // Bytes on the wire of transfers on compressed sockets (0 for plain calls). Not in
+  // the lanes: framed calls are a slow path already, and 16 lanes of a third counter
+  // would push a 256-slot segment past 3 MiB.
+  std::atomic<uint64_t> wire_bytes[kCallCount];
 };
 
 struct CallTotals {
-  uint64_t calls, bytes, throttled, wait_ns;
+  uint64_t calls, bytes, throttled, wait_ns, wire_bytes;
 };
 
 inline CallTotals counters_total(const ProcessCounters& pc, CallId id) noexcept {
   auto c = static_cast<size_t>(id);
-  CallTotals t{0, 0, pc.throttled[c].load(std::memory_order_relaxed), pc.wait_ns[c].load(std::memory_order_relaxed)};
+  CallTotals t{0, 0, pc.throttled[c].load(std::memory_order_relaxed), pc.wait_ns[c].load(std::memory_order_relaxed),
+               pc.wire_bytes[c].load(std::memory_order_relaxed)};
   for (const auto& lane : pc.lanes) {
     t.calls += lane_load(lane.by_call[c].calls);
     t.bytes += lane_load(lane.by_call[c].bytes);
@@ -52,6 +58,7 @@ inline void counters_reset(ProcessCounters& pc) noexcept {
   for (size_t c = 0; c < kCallCount; ++c) {
     pc.throttled[c].store(0, std::memory_order_relaxed);
     pc.wait_ns[c].store(0, std::memory_order_relaxed);
+    pc.wire_bytes[c].store(0, std::memory_order_relaxed);
   }
 }
 

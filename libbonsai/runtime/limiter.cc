@@ -166,7 +166,8 @@ uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable)
   uint64_t deadline = bucket_eligible(p, tat, now, g_limiter.opts.debt_ns);
   if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
     t_thread.in_wait = true;
-    wait_until(deadline, g_limiter.opts.spin_ns, cancellable);
+    wait_until(deadline, g_limiter.opts.spin_ns, cancellable, g_limiter.watch.seq,
+               g_limiter.seen_seq.load(std::memory_order_relaxed));
     t_thread.in_wait = false;
     uint64_t end = mono_ns();
     waited = end > now ? end - now : 1;
@@ -199,6 +200,10 @@ void limiter_refresh_slow() noexcept {
   uint64_t seq = g_limiter.watch.seq->load(std::memory_order_acquire);
   g_limiter.seen_seq.store(seq, std::memory_order_relaxed);
   if (g_limiter.watch.refresh) g_limiter.watch.refresh();
+  // New rules renumber the buckets: this process's own buckets start afresh (the
+  // service's shared ones are reset by bonsaictl when it writes the limits).
+  if (g_limiter.buckets == g_local_buckets)
+    for (auto& b : g_local_buckets) bucket_reset_clock(b);
 }
 
 

@@ -44,10 +44,12 @@ size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t c
     CallTotals c = counters_total(pc, static_cast<CallId>(i));
     if (!c.calls) continue;
     std::string_view name = call_name(static_cast<CallId>(i));
-    put("%s\"%.*s\":{\"calls\":%llu,\"bytes\":%llu,\"throttled\":%llu,\"wait_ns\":%llu}", first ? "" : ",",
+    put("%s\"%.*s\":{\"calls\":%llu,\"bytes\":%llu,\"throttled\":%llu,\"wait_ns\":%llu", first ? "" : ",",
         static_cast<int>(name.size()), name.data(), static_cast<unsigned long long>(c.calls),
         static_cast<unsigned long long>(c.bytes), static_cast<unsigned long long>(c.throttled),
         static_cast<unsigned long long>(c.wait_ns));
+    if (c.wire_bytes) put(",\"wire_bytes\":%llu", static_cast<unsigned long long>(c.wire_bytes));  // compressed sockets
+    put("}");
     first = false;
   }
   put("}}");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // BONSAI_STATS=FILE: at exit, each process appends one JSON line with its counters
-// per call name (calls, bytes, throttled, wait_ns). "%p" in FILE becomes the pid.
+// per call name (calls, bytes, throttled, wait_ns; wire_bytes where non-zero). "%p" in
+// FILE becomes the pid.
 #pragma once
 #include <cstddef>
 

@@ -39,17 +39,20 @@ long raw_sleep_until(const timespec* ts) {
 
 }  // namespace
 
-void wait_until(uint64_t deadline_ns, uint64_t spin_ns, bool cancellable) noexcept {
+void wait_until(uint64_t deadline_ns, uint64_t spin_ns, bool cancellable, const std::atomic<uint64_t>* watch,
+                uint64_t seen) noexcept {
   int saved_errno = errno;
   for (;;) {
+    if (watch && watch->load(std::memory_order_acquire) != seen) break;
     uint64_t now = mono_ns();
     if (now >= deadline_ns) break;
     if (deadline_ns - now <= spin_ns) {
       while (mono_ns() < deadline_ns) cpu_relax();
       break;
     }
-    timespec ts{static_cast<time_t>(deadline_ns / 1'000'000'000u),
-                static_cast<long>(deadline_ns % 1'000'000'000u)};
+    uint64_t until = deadline_ns;
+    if (watch && until - now > kWatchSliceNs) until = now + kWatchSliceNs;
+    timespec ts{static_cast<time_t>(until / 1'000'000'000u), static_cast<long>(until % 1'000'000'000u)};
     if (cancellable)
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: loop
     else

@@ -3,6 +3,7 @@
 // busy-wait, long ones sleep. Absolute deadlines mean a signal or a late wake-up
 // neither loses nor adds time. No locks are held while waiting. errno is preserved.
 #pragma once
+#include <atomic>
 #include <cstdint>
 
 namespace bonsai {
@@ -10,7 +11,12 @@ namespace bonsai {
 // Waits until `deadline_ns`. Remaining waits below `spin_ns` busy-wait.
 // If `cancellable`, the sleep is a pthread cancellation point (use it only for
 // wrappers of calls that are cancellation points themselves); otherwise it is not.
-// Cost: none when the deadline has passed; else one sleep (EINTR resumes it).
-void wait_until(uint64_t deadline_ns, uint64_t spin_ns, bool cancellable) noexcept;
+// If `watch` is set, sleeps in slices of at most kWatchSliceNs and returns early
+// once *watch differs from `seen` (the limits changed: the caller goes on under the
+// new ones). Cost: none when the deadline has passed; else one sleep per slice.
+void wait_until(uint64_t deadline_ns, uint64_t spin_ns, bool cancellable,
+                const std::atomic<uint64_t>* watch = nullptr, uint64_t seen = 0) noexcept;
+
+inline constexpr uint64_t kWatchSliceNs = 5'000'000;  // a live change lands within ~5 ms
 
 }  // namespace bonsai

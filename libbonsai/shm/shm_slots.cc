@@ -16,6 +16,7 @@ void fold_counters(ShmSegment& seg, const ProcessCounters& pc) {
     if (t.bytes) seg.exited.bytes[c].fetch_add(t.bytes, std::memory_order_relaxed);
     if (t.throttled) seg.exited.throttled[c].fetch_add(t.throttled, std::memory_order_relaxed);
     if (t.wait_ns) seg.exited.wait_ns[c].fetch_add(t.wait_ns, std::memory_order_relaxed);
+    if (t.wire_bytes) seg.exited.wire_bytes[c].fetch_add(t.wire_bytes, std::memory_order_relaxed);
   }
 }
 

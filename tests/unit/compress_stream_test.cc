@@ -2,7 +2,8 @@
 // Round-trip property tests of the compressed stream (tx_stream -> socket ->
 // rx_stream): random write sizes 1 B..4 MiB of mixed data, reads 1 B..1 MiB, both
 // directions, several connections on threads at once; plus corrupt and truncated
-// streams, which must fail with ECONNRESET and never return garbage.
+// streams, which must fail with ECONNRESET and never return garbage. Catch2 is not
+// thread-safe: worker threads only record results; assertions run on the main thread.
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
@@ -19,19 +20,21 @@ using namespace compress_test;
 
 namespace {
 
-struct Sender {
+struct Sender {  // no assertions here: it is also built on worker threads
   Sender(const LevelList& l, const PolicyConfig& p) : levels(l), ws(tx_stream_size(l)) {
-    REQUIRE(tx_stream_init(tx, ws.mem, ws.size, &levels, p));
+    ok = tx_stream_init(tx, ws.mem, ws.size, &levels, p);
   }
   LevelList levels;
   Workspace ws;
   TxStream tx{};
+  bool ok;
 };
 
 struct Receiver {
-  Receiver() : ws(rx_stream_size()) { REQUIRE(rx_stream_init(rx, ws.mem, ws.size)); }
+  Receiver() : ws(rx_stream_size()) { ok = rx_stream_init(rx, ws.mem, ws.size); }
   Workspace ws;
   RxStream rx{};
+  bool ok;
 };
 
 // Writes `data` with random call sizes (one or two iovecs, or two calls).
@@ -79,6 +82,8 @@ void round_trip(uint32_t seed, size_t bytes, const char* policy) {
   auto data = mixed_data(seed, bytes);
   Sender s(l, p);
   Receiver r;
+  REQUIRE(s.ok);
+  REQUIRE(r.ok);
   bool sent = false;
   std::thread writer([&] {
     sent = send_exact(s, sv[0], data, seed + 1);
@@ -106,9 +111,13 @@ TEST_CASE("round trip: random writes and reads, every policy", "[compress]") {
 }
 
 TEST_CASE("round trip: both directions, several connections and threads at once", "[compress]") {
+  struct Result {
+    bool set_up = false, sent_a = false, sent_b = false, equal_a = false, equal_b = false;
+  };
+  Result res[3];
   std::vector<std::thread> ts;
   for (uint32_t i = 0; i < 3; ++i)
-    ts.emplace_back([i] {
+    ts.emplace_back([i, &out = res[i]] {
       int sv[2];
       if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return;
       LevelList l = levels_default();
@@ -118,20 +127,30 @@ TEST_CASE("round trip: both directions, several connections and threads at once"
       auto a = mixed_data(100 + i, 2 << 20), b = mixed_data(200 + i, 2 << 20);
       Sender sa(l, p), sb(l, p);
       Receiver ra, rb;
+      out.set_up = sa.ok && sb.ok && ra.ok && rb.ok;
       std::vector<uint8_t> got_a, got_b;
-      std::thread t1([&] { send_exact(sa, sv[0], a, i); shutdown(sv[0], SHUT_WR); });
-      std::thread t2([&] { send_exact(sb, sv[1], b, i + 9); shutdown(sv[1], SHUT_WR); });
-      std::thread t3([&] { got_a = recv_all(ra, sv[1], i + 3, a.size()); });
-      got_b = recv_all(rb, sv[0], i + 4, b.size());
-      t1.join();
-      t2.join();
-      t3.join();
-      CHECK((got_a == a));
-      CHECK((got_b == b));
+      if (out.set_up) {
+        std::thread t1([&] { out.sent_a = send_exact(sa, sv[0], a, i); shutdown(sv[0], SHUT_WR); });
+        std::thread t2([&] { out.sent_b = send_exact(sb, sv[1], b, i + 9); shutdown(sv[1], SHUT_WR); });
+        std::thread t3([&] { got_a = recv_all(ra, sv[1], i + 3, a.size()); });
+        got_b = recv_all(rb, sv[0], i + 4, b.size());
+        t1.join();
+        t2.join();
+        t3.join();
+      }
+      out.equal_a = got_a == a;
+      out.equal_b = got_b == b;
       close(sv[0]);
       close(sv[1]);
     });
   for (auto& t : ts) t.join();
+  for (const Result& r : res) {
+    CHECK(r.set_up);
+    CHECK(r.sent_a);
+    CHECK(r.sent_b);
+    CHECK(r.equal_a);
+    CHECK(r.equal_b);
+  }
 }
 
 // ---- corrupt and truncated streams, fed from memory ----
@@ -156,6 +175,7 @@ std::vector<uint8_t> encode(const std::vector<uint8_t>& data, const char* policy
   PolicyConfig p{};
   REQUIRE(policy_parse(policy, l, p) == nullptr);
   Sender s(l, p);
+  REQUIRE(s.ok);
   std::thread w([&] {
     iovec v{const_cast<uint8_t*>(data.data()), data.size()};
     tx_write(s.tx, kLibcIo, kNoMeter, sv[0], &v, 1, 0);
@@ -173,6 +193,7 @@ std::vector<uint8_t> encode(const std::vector<uint8_t>& data, const char* policy
 // Decodes wire bytes. @return decoded bytes; *err = errno of the failure or 0.
 std::vector<uint8_t> decode(const std::vector<uint8_t>& wire, int* err) {
   Receiver r;
+  REQUIRE(r.ok);
   g_src = wire.data();
   g_left = wire.size();
   std::vector<uint8_t> out, buf(100000);

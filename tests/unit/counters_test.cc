@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of libbonsai/runtime/counters.h and lane_add.h: per-thread counter lanes
-// summed by counters_total, zeroed by counters_reset, and the unlocked lane_add.
+// summed by counters_total (with the wire bytes of compressed sockets), zeroed by
+// counters_reset, and the unlocked lane_add.
 #include <catch2/catch.hpp>
 
 #include <cstring>
@@ -27,6 +28,7 @@ void fill(ProcessCounters& pc) {
   for (size_t c = 0; c < kCallCount; ++c) {
     pc.throttled[c].store(c + 7);
     pc.wait_ns[c].store((c + 7) * 1'000'000);
+    pc.wire_bytes[c].store((c + 1) * 300);
   }
 }
 
@@ -40,6 +42,7 @@ TEST_CASE("counters: a fresh block totals zero", "[counters]") {
     CHECK(t.bytes == 0);
     CHECK(t.throttled == 0);
     CHECK(t.wait_ns == 0);
+    CHECK(t.wire_bytes == 0);
   }
   CHECK(alignof(ProcessCounters) == 64);
 }
@@ -53,6 +56,7 @@ TEST_CASE("counters: counters_total sums every lane of one call", "[counters]") 
     CallTotals t = counters_total(*pc, static_cast<CallId>(c));
     CHECK(t.calls == (c + 1) * lane_sum);
     CHECK(t.bytes == (c + 1) * lane_sum * 1000);
+    CHECK(t.wire_bytes == (c + 1) * 300);
     CHECK(t.throttled == c + 7);
     CHECK(t.wait_ns == (c + 7) * 1'000'000);
   }
@@ -93,6 +97,7 @@ TEST_CASE("counters: counters_reset zeroes every counter", "[counters]") {
     CHECK(t.bytes == 0);
     CHECK(t.throttled == 0);
     CHECK(t.wait_ns == 0);
+    CHECK(t.wire_bytes == 0);
   }
   static const LaneCounters zero{};
   for (const auto& lane : pc->lanes) CHECK(std::memcmp(&lane, &zero, sizeof zero) == 0);

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// The datarate policy's cost model (see policy_model.h). Estimates are smoothed
+// with an EWMA of weight 1/2: one odd period moves them half way, no further.
+#include "compress/policy_model.h"
+
+namespace bonsai::compress {
+namespace {
+double ewma(double old, double v, bool have) { return have ? 0.5 * old + 0.5 * v : v; }
+}  // namespace
+
+void model_init(CostModel& m, uint8_t nlevels) noexcept {
+  m = CostModel{};
+  m.nlevels = nlevels ? (nlevels > kMaxLevels ? kMaxLevels : nlevels) : 1;
+  m.level[0] = LevelModel{1.0, 0.0, true};
+}
+
+void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns) noexcept {
+  if (level == 0 || level >= m.nlevels || app == 0) return;
+  double ratio = wire && wire < app ? static_cast<double>(app) / static_cast<double>(wire) : 1.0;
+  LevelModel& l = m.level[level];
+  l.ratio = ewma(l.ratio, ratio, l.known);
+  l.cpu_ns_byte = ewma(l.cpu_ns_byte, static_cast<double>(cpu_ns) / static_cast<double>(app), l.known);
+  l.known = true;
+}
+
+void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
+                   uint64_t blocked_ns, uint64_t cpu_ns) noexcept {
+  if (level >= m.nlevels || app == 0 || wire == 0 || busy_ns == 0) return;
+  (void)level;  // levels are learnt from calibration only: all from the same data
+  uint64_t other = busy_ns > cpu_ns + blocked_ns ? busy_ns - cpu_ns - blocked_ns : 0;
+  double send = static_cast<double>(other) / static_cast<double>(wire);
+  m.send_ns_byte = ewma(m.send_ns_byte, send, m.send_ns_byte > 0);
+  double wire_bps = static_cast<double>(wire) * 1e9 / static_cast<double>(busy_ns);
+  if (static_cast<double>(blocked_ns) >= kBindingShare * static_cast<double>(busy_ns))
+    m.wire_bps = ewma(m.wire_bps, wire_bps, m.wire_bps > 0);  // the cap binds: this is the link
+  else if (m.wire_bps > 0 && wire_bps > m.wire_bps)
+    m.wire_bps = wire_bps;  // the link is at least this fast
+}
+
+double model_rate(const CostModel& m, uint8_t level) noexcept {
+  if (level >= m.nlevels || !m.level[level].known) return 0;
+  const LevelModel& l = m.level[level];
+  double t = l.cpu_ns_byte + m.send_ns_byte / l.ratio;  // ns per application byte
+  if (m.wire_bps > 0) {
+    double link = 1e9 / (l.ratio * m.wire_bps);
+    if (link > t) t = link;
+  }
+  return t > 0 ? 1e9 / t : 1e18;
+}
+
+uint8_t model_best(const CostModel& m) noexcept {
+  uint8_t best = 0;
+  double best_rate = model_rate(m, 0);
+  for (uint8_t l = 1; l < m.nlevels; ++l) {
+    double r = model_rate(m, l);
+    if (r > best_rate) best_rate = r, best = l;
+  }
+  return best;
+}
+
+}  // namespace bonsai::compress

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// The cheap cost model behind the `datarate` policy: per level, a sampled
+// compression ratio and CPU cost; for the link, the wire rate seen while the cap
+// binds and the cost of the send path. Predicts each level's application data rate.
+// Pure: numbers in, numbers out (no clock, no I/O, no allocation).
+#pragma once
+#include <cstdint>
+
+#include "compress/codec.h"
+
+namespace bonsai::compress {
+
+struct LevelModel {
+  double ratio;        // application bytes per wire byte (>= 1)
+  double cpu_ns_byte;  // compression time per application byte
+  bool known;
+};
+
+struct CostModel {
+  uint8_t nlevels;
+  LevelModel level[kMaxLevels];  // level[0] is "none": ratio 1, no CPU
+  double wire_bps;     // link rate seen while the cap bound (wire bytes/s); 0: never bound
+  double send_ns_byte; // unblocked send path per wire byte (syscalls, copies, full socket)
+};
+
+// The share of a period's time spent waiting for the bucket above which the cap binds.
+inline constexpr double kBindingShare = 0.05;
+
+void model_init(CostModel& m, uint8_t nlevels) noexcept;
+
+// A calibration sample: `app` bytes of one chunk compressed at `level` into `wire`
+// bytes in `cpu_ns` (wire == app: the chunk does not compress).
+void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns) noexcept;
+
+// One measuring period at `level`: totals of its chunks. Updates the send cost and
+// (if the bucket bound) the link rate. Levels are learnt from calibration samples
+// only, so that all of them describe the same data.
+void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
+                   uint64_t blocked_ns, uint64_t cpu_ns) noexcept;
+
+// Predicted application bytes/s at `level`: 1 / max(cpu + send/ratio, 1/(ratio*W))
+// (compression overlaps the bucket's refill: the bucket is 10 ms deep). 0: unknown.
+double model_rate(const CostModel& m, uint8_t level) noexcept;
+
+// The level with the highest predicted rate (ties: the cheaper level).
+uint8_t model_best(const CostModel& m) noexcept;
+
+}  // namespace bonsai::compress
