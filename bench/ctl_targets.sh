@@ -16,15 +16,21 @@ cleanup() {
   [ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null
   wait 2>/dev/null
   rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null
-  rm -rf "$BENCH_TMP"
+  [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
 }
 trap cleanup EXIT
 if [ "$BENCH" = full ]; then sets=100 stats=50 window=20; else sets=20 stats=15 window=6; fi
 csv=$RES/ctl_targets.csv
 echo "target,value,unit,limit,verdict" > "$csv"
 
-stat_json() { "$CTL" stat "$1" --json; }
-attached() { stat_json "$1" | python3 -c 'import json,sys; print(len(json.loads(sys.stdin.readline())["processes"]))'; }
+stat_json() { "$CTL" stat "$1" --json 2>/dev/null; }
+# attached SERVICE: processes attached now (0 while `run` has not made the segment yet).
+attached() {
+  stat_json "$1" | python3 -c '
+import json, sys
+line = sys.stdin.readline()
+print(len(json.loads(line)["processes"]) if line.strip() else 0)'
+}
 wait_attached() {  # SERVICE N
   local i
   for i in $(seq 1 200); do

@@ -18,6 +18,7 @@ export LC_ALL=C
 mkdir -p "$RES" "$HELP"
 if [ -z "${BENCH_TMP:-}" ]; then  # the outermost script owns the scratch directory
   BENCH_TMP=$(mktemp -d /tmp/bonsai-bench.XXXXXX)
+  BENCH_TMP_OWNER=$$  # scripts with their own EXIT trap remove it only if they own it
   trap 'rm -rf "$BENCH_TMP"' EXIT
 fi
 export BENCH_TMP

@@ -97,12 +97,16 @@ template <typename Call>
 
 // The limited fast path: this thread still holds prepaid credit on the call's
 // bucket and the transfer is smaller than a batch, so no wait and no settling can
-// be needed. @return the credit to spend, or nullptr to take the full path.
+// be needed. @return kPassThrough (no limit on the call: just call glibc), the
+// credit to spend after the call, or nullptr to take the full path.
+inline int64_t* const kPassThrough = reinterpret_cast<int64_t*>(alignof(int64_t) - 1);
+
 inline int64_t* credit_fast(CallId id, size_t n) noexcept {
   const LimitsView* v = g_limiter.fast_view.load(std::memory_order_acquire);
-  if (!v || t_thread.credit_view != v) return nullptr;
+  if (!v) return nullptr;
   uint8_t b = v->table.bucket_of[static_cast<size_t>(id)][0];
-  if (b == kNoBucket) return nullptr;
+  if (b == kNoBucket) return kPassThrough;
+  if (t_thread.credit_view != v) return nullptr;
   const BucketParams& p = v->params[b];
   int64_t* credit = &t_thread.credit[b];
   if (*credit <= 0 || n > static_cast<size_t>(p.batch) || p.per_call) return nullptr;
@@ -145,12 +149,14 @@ inline ssize_t zero_copy(CallId id, int out_fd, size_t n, Call&& call) {
 #define BONSAI_FAST(id, name, args)                                                  \
   if (::bonsai::wrap::passthrough(::bonsai::CallId::id)) [[likely]] return ::bonsai::real::name args
 
-// The same for a transfer of `n` bytes: also goes ahead on this thread's prepaid
-// credit (one unlocked subtraction after the call) when no wait can be needed.
+// The same for a transfer of `n` bytes, with one look at the limits: also goes ahead
+// on this thread's prepaid credit (one unlocked subtraction after the call) when no
+// wait can be needed.
 #define BONSAI_FAST_CREDIT(id, name, n, args)                                        \
-  BONSAI_FAST(id, name, args);                                                       \
-  if (int64_t* bonsai_credit_ = ::bonsai::wrap::credit_fast(::bonsai::CallId::id, n)) \
-  return ::bonsai::wrap::credit_spend(bonsai_credit_, ::bonsai::real::name args)
+  if (int64_t* bonsai_credit_ = ::bonsai::wrap::credit_fast(::bonsai::CallId::id, n)) { \
+    if (bonsai_credit_ == ::bonsai::wrap::kPassThrough) return ::bonsai::real::name args; \
+    return ::bonsai::wrap::credit_spend(bonsai_credit_, ::bonsai::real::name args);   \
+  }
 
 inline size_t iov_total(const iovec* v, long count) {
   size_t total = 0;
