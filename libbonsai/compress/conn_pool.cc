@@ -108,6 +108,16 @@ void conn_update_pending(Conn* c) noexcept {
   g_pending_conns.fetch_add(now ? 1 : -1, std::memory_order_relaxed);
 }
 
+void pool_after_fork() noexcept {
+  pthread_mutex_init(&g_pool_mu, nullptr);
+  for (size_t i = 0; g_pool && i < kMaxConns; ++i) {
+    pthread_mutex_init(&g_pool[i].tx_mu, nullptr);
+    pthread_mutex_init(&g_pool[i].rx_mu, nullptr);
+    g_pool[i].tx_owner.store(0, std::memory_order_relaxed);
+    g_pool[i].rx_owner.store(0, std::memory_order_relaxed);
+  }
+}
+
 Conn* pool_record(size_t i) noexcept { return g_pool && i < kMaxConns ? &g_pool[i] : nullptr; }
 
 void pool_totals(ConnTotals& t) noexcept {

@@ -22,6 +22,7 @@ struct Conn {
   std::atomic<bool> tx_on;
   std::atomic<bool> pending;  // counted in g_pending_conns (written under rx_mu)
   pthread_mutex_t tx_mu, rx_mu;
+  std::atomic<unsigned long> tx_owner, rx_owner;  // pthread_self() of the holder, 0 if free
   TxStream tx;
   RxStream rx;
   void* tx_mem;
@@ -56,6 +57,10 @@ bool conn_rx_enable(Conn* c) noexcept;
 // Call after each read under rx_mu: keeps the pending count in step with rx_pending.
 void conn_update_pending(Conn* c) noexcept;
 extern constinit std::atomic<int> g_pending_conns;
+
+// In a fork()ed child: re-initialises every record's locks (a thread of the parent
+// may have held one; it does not exist in the child).
+void pool_after_fork() noexcept;
 
 // Visits every live record (for epoll readiness). f(Conn*) must not block.
 Conn* pool_record(size_t i) noexcept;

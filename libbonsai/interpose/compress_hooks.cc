@@ -53,7 +53,7 @@ struct Meter {
 };
 size_t meter_allow(void* ctx, size_t want) {
   auto* m = static_cast<Meter*>(ctx);
-  ticket_wait(m->t, true);
+  ticket_wait(m->t, false);  // under the connection lock: never a cancellation point
   return want < m->chunk ? want : m->chunk;
 }
 void meter_charge(void* ctx, ssize_t moved) { ticket_charge(static_cast<Meter*>(ctx)->t, moved); }
@@ -71,6 +71,39 @@ void count_wire(const Ticket& t, uint64_t wire) {
   ProcessCounters* pc = g_limiter.counters;
   if (pc && wire) pc->wire_bytes[static_cast<size_t>(t.call)].fetch_add(wire, std::memory_order_relaxed);
 }
+
+// A connection's lock is held while a frame is written or read, which may wait in
+// the limiter or block in send/recv. So cancellation is off while it is held (a
+// cancelled holder would leave it locked for good; the cancel is acted on at the
+// next cancellation point), and a signal handler re-entering on the holding thread
+// gets EINTR instead of a deadlock.
+struct ConnLock {
+  pthread_mutex_t* mu;
+  std::atomic<unsigned long>* owner;
+  int old_cancel;
+};
+
+bool conn_lock(ConnLock& l, pthread_mutex_t* mu, std::atomic<unsigned long>* owner) {
+  unsigned long self = static_cast<unsigned long>(pthread_self());
+  if (owner->load(std::memory_order_relaxed) == self) {
+    errno = EINTR;
+    return false;
+  }
+  l = {mu, owner, 0};
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &l.old_cancel);
+  pthread_mutex_lock(mu);
+  owner->store(self, std::memory_order_relaxed);
+  return true;
+}
+
+void conn_unlock(ConnLock& l) {
+  l.owner->store(0, std::memory_order_relaxed);
+  pthread_mutex_unlock(l.mu);
+  int ignored;
+  pthread_setcancelstate(l.old_cancel, &ignored);
+}
+
+void after_fork_in_child() { pool_after_fork(); }
 
 Conn* conn_of(uintptr_t st) { return st > kFdPlain ? reinterpret_cast<Conn*>(st) : nullptr; }
 
@@ -161,6 +194,7 @@ __attribute__((constructor(102))) void compress_constructor() {
       g_tx_on = g_cfg.nto > 0;
       g_rx_on = g_cfg.accept;
       g_on = true;
+      pthread_atfork(nullptr, nullptr, after_fork_in_child);
     }
   }
   errno = saved;
@@ -234,11 +268,12 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   bool limited;
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
-  pthread_mutex_lock(&c->tx_mu);
+  ConnLock lock;
+  if (!conn_lock(lock, &c->tx_mu, &c->tx_owner)) return -1;
   uint64_t wire0 = c->tx.wire_bytes;
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
   uint64_t wire = c->tx.wire_bytes - wire0;
-  pthread_mutex_unlock(&c->tx_mu);
+  conn_unlock(lock);
   if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
   if (r >= 0) errno = saved;
   return r;
@@ -254,7 +289,8 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
   Conn* c = conn_of(g_fds[out].load(std::memory_order_acquire));
   size_t want = n < kMaxFrameRaw ? n : kMaxFrameRaw;
   if (want == 0) return 0;
-  pthread_mutex_lock(&c->tx_mu);  // file_buf is the connection's
+  ConnLock lock;  // file_buf is the connection's
+  if (!conn_lock(lock, &c->tx_mu, &c->tx_owner)) return -1;
   ssize_t got = off ? real::pread64(in, c->file_buf, want, *off) : real::read(in, c->file_buf, want);
   ssize_t r = got;
   if (got > 0) {
@@ -267,7 +303,7 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
     if (limited) ticket_count(meter.t, r), count_wire(meter.t, c->tx.wire_bytes - wire0);
     if (r > 0 && off) *off += r;
   }
-  pthread_mutex_unlock(&c->tx_mu);
+  conn_unlock(lock);
   return r;
 }
 
@@ -281,12 +317,13 @@ ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   bool limited;
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
-  pthread_mutex_lock(&c->rx_mu);
+  ConnLock lock;
+  if (!conn_lock(lock, &c->rx_mu, &c->rx_owner)) return -1;
   uint64_t wire0 = c->rx.wire_bytes;
   ssize_t r = rx_read(c->rx, kRealIo, m, fd, v, cnt, flags);
   uint64_t wire = c->rx.wire_bytes - wire0;
   conn_update_pending(c);
-  pthread_mutex_unlock(&c->rx_mu);
+  conn_unlock(lock);
   if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
   if (r >= 0) errno = saved;
   return r;
