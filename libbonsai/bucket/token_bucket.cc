@@ -36,6 +36,15 @@ BucketParams bucket_params(const Rule& rule) noexcept {
   p.chunk = static_cast<int64_t>(chunk < 16384 ? 16384 : chunk);
   p.per_call = rule.unit == RateUnit::Calls;
   if (p.per_call) p.chunk = INT64_MAX;
+  // The most one take can legitimately add: a batch plus a deficit (at most a chunk
+  // of bytes, or a batch of calls); kAheadTakers of them at once, plus the depth.
+  auto b = static_cast<uint64_t>(p.batch);
+  uint64_t take = b + (p.per_call ? b : static_cast<uint64_t>(p.chunk));
+  uint64_t ahead = bucket_cost_ns(p, take);
+  ahead = ahead > kMaxAheadNs / kAheadTakers ? kMaxAheadNs : ahead * kAheadTakers;
+  if (ahead < kMinAheadNs) ahead = kMinAheadNs;
+  ahead += p.depth_ns < kMaxAheadNs ? p.depth_ns : kMaxAheadNs;
+  p.max_ahead_ns = ahead < kMaxAheadNs ? ahead : kMaxAheadNs;
   return p;
 }
 
@@ -44,10 +53,13 @@ uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint
   // `depth` ahead of tat in bucket_eligible, that bounds a burst to the depth.
   uint64_t cost = bucket_cost_ns(p, units);
   uint64_t floor = now_ns;
+  uint64_t ceiling = now_ns + p.max_ahead_ns;  // both < 2^63: no overflow
+  if (ceiling < now_ns) ceiling = UINT64_MAX;
   uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
   uint64_t next;
   do {
-    uint64_t base = tat > floor ? tat : floor;
+    // Garbage, or a clock from another time base: forgotten, not waited for.
+    uint64_t base = tat > floor && tat <= ceiling ? tat : floor;
     next = base + cost < base ? UINT64_MAX : base + cost;
   } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
   return next;

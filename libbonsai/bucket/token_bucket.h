@@ -27,17 +27,28 @@ struct BucketParams {
   int64_t batch;             // units a thread prepays per refill (~1 ms of rate)
   int64_t chunk;             // largest transfer worth making in one real call (INT64_MAX: calls)
   bool per_call;             // a call-rate bucket: each call costs one unit
+  uint64_t max_ahead_ns;     // the furthest a legitimate tat can be ahead of now
 };
 
 // Shared state: one cache line so buckets never share one.
 struct alignas(64) BucketState {
-  std::atomic<uint64_t> tat_ns;  // theoretical arrival time (CLOCK_MONOTONIC ns)
+  std::atomic<uint64_t> tat_ns;  // theoretical arrival time (host CLOCK_MONOTONIC ns:
+                                 // see shm/shm_clock.h for processes in a time namespace)
   char pad_[56];
 };
 static_assert(sizeof(BucketState) == 64);
 
 inline constexpr uint64_t kDefaultDepthNs = 10'000'000;  // default depth: 10 ms of rate
 inline constexpr uint64_t kBatchNs = 1'000'000;          // a thread's prepaid batch: 1 ms
+
+// A shared bucket's clock is written by every process of a service, and by anyone
+// who can write the segment: a tat further ahead of now than any legitimate debt
+// (the depth plus kAheadTakers concurrent takes of a batch and a chunk each, at
+// least kMinAheadNs, at most kMaxAheadNs) is garbage or another clock's reading and
+// is forgotten (the take starts from now) instead of stalling every process.
+inline constexpr uint64_t kAheadTakers = 256;
+inline constexpr uint64_t kMinAheadNs = 10'000'000'000ull;       // 10 s
+inline constexpr uint64_t kMaxAheadNs = 86'400'000'000'000ull;   // 1 day
 
 // Forgets all debt: the next take starts from `now`.
 inline void bucket_reset_clock(BucketState& s) noexcept { s.tat_ns.store(0, std::memory_order_relaxed); }
@@ -48,8 +59,9 @@ BucketParams bucket_params(const Rule& rule) noexcept;
 // ns for `units` at the bucket's rate, saturating at 2^62.
 uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept;
 
-// Takes `units`: tat = max(tat, now) + cost. @return the new tat.
-// Cost: one CAS loop on the shared line.
+// Takes `units`: tat = max(tat, now) + cost, where a tat beyond now + max_ahead_ns
+// counts as now (see kMaxAheadNs). @return the new tat, at most
+// now + max_ahead_ns + cost. Cost: one CAS loop on the shared line.
 uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
 
 // When a taker whose take returned `tat` may go: 0 if within `slack_ns` of now
