@@ -1,15 +1,25 @@
 // SPDX-License-Identifier: MIT
-// The pool of compressed connections (see conn_pool.h). Only connect/accept/close
-// and a connection's first use take the pool lock; reads and writes never do.
+// The pool of compressed connections (see conn_pool.h). Only connect/accept/close,
+// a connection's first use and a retirement take the pool lock; reads and writes
+// never do.
 #include "compress/conn_pool.h"
 
 #include <cstring>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include "runtime/raw_syscall.h"
 
 namespace bonsai::compress {
+
+constinit std::atomic<Conn*> g_conn_slabs[kConnSlabs] = {};
+constinit std::atomic<int> g_pending_conns{0};
+
 namespace {
-constinit Conn* g_pool = nullptr;
 constinit pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
+constinit Conn* g_free = nullptr;  // under g_pool_mu
+constinit unsigned g_nslabs = 0;   // under g_pool_mu
 constinit ConnTotals g_closed{};
 
 void* map(size_t n) {
@@ -25,56 +35,94 @@ void add_totals(ConnTotals& t, const Conn& c) {
   for (unsigned i = 0; i < kMethodCount; ++i) t.frames[i] += c.tx.frames[i];
   for (unsigned i = 0; i < kMaxLevels; ++i) t.level_chunks[i] += c.tx.level_chunks[i];
 }
+
+void clear_counts(Conn& c) {
+  c.tx.app_bytes = c.tx.wire_bytes = c.rx.app_bytes = c.rx.wire_bytes = 0;
+  std::memset(c.tx.frames, 0, sizeof c.tx.frames);
+  std::memset(c.tx.level_chunks, 0, sizeof c.tx.level_chunks);
+}
+
+// Maps the next slab and puts its records on the free list (under g_pool_mu).
+bool grow() {
+  if (g_nslabs >= kConnSlabs) return false;
+  size_t n = size_t{kConnSlab0} << g_nslabs;
+  auto* s = static_cast<Conn*>(map(sizeof(Conn) * n));
+  if (!s) return false;
+  for (size_t i = n; i-- > 0;) {
+    s[i].fd.store(-1, std::memory_order_relaxed);
+    pthread_mutex_init(&s[i].tx_mu, nullptr);
+    pthread_mutex_init(&s[i].rx_mu, nullptr);
+    s[i].next_free = g_free;
+    g_free = &s[i];
+  }
+  g_conn_slabs[g_nslabs++].store(s, std::memory_order_release);
+  return true;
+}
 }  // namespace
 
-constinit std::atomic<int> g_pending_conns{0};
-
-bool pool_init() noexcept {
-  if (g_pool) return true;
-  auto* p = static_cast<Conn*>(map(sizeof(Conn) * kMaxConns));
-  if (!p) return false;
-  for (size_t i = 0; i < kMaxConns; ++i) {
-    p[i].fd.store(-1, std::memory_order_relaxed);
-    pthread_mutex_init(&p[i].tx_mu, nullptr);
-    pthread_mutex_init(&p[i].rx_mu, nullptr);
-  }
-  g_pool = p;
+bool socket_identity(int fd, uint64_t* dev, uint64_t* ino) noexcept {
+  struct stat st;
+  if (raw_syscall3(SYS_fstat, fd, reinterpret_cast<long>(&st), 0) != 0 || !S_ISSOCK(st.st_mode)) return false;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
   return true;
 }
 
-Conn* conn_acquire(int fd) noexcept {
-  if (!g_pool) return nullptr;
-  pthread_mutex_lock(&g_pool_mu);
-  Conn* found = nullptr;
-  for (size_t i = 0; i < kMaxConns && !found; ++i) {
-    Conn& c = g_pool[i];
-    if (c.fd.load(std::memory_order_relaxed) != -1) continue;
-    c.rx_state.store(kRxUnknown, std::memory_order_relaxed);
-    c.tx_on.store(false, std::memory_order_relaxed);
-    c.pending.store(false, std::memory_order_relaxed);
-    c.tx.app_bytes = c.tx.wire_bytes = c.rx.app_bytes = c.rx.wire_bytes = 0;
-    std::memset(c.tx.frames, 0, sizeof c.tx.frames);
-    std::memset(c.tx.level_chunks, 0, sizeof c.tx.level_chunks);
-    c.fd.store(fd, std::memory_order_release);
-    found = &c;
-  }
-  pthread_mutex_unlock(&g_pool_mu);
-  return found;
+bool conn_verify(const Conn* c, int fd) noexcept {
+  uint64_t dev, ino;
+  return socket_identity(fd, &dev, &ino) && dev == c->dev && ino == c->ino;
 }
 
-void conn_release(Conn* c) noexcept {
-  pthread_mutex_lock(&c->rx_mu);
-  if (c->pending.exchange(false)) g_pending_conns.fetch_sub(1, std::memory_order_relaxed);
-  pthread_mutex_unlock(&c->rx_mu);
+Conn* conn_acquire(int fd) noexcept {
+  uint64_t dev, ino;
+  if (!socket_identity(fd, &dev, &ino)) return nullptr;
   pthread_mutex_lock(&g_pool_mu);
-  add_totals(g_closed, *c);
-  c->tx.app_bytes = c->tx.wire_bytes = c->rx.app_bytes = c->rx.wire_bytes = 0;
-  std::memset(c->tx.frames, 0, sizeof c->tx.frames);
-  std::memset(c->tx.level_chunks, 0, sizeof c->tx.level_chunks);
-  c->tx_on.store(false, std::memory_order_relaxed);
-  c->rx_state.store(kRxUnknown, std::memory_order_relaxed);
-  c->fd.store(-1, std::memory_order_release);
+  Conn* c = g_free;
+  if (!c && grow()) c = g_free;
+  if (c) {
+    g_free = c->next_free;
+    c->next_free = nullptr;
+    c->rx_state.store(kRxUnknown, std::memory_order_relaxed);
+    c->tx_on.store(false, std::memory_order_relaxed);
+    c->pending.store(false, std::memory_order_relaxed);
+    c->retired.store(false, std::memory_order_relaxed);
+    c->dev = dev;
+    c->ino = ino;
+    clear_counts(*c);
+    c->fd.store(fd, std::memory_order_release);
+  }
   pthread_mutex_unlock(&g_pool_mu);
+  return c;
+}
+
+void conn_retire(Conn* c) noexcept {
+  c->retired.store(true, std::memory_order_seq_cst);
+  conn_release_if_idle(c);
+}
+
+// Releases a retired record if no thread holds its locks; a holder calls this
+// again after unlocking (conn_unlocked), so exactly one caller releases it.
+void conn_release_if_idle(Conn* c) noexcept {
+  if (pthread_mutex_trylock(&c->tx_mu) != 0) return;
+  if (pthread_mutex_trylock(&c->rx_mu) != 0) {
+    pthread_mutex_unlock(&c->tx_mu);
+    return;
+  }
+  bool mine = c->retired.exchange(false, std::memory_order_acq_rel);
+  if (mine) {
+    if (c->pending.exchange(false)) g_pending_conns.fetch_sub(1, std::memory_order_relaxed);
+    pthread_mutex_lock(&g_pool_mu);
+    add_totals(g_closed, *c);
+    clear_counts(*c);
+    c->tx_on.store(false, std::memory_order_relaxed);
+    c->rx_state.store(kRxUnknown, std::memory_order_relaxed);
+    c->fd.store(-1, std::memory_order_release);
+    c->next_free = g_free;
+    g_free = c;
+    pthread_mutex_unlock(&g_pool_mu);
+  }
+  pthread_mutex_unlock(&c->rx_mu);
+  pthread_mutex_unlock(&c->tx_mu);
 }
 
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept {
@@ -110,21 +158,24 @@ void conn_update_pending(Conn* c) noexcept {
 
 void pool_after_fork() noexcept {
   pthread_mutex_init(&g_pool_mu, nullptr);
-  for (size_t i = 0; g_pool && i < kMaxConns; ++i) {
-    pthread_mutex_init(&g_pool[i].tx_mu, nullptr);
-    pthread_mutex_init(&g_pool[i].rx_mu, nullptr);
-    g_pool[i].tx_owner.store(0, std::memory_order_relaxed);
-    g_pool[i].rx_owner.store(0, std::memory_order_relaxed);
+  for (unsigned k = 0; k < kConnSlabs; ++k) {
+    Conn* s = g_conn_slabs[k].load(std::memory_order_relaxed);
+    if (!s) break;
+    for (size_t i = 0; i < (size_t{kConnSlab0} << k); ++i) {
+      pthread_mutex_init(&s[i].tx_mu, nullptr);
+      pthread_mutex_init(&s[i].rx_mu, nullptr);
+      s[i].tx_owner.store(0, std::memory_order_relaxed);
+      s[i].rx_owner.store(0, std::memory_order_relaxed);
+      // Retired while a thread of the parent held a lock: nobody else will release it.
+      if (s[i].retired.load(std::memory_order_relaxed)) conn_release_if_idle(&s[i]);
+    }
   }
 }
-
-Conn* pool_record(size_t i) noexcept { return g_pool && i < kMaxConns ? &g_pool[i] : nullptr; }
 
 void pool_totals(ConnTotals& t) noexcept {
   pthread_mutex_lock(&g_pool_mu);
   t = g_closed;
-  for (size_t i = 0; g_pool && i < kMaxConns; ++i)
-    if (g_pool[i].fd.load(std::memory_order_relaxed) != -1) add_totals(t, g_pool[i]);
+  pool_each([&](Conn* c) { add_totals(t, *c); });
   pthread_mutex_unlock(&g_pool_mu);
 }
 

@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: MIT
-// Compressed connections: a fixed pool of Conn records (mmap'd once), each with its
-// sending and receiving workspaces mmap'd on first use and kept for reuse, so no
-// call allocates. Records are recycled, never unmapped: a read racing a close()
-// on another thread sees a stale record, never freed memory.
+// Compressed connections: Conn records in slabs mmap'd as they are needed (slab k
+// holds 64<<k records: no fixed maximum), each with its sending and receiving
+// workspaces mmap'd on first use and kept for reuse, so no call allocates once a
+// record exists. Records are recycled, never unmapped: a read racing a close() on
+// another thread sees a stale record, never freed memory.
+//
+// A record remembers the identity (st_dev, st_ino) of the socket it was set up for;
+// conn_verify() checks, before the record is used for a number, that the number
+// still holds that socket (a close_range(), closefrom() or dup2() the wrappers do
+// not see may have given the number to something else).
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -16,11 +22,13 @@ namespace bonsai::compress {
 
 enum RxState : uint8_t { kRxUnknown = 0, kRxPlain = 1, kRxFramed = 2 };
 
-struct Conn {
+struct alignas(64) Conn {
   std::atomic<int> fd;  // -1: free
   std::atomic<uint8_t> rx_state;
   std::atomic<bool> tx_on;
   std::atomic<bool> pending;  // counted in g_pending_conns (written under rx_mu)
+  std::atomic<bool> retired;  // no longer in the table: release once nobody holds a lock
+  uint64_t dev, ino;          // the socket's identity
   pthread_mutex_t tx_mu, rx_mu;
   std::atomic<unsigned long> tx_owner, rx_owner;  // pthread_self() of the holder, 0 if free
   TxStream tx;
@@ -30,6 +38,7 @@ struct Conn {
   void* rx_mem;
   size_t rx_size;
   uint8_t* file_buf;  // kMaxFrameRaw bytes in tx_mem: sendfile's bounce buffer
+  Conn* next_free;
 };
 
 // Bytes moved through compressed connections, for the stats line.
@@ -39,15 +48,24 @@ struct ConnTotals {
   uint64_t level_chunks[kMaxLevels];
 };
 
-inline constexpr size_t kMaxConns = 1024;
+inline constexpr unsigned kConnSlab0 = 64;
+inline constexpr unsigned kConnSlabs = 26;  // 64 * (2^26 - 1) records: more than descriptors can exist
 
-// Maps the pool (once). @return false if mmap failed.
-bool pool_init() noexcept;
+// Reads fd's identity. @return false if fd is not an open socket.
+bool socket_identity(int fd, uint64_t* dev, uint64_t* ino) noexcept;
 
-// @return a free record bound to fd (streams not yet enabled), or nullptr if full.
+// @return a free record bound to fd, with fd's identity (streams not yet enabled),
+// or nullptr if fd is not a socket or no memory is left for another record.
 Conn* conn_acquire(int fd) noexcept;
-// Returns the record to the pool, adding its byte counts to the totals.
-void conn_release(Conn* c) noexcept;
+// Takes a record out of use once it is no longer reachable from the table: it is
+// returned to the pool (its byte counts added to the totals) as soon as no thread
+// holds its locks (else by the last holder, in conn_unlocked).
+void conn_retire(Conn* c) noexcept;
+// Call after unlocking tx_mu or rx_mu: finishes a retirement that waited for it.
+inline void conn_unlocked(Conn* c) noexcept;
+
+// @return true if fd still holds the socket c was set up for (one fstat).
+bool conn_verify(const Conn* c, int fd) noexcept;
 
 // Sets up the sending half (workspace mapped on first use). @return success.
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept;
@@ -62,9 +80,28 @@ extern constinit std::atomic<int> g_pending_conns;
 // may have held one; it does not exist in the child).
 void pool_after_fork() noexcept;
 
-// Visits every live record (for epoll readiness). f(Conn*) must not block.
-Conn* pool_record(size_t i) noexcept;
+// Calls f(Conn*) for every record bound to a descriptor (no lock; f must not block).
+template <typename F>
+void pool_each(F&& f) noexcept;
 
 void pool_totals(ConnTotals& t) noexcept;
+
+// ---- inline parts ----
+extern constinit std::atomic<Conn*> g_conn_slabs[kConnSlabs];
+void conn_release_if_idle(Conn* c) noexcept;
+
+inline void conn_unlocked(Conn* c) noexcept {
+  if (c->retired.load(std::memory_order_seq_cst)) [[unlikely]] conn_release_if_idle(c);
+}
+
+template <typename F>
+void pool_each(F&& f) noexcept {
+  for (unsigned k = 0; k < kConnSlabs; ++k) {
+    Conn* s = g_conn_slabs[k].load(std::memory_order_acquire);
+    if (!s) break;
+    for (size_t i = 0; i < (size_t{kConnSlab0} << k); ++i)
+      if (s[i].fd.load(std::memory_order_acquire) >= 0) f(&s[i]);
+  }
+}
 
 }  // namespace bonsai::compress

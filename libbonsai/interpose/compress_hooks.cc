@@ -27,19 +27,11 @@ namespace bonsai::compress {
 constinit bool g_tx_on = false;
 constinit bool g_rx_on = false;
 constinit bool g_on = false;
-constinit std::atomic<uintptr_t>* g_fds = nullptr;
 
 namespace {
 
 constinit CompressConfig g_cfg{};
 constinit const char* g_stats_path = nullptr;
-
-struct EpollReg {
-  int32_t epfd;  // -1 or 0: none (epfd 0 is never an epoll fd in practice)
-  uint32_t events;
-  uint64_t data;
-};
-constinit EpollReg* g_epoll = nullptr;
 
 ssize_t io_sendmsg(int fd, const msghdr* m, int f) { return real::sendmsg(fd, m, f); }
 ssize_t io_recv(int fd, void* b, size_t n, int f) { return real::recv(fd, b, n, f); }
@@ -77,19 +69,23 @@ void count_wire(const Ticket& t, uint64_t wire) {
 // cancelled holder would leave it locked for good; the cancel is acted on at the
 // next cancellation point), and a signal handler re-entering on the holding thread
 // gets EINTR instead of a deadlock.
+// A record retired meanwhile (its descriptor closed) is released by the last unlock.
 struct ConnLock {
+  Conn* c;
   pthread_mutex_t* mu;
   std::atomic<unsigned long>* owner;
   int old_cancel;
 };
 
-bool conn_lock(ConnLock& l, pthread_mutex_t* mu, std::atomic<unsigned long>* owner) {
+bool conn_lock(ConnLock& l, Conn* c, bool tx) {
+  pthread_mutex_t* mu = tx ? &c->tx_mu : &c->rx_mu;
+  std::atomic<unsigned long>* owner = tx ? &c->tx_owner : &c->rx_owner;
   unsigned long self = static_cast<unsigned long>(pthread_self());
   if (owner->load(std::memory_order_relaxed) == self) {
     errno = EINTR;
     return false;
   }
-  l = {mu, owner, 0};
+  l = {c, mu, owner, 0};
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &l.old_cancel);
   pthread_mutex_lock(mu);
   owner->store(self, std::memory_order_relaxed);
@@ -99,13 +95,52 @@ bool conn_lock(ConnLock& l, pthread_mutex_t* mu, std::atomic<unsigned long>* own
 void conn_unlock(ConnLock& l) {
   l.owner->store(0, std::memory_order_relaxed);
   pthread_mutex_unlock(l.mu);
+  conn_unlocked(l.c);
   int ignored;
   pthread_setcancelstate(l.old_cancel, &ignored);
 }
 
-void after_fork_in_child() { pool_after_fork(); }
+void after_fork_in_child() {
+  fd_table_after_fork();
+  pool_after_fork();
+}
 
-Conn* conn_of(uintptr_t st) { return st > kFdPlain ? reinterpret_cast<Conn*>(st) : nullptr; }
+// A Conn* state word (not unknown, plain or a reset mark).
+Conn* conn_of(uintptr_t st) { return st > kFdPlain && !fd_is_reset(st) ? reinterpret_cast<Conn*>(st) : nullptr; }
+
+// Forgets what was recorded for fd if it is still `st` (the number no longer holds
+// that socket, or was closed): a Conn is retired.
+void drop_state(int fd, uintptr_t st) {
+  FdSlot* slot = fd_slot(fd);
+  if (!slot || !slot->st.compare_exchange_strong(st, kFdUnknown, std::memory_order_acq_rel)) return;
+  if (Conn* c = conn_of(st)) conn_retire(c);
+}
+
+// Records `to` for fd if its state is still `from`. @return success.
+bool set_state(FdSlot* slot, uintptr_t from, uintptr_t to) {
+  return slot && slot->st.compare_exchange_strong(from, to, std::memory_order_acq_rel);
+}
+
+// @return true if fd still holds the socket a reset mark was recorded for.
+bool reset_holds(int fd, uintptr_t st) {
+  uint64_t dev, ino;
+  return socket_identity(fd, &dev, &ino) && fd_reset_mark(ino) == st;
+}
+
+// A framed stream the library cannot decode for want of memory: the connection is
+// reset (shut down both ways; every read on it fails with ECONNRESET) and logged.
+// Never are its frames handed to the application. @return true (rx_framed's answer).
+bool reset_framed(int fd, uintptr_t st, const char* why) {
+  raw_syscall3(SYS_shutdown, fd, SHUT_RDWR, 0);
+  static std::atomic<unsigned> logged{0};
+  if (logged.fetch_add(1, std::memory_order_relaxed) < 8)
+    blog(LogLevel::Error, "compression: %s; connection on fd %d reset", why, fd);
+  uint64_t dev, ino;
+  FdSlot* slot = fd_slot_make(fd);
+  if (slot && socket_identity(fd, &dev, &ino) && set_state(slot, st, fd_reset_mark(ino)))
+    if (Conn* c = conn_of(st)) conn_retire(c);
+  return true;  // without a slot the next read finds the frames again and resets again
+}
 
 bool is_tcp(int fd, bool* nonblocking) {
   int type = 0;
@@ -121,23 +156,28 @@ bool is_tcp(int fd, bool* nonblocking) {
 
 // Binds a new connected socket: a sending half if the peer is a configured
 // destination and the socket blocks (non-blocking ones pass through uncompressed).
-void bind_socket(int fd, const sockaddr* peer, socklen_t plen) {
-  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return;
-  uintptr_t old = g_fds[fd].exchange(kFdUnknown, std::memory_order_acq_rel);
-  if (Conn* c = conn_of(old)) conn_release(c);
+// Whatever was recorded for the number is stale: it holds a new socket (an
+// accepted one is in no epoll set yet).
+void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
+  if (FdSlot* slot = fd_slot(fd)) {
+    uintptr_t old = slot->st.exchange(kFdUnknown, std::memory_order_acq_rel);
+    if (accepted) slot->epfd.store(0, std::memory_order_relaxed);
+    if (Conn* c = conn_of(old)) conn_retire(c);
+  }
   bool nonblocking = false;
   if (!g_tx_on || !peer || !dest_match(g_cfg, peer, plen) || !is_tcp(fd, &nonblocking) || nonblocking) return;
-  Conn* c = conn_acquire(fd);
+  FdSlot* slot = fd_slot_make(fd);
+  Conn* c = slot ? conn_acquire(fd) : nullptr;
   if (!c) {
-    BONSAI_LOG_ONCE(LogLevel::Warn, "compression: more than %zu connections; extra ones are not compressed", kMaxConns);
+    BONSAI_LOG_ONCE(LogLevel::Warn, "compression: no memory for another connection; connection not compressed");
     return;
   }
   if (!conn_tx_enable(c, &g_cfg.levels, g_cfg.policy)) {
     BONSAI_LOG_ONCE(LogLevel::Warn, "compression: no memory for a workspace; connection not compressed");
-    conn_release(c);
+    conn_retire(c);
     return;
   }
-  g_fds[fd].store(reinterpret_cast<uintptr_t>(c), std::memory_order_release);
+  if (!set_state(slot, kFdUnknown, reinterpret_cast<uintptr_t>(c))) conn_retire(c);  // closed meanwhile
 }
 
 void stats_write() {
@@ -180,22 +220,12 @@ void stats_write() {
 __attribute__((constructor(102))) void compress_constructor() {
   int saved = errno;
   if (config_from_env(g_cfg)) {
-    void* t = mmap(nullptr, sizeof(std::atomic<uintptr_t>) * kMaxFds, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    void* e = g_cfg.accept ? mmap(nullptr, sizeof(EpollReg) * kMaxFds, PROT_READ | PROT_WRITE,
-                                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
-                           : nullptr;
-    if (t == MAP_FAILED || e == MAP_FAILED || !pool_init()) {
-      blog(LogLevel::Error, "compression: cannot map its tables; compression off");
-    } else {
-      g_fds = static_cast<std::atomic<uintptr_t>*>(t);
-      g_epoll = static_cast<EpollReg*>(e);
-      g_stats_path = std::getenv("BONSAI_COMPRESS_STATS");
-      g_tx_on = g_cfg.nto > 0;
-      g_rx_on = g_cfg.accept;
-      g_on = true;
-      pthread_atfork(nullptr, nullptr, after_fork_in_child);
-    }
+    // The descriptor table and the connection records are mapped as they are needed.
+    g_stats_path = std::getenv("BONSAI_COMPRESS_STATS");
+    g_tx_on = g_cfg.nto > 0;
+    g_rx_on = g_cfg.accept;
+    g_on = true;
+    pthread_atfork(nullptr, nullptr, after_fork_in_child);
   }
   errno = saved;
 }
@@ -206,58 +236,91 @@ __attribute__((destructor)) void compress_destructor() { stats_write(); }
 
 // ---- checks ----
 
-bool tx_conn_framed(uintptr_t st) noexcept { return conn_of(st)->tx_on.load(std::memory_order_acquire); }
+bool tx_check(int fd, uintptr_t st) noexcept {
+  if (fd_is_reset(st)) {  // the real call meets a shut-down socket (EPIPE)
+    if (!reset_holds(fd, st)) drop_state(fd, st);
+    return false;
+  }
+  Conn* c = conn_of(st);
+  if (!c->tx_on.load(std::memory_order_acquire)) return false;
+  if (conn_verify(c, fd)) return true;
+  drop_state(fd, st);  // the number holds something else now: write to it normally
+  return false;
+}
 
-bool rx_check(int fd, uintptr_t st) noexcept {
+namespace {
+
+bool rx_classify(int fd, uintptr_t st) {
+  if (fd_is_reset(st)) {
+    if (reset_holds(fd, st)) return true;  // rx_recv reports ECONNRESET
+    drop_state(fd, st);
+    st = kFdUnknown;
+  }
   Conn* c = conn_of(st);
   if (c) {
     uint8_t rs = c->rx_state.load(std::memory_order_acquire);
-    if (rs != kRxUnknown) return rs == kRxFramed;
-  } else if (!is_tcp(fd, nullptr)) {
-    g_fds[fd].store(kFdPlain, std::memory_order_release);
+    if (rs == kRxPlain) return false;
+    if (!conn_verify(c, fd)) {  // the number holds something else now: classify that
+      drop_state(fd, st);
+      c = nullptr;
+      st = kFdUnknown;
+    } else if (rs == kRxFramed) {
+      return true;
+    }
+  }
+  if (!c && !is_tcp(fd, nullptr)) {
+    set_state(fd_slot_make(fd), st, kFdPlain);
     return false;
   }
-  int saved = errno;
   uint8_t hdr[kStreamHeaderSize];
   ssize_t r = real::recv(fd, hdr, sizeof hdr, MSG_PEEK | MSG_DONTWAIT);
   if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && !(fcntl(fd, F_GETFL) & O_NONBLOCK))
     r = real::recv(fd, hdr, sizeof hdr, MSG_PEEK);  // a blocking socket: its read would wait too
-  errno = saved;
   if (r <= 0) return false;  // nothing yet (or EOF, or an error the real call reports): decide later
   HeaderMatch m = stream_header_match(hdr, static_cast<size_t>(r));
   if (m == HeaderMatch::No) {
     if (c) c->rx_state.store(kRxPlain, std::memory_order_release);
-    else g_fds[fd].store(kFdPlain, std::memory_order_release);
+    else set_state(fd_slot_make(fd), st, kFdPlain);
     return false;
   }
-  if (!c) {
-    c = conn_acquire(fd);
-    if (!c) {
-      BONSAI_LOG_ONCE(LogLevel::Error, "compression: more than %zu connections; a framed stream arrives undecoded",
-                      kMaxConns);
-      return false;
-    }
+  // A framed stream: from here on it is decoded, or the connection is reset.
+  FdSlot* slot = fd_slot_make(fd);
+  bool mine = !c;
+  if (mine) {
+    c = slot ? conn_acquire(fd) : nullptr;
+    if (!c) return reset_framed(fd, st, "no memory for another compressed connection");
   }
   pthread_mutex_lock(&c->rx_mu);
   bool ok = c->rx_state.load(std::memory_order_relaxed) == kRxFramed || conn_rx_enable(c);
   if (ok) c->rx_state.store(kRxFramed, std::memory_order_release);
   pthread_mutex_unlock(&c->rx_mu);
-  if (!ok) return false;
-  if (!st) {
-    uintptr_t expected = kFdUnknown;
-    if (!g_fds[fd].compare_exchange_strong(expected, reinterpret_cast<uintptr_t>(c), std::memory_order_acq_rel)) {
-      conn_release(c);  // another thread classified it first
-      Conn* other = conn_of(expected);
-      return other && other->rx_state.load(std::memory_order_acquire) == kRxFramed;
-    }
+  conn_unlocked(c);
+  if (!ok) {
+    if (mine) conn_retire(c);  // never in the table
+    return reset_framed(fd, st, "no memory for a decoding workspace");
+  }
+  if (mine && !set_state(slot, st, reinterpret_cast<uintptr_t>(c))) {
+    conn_retire(c);  // another thread classified it first
+    uintptr_t now = slot->st.load(std::memory_order_acquire);
+    Conn* other = conn_of(now);
+    return fd_is_reset(now) || (other && other->rx_state.load(std::memory_order_acquire) == kRxFramed);
   }
   return true;
+}
+
+}  // namespace
+
+bool rx_check(int fd, uintptr_t st) noexcept {
+  int saved = errno;
+  bool framed = rx_classify(fd, st);
+  errno = saved;
+  return framed;
 }
 
 // ---- framed data calls ----
 
 ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept {
-  Conn* c = conn_of(g_fds[fd].load(std::memory_order_acquire));
+  Conn* c = conn_of(fd_state(fd));
   if (!c || (flags & MSG_OOB)) {  // closed meanwhile / urgent data: not part of the stream
     msghdr msg{};
     msg.msg_iov = const_cast<iovec*>(v);
@@ -269,7 +332,12 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
   ConnLock lock;
-  if (!conn_lock(lock, &c->tx_mu, &c->tx_owner)) return -1;
+  if (!conn_lock(lock, c, true)) return -1;
+  if (c->fd.load(std::memory_order_acquire) != fd) {  // closed and recycled meanwhile
+    conn_unlock(lock);
+    errno = EBADF;
+    return -1;
+  }
   uint64_t wire0 = c->tx.wire_bytes;
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
   uint64_t wire = c->tx.wire_bytes - wire0;
@@ -286,11 +354,20 @@ ssize_t tx_send1(int fd, const void* b, size_t n, int flags, CallId id) noexcept
 }
 
 ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept {
-  Conn* c = conn_of(g_fds[out].load(std::memory_order_acquire));
+  Conn* c = conn_of(fd_state(out));
   size_t want = n < kMaxFrameRaw ? n : kMaxFrameRaw;
   if (want == 0) return 0;
+  if (!c) {  // closed meanwhile
+    errno = EBADF;
+    return -1;
+  }
   ConnLock lock;  // file_buf is the connection's
-  if (!conn_lock(lock, &c->tx_mu, &c->tx_owner)) return -1;
+  if (!conn_lock(lock, c, true)) return -1;
+  if (c->fd.load(std::memory_order_acquire) != out) {
+    conn_unlock(lock);
+    errno = EBADF;
+    return -1;
+  }
   ssize_t got = off ? real::pread64(in, c->file_buf, want, *off) : real::read(in, c->file_buf, want);
   ssize_t r = got;
   if (got > 0) {
@@ -308,9 +385,9 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
 }
 
 ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept {
-  Conn* c = conn_of(g_fds[fd].load(std::memory_order_acquire));
-  if (!c) {
-    errno = EBADF;
+  Conn* c = conn_of(fd_state(fd));
+  if (!c) {  // reset (a framed stream the library could not decode), or closed meanwhile
+    errno = ECONNRESET;
     return -1;
   }
   Meter meter;
@@ -318,7 +395,12 @@ ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
   ConnLock lock;
-  if (!conn_lock(lock, &c->rx_mu, &c->rx_owner)) return -1;
+  if (!conn_lock(lock, c, false)) return -1;
+  if (c->fd.load(std::memory_order_acquire) != fd) {
+    conn_unlock(lock);
+    errno = EBADF;
+    return -1;
+  }
   uint64_t wire0 = c->rx.wire_bytes;
   ssize_t r = rx_read(c->rx, kRealIo, m, fd, v, cnt, flags);
   uint64_t wire = c->rx.wire_bytes - wire0;
@@ -351,7 +433,7 @@ int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept {
   int r = wrap::simple<int>(CallId::connect, fd, true, [&] { return real::connect(fd, a, l); }, wrap::moved_none);
   if (r == 0 && a) {
     int saved = errno;
-    bind_socket(fd, a, l);
+    bind_socket(fd, a, l, false);
     errno = saved;
   }
   return r;
@@ -372,16 +454,17 @@ int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexc
     std::memcpy(a, &peer, *l < plen ? *l : plen);
     *l = plen;
   }
-  bind_socket(r, reinterpret_cast<sockaddr*>(&peer), plen);
+  bind_socket(r, reinterpret_cast<sockaddr*>(&peer), plen, true);
   errno = saved;
   return r;
 }
 
 void on_close(int fd) noexcept {
-  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return;
-  uintptr_t old = g_fds[fd].exchange(kFdUnknown, std::memory_order_acq_rel);
-  if (g_epoll) g_epoll[fd] = EpollReg{};
-  if (Conn* c = conn_of(old)) conn_release(c);
+  FdSlot* slot = fd_slot(fd);
+  if (!slot) return;
+  uintptr_t old = slot->st.exchange(kFdUnknown, std::memory_order_acq_rel);
+  slot->epfd.store(0, std::memory_order_relaxed);
+  if (Conn* c = conn_of(old)) conn_retire(c);
 }
 
 // ---- readiness ----
@@ -389,32 +472,48 @@ void on_close(int fd) noexcept {
 bool any_rx_pending() noexcept { return g_pending_conns.load(std::memory_order_relaxed) > 0; }
 
 bool fd_rx_pending(int fd) noexcept {
-  if (!g_rx_on || static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return false;
-  Conn* c = conn_of(g_fds[fd].load(std::memory_order_acquire));
+  if (!g_rx_on) return false;
+  uintptr_t st = fd_state(fd);
+  Conn* c = conn_of(st);
   if (!c || c->rx_state.load(std::memory_order_acquire) != kRxFramed) return false;
-  return c->pending.load(std::memory_order_acquire);  // no lock: a reader may be blocked holding it
+  if (!c->pending.load(std::memory_order_acquire)) return false;  // no lock: a reader may be blocked holding it
+  if (conn_verify(c, fd)) return true;
+  drop_state(fd, st);
+  return false;
 }
 
 void epoll_note(int epfd, int op, int fd, uint32_t events, uint64_t data) noexcept {
-  if (!g_epoll || static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return;
-  if (op == 2 /* EPOLL_CTL_DEL */) {
-    if (g_epoll[fd].epfd == epfd) g_epoll[fd] = EpollReg{};
+  int saved = errno;
+  FdSlot* slot = op == 2 /* EPOLL_CTL_DEL */ ? fd_slot(fd) : fd_slot_make(fd);
+  errno = saved;
+  if (!slot) return;
+  if (op == 2) {
+    int32_t e = epfd;
+    slot->epfd.compare_exchange_strong(e, 0, std::memory_order_acq_rel);
     return;
   }
-  g_epoll[fd] = EpollReg{epfd, events, data};
+  slot->events = events;
+  slot->data = data;
+  slot->epfd.store(epfd, std::memory_order_release);
 }
 
 int epoll_pending(int epfd, uint32_t* ev_out, uint64_t* data_out, int max) noexcept {
   int n = 0;
-  for (size_t i = 0; i < kMaxConns && n < max; ++i) {
-    Conn* c = pool_record(i);
-    int fd = c ? c->fd.load(std::memory_order_acquire) : -1;
-    if (fd < 0 || fd >= kMaxFds || g_epoll[fd].epfd != epfd || !(g_epoll[fd].events & POLLIN)) continue;
-    if (!fd_rx_pending(fd)) continue;
+  pool_each([&](Conn* c) {
+    if (n >= max || !c->pending.load(std::memory_order_acquire)) return;
+    int fd = c->fd.load(std::memory_order_acquire);
+    FdSlot* slot = fd_slot(fd);
+    auto st = reinterpret_cast<uintptr_t>(c);
+    if (!slot || slot->st.load(std::memory_order_acquire) != st) return;  // being retired
+    if (slot->epfd.load(std::memory_order_acquire) != epfd || !(slot->events & POLLIN)) return;
+    if (!conn_verify(c, fd)) {
+      drop_state(fd, st);
+      return;
+    }
     ev_out[n] = POLLIN;
-    data_out[n] = g_epoll[fd].data;
+    data_out[n] = slot->data;
     ++n;
-  }
+  });
   return n;
 }
 

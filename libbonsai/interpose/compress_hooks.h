@@ -11,36 +11,35 @@
 #include <sys/uio.h>
 
 #include "abi/calls.h"
+#include "compress/fd_table.h"
 
 namespace bonsai::compress {
-
-inline constexpr int kMaxFds = 65536;  // sockets with higher numbers are never framed
-inline constexpr uintptr_t kFdUnknown = 0, kFdPlain = 1;  // else a Conn*
 
 extern constinit bool g_tx_on;  // BONSAI_COMPRESS_TO names a destination
 extern constinit bool g_rx_on;  // BONSAI_COMPRESS_ACCEPT
 extern constinit bool g_on;     // either
-extern constinit std::atomic<uintptr_t>* g_fds;  // per-fd state, kMaxFds entries
 
-// ---- checks (inline) ----
-bool tx_conn_framed(uintptr_t state) noexcept;
-// Is fd (state not plain) a framed stream? Classifies it on first use.
+// ---- checks (inline; per-descriptor state in compress/fd_table.h) ----
+// Is fd (state above plain) a framed stream to write to? Verifies that fd still
+// holds the socket the state was recorded for (else drops the state: false).
+bool tx_check(int fd, uintptr_t state) noexcept __attribute__((noinline));
+// Is fd (state not plain) a framed stream? Classifies it on first use; verifies a
+// recorded socket's identity like tx_check.
 bool rx_check(int fd, uintptr_t state) noexcept __attribute__((noinline));
 
 // True if writes on fd must go out as frames.
 inline bool tx_framed(int fd) noexcept {
   if (!g_tx_on) [[likely]] return false;
-  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return false;
-  uintptr_t st = g_fds[fd].load(std::memory_order_acquire);
-  return st > kFdPlain && tx_conn_framed(st);
+  uintptr_t st = fd_state(fd);
+  return st > kFdPlain && tx_check(fd, st);
 }
 
 // True if reads on fd must be served from decoded frames (classifies the socket on
-// its first read: a MSG_PEEK for the stream header).
+// its first read: a MSG_PEEK for the stream header), or must fail because the
+// library could not decode its framed stream (rx_recv then reports ECONNRESET).
 inline bool rx_framed(int fd) noexcept {
   if (!g_rx_on) [[likely]] return false;
-  if (static_cast<unsigned>(fd) >= static_cast<unsigned>(kMaxFds)) return false;
-  uintptr_t st = g_fds[fd].load(std::memory_order_acquire);
+  uintptr_t st = fd_state(fd);
   if (st == kFdPlain) return false;
   return rx_check(fd, st);
 }

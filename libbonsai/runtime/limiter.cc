@@ -19,6 +19,7 @@
 #include "runtime/stats_dump.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
+#include "shm/shm_clock.h"
 
 namespace bonsai {
 
@@ -155,18 +156,39 @@ FdKind fd_kind_of(int fd) noexcept {
   return k;
 }
 
+namespace {
+
+// This process's CLOCK_MONOTONIC minus the host's (a time namespace; see
+// shm/shm_clock.h), read once per process (pid: a forked child may be in another
+// namespace). Buckets, shared ones included, run on the host clock.
+constinit std::atomic<int64_t> g_clock_offset{0};
+constinit std::atomic<int> g_clock_offset_pid{0};
+
+uint64_t clock_offset() noexcept {
+  int pid = g_limiter.pid.load(std::memory_order_relaxed);
+  if (g_clock_offset_pid.load(std::memory_order_acquire) != pid) [[unlikely]] {
+    g_clock_offset.store(timens_mono_offset_read(), std::memory_order_relaxed);
+    g_clock_offset_pid.store(pid, std::memory_order_release);
+  }
+  return static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
+}
+
+}  // namespace
+
 uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable) noexcept {
   BucketState& b = g_limiter.buckets[bucket];
   const BucketParams& p = v->params[bucket];
   int64_t& credit = t_thread.credit[bucket];
   uint64_t waited = 0;
+  uint64_t offset = clock_offset();
   uint64_t now = mono_ns();
-  uint64_t tat = bucket_take(b, p, credit_refill_units(p, credit), now);
+  uint64_t tat = bucket_take(b, p, credit_refill_units(p, credit), now - offset);
   credit = 0;
-  uint64_t deadline = bucket_eligible(p, tat, now, g_limiter.opts.debt_ns);
+  // bucket_take bounds tat (max_ahead_ns), so a garbage clock cannot make this wait long.
+  uint64_t deadline = bucket_eligible(p, tat, now - offset, g_limiter.opts.debt_ns);
   if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
     t_thread.in_wait = true;
-    wait_until(deadline, g_limiter.opts.spin_ns, cancellable, g_limiter.watch.seq,
+    wait_until(deadline + offset, g_limiter.opts.spin_ns, cancellable, g_limiter.watch.seq,
                g_limiter.seen_seq.load(std::memory_order_relaxed));
     t_thread.in_wait = false;
     uint64_t end = mono_ns();
@@ -181,7 +203,8 @@ void ticket_settle_slow(const Ticket& t) noexcept {
   int64_t owed = -credit;
   if (owed <= 0) return;
   lane_add(credit, owed);
-  bucket_take(g_limiter.buckets[t.bucket], t.view->params[t.bucket], static_cast<uint64_t>(owed), mono_ns());
+  bucket_take(g_limiter.buckets[t.bucket], t.view->params[t.bucket], static_cast<uint64_t>(owed),
+              mono_ns() - clock_offset());
 }
 
 void thread_credit_reset(const LimitsView* v) noexcept {
@@ -200,6 +223,10 @@ void limiter_refresh_slow() noexcept {
   uint64_t seq = g_limiter.watch.seq->load(std::memory_order_acquire);
   g_limiter.seen_seq.store(seq, std::memory_order_relaxed);
   if (g_limiter.watch.refresh) g_limiter.watch.refresh();
+  if (shm_lost()) [[unlikely]]
+    BONSAI_LOG_ONCE(LogLevel::Warn,
+                    "service segment truncated or damaged under this process (SIGBUS caught): keeping the "
+                    "limits in force with this process's own buckets; restart the service to rejoin it");
   // New rules renumber the buckets: this process's own buckets start afresh (the
   // service's shared ones are reset by bonsaictl when it writes the limits).
   if (g_limiter.buckets == g_local_buckets)

@@ -12,6 +12,7 @@
 
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
+#include "shm/shm_guard.h"
 #include "shm/shm_name.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
@@ -69,7 +70,10 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   raw_close(static_cast<int>(fd));
   if (p == MAP_FAILED) return fail(why, cap, "service '%s': cannot map %s", service, path);
   auto* seg = static_cast<ShmSegment*>(p);
+  // From here on a truncation of the file must not kill us (SIGBUS): see shm_guard.h.
+  shm_guard_register(p, sizeof(ShmSegment));
   if (const char* problem = shm_header_problem(*seg, file_size)) {
+    shm_guard_unregister(p);
     munmap(p, sizeof(ShmSegment));
     return fail(why, cap, "service '%s': %s", service, problem);
   }
@@ -91,9 +95,11 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
 
 bool shm_attached() noexcept { return g_seg != nullptr; }
 
+bool shm_lost() noexcept { return g_seg && shm_guard_lost(g_seg); }
+
 bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexcept {
   problem = nullptr;
-  if (!g_seg || !seqlock_read(g_seg->limits, out, seq, kReadTries)) return false;
+  if (!g_seg || shm_lost() || !seqlock_read(g_seg->limits, out, seq, kReadTries)) return false;
   uint64_t old = g_installed_seq.load(std::memory_order_relaxed);
   if (old >= seq || !g_installed_seq.compare_exchange_strong(old, seq, std::memory_order_relaxed)) return false;
   problem = limits_problem(out);

@@ -27,6 +27,11 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
 // True once shm_attach succeeded in this process.
 bool shm_attached() noexcept;
 
+// True once the segment was truncated under us (a SIGBUS inside it; see
+// shm/shm_guard.h): the mapping now holds private zeroed memory, the limits in
+// force stay installed, buckets and counters are this process's own from then on.
+bool shm_lost() noexcept;
+
 // Reads the current limits (seqlock). Only one caller per new sequence number gets
 // true (the others keep the limits in force), so concurrent threads install once.
 // @return true with `out`/`seq` set if they are new, usable limits to install;

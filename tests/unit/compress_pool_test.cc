@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// The compression hooks' per-descriptor table and connection pool (issue 8 items 1
+// and 2): no fixed maximum of descriptors or connections, identity checks that
+// catch a number reused by another object, and retirement that waits for a lock
+// holder instead of blocking on it.
+#include <catch2/catch.hpp>
+#include <fcntl.h>
+#include <set>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <vector>
+
+#include "compress/conn_pool.h"
+#include "compress/fd_table.h"
+
+using namespace bonsai::compress;
+
+TEST_CASE("fd table: a distinct slot for every number, slabs made on demand", "[compress]") {
+  CHECK(fd_slot(-1) == nullptr);
+  CHECK(fd_slot_make(-5) == nullptr);
+  std::vector<int> fds = {0, 1, 4095, 4096, 4097, 12287, 12288, 65535, 65536, 65537, 1000000};
+  std::set<FdSlot*> seen;
+  for (int fd : fds) {
+    FdSlot* s = fd_slot_make(fd);
+    REQUIRE(s != nullptr);
+    CHECK(fd_slot(fd) == s);
+    CHECK(seen.insert(s).second);
+    CHECK(fd_state(fd) == kFdUnknown);
+  }
+  // Neighbours inside a slab are adjacent slots.
+  CHECK(fd_slot(65536) == fd_slot(65535) + 1);
+  CHECK(fd_slot(1) == fd_slot(0) + 1);
+  fd_slot(65536)->st.store(kFdPlain);
+  CHECK(fd_state(65536) == kFdPlain);
+  CHECK(fd_state(65535) == kFdUnknown);
+  CHECK(fd_state(65537) == kFdUnknown);
+  fd_slot(65536)->st.store(kFdUnknown);
+}
+
+TEST_CASE("fd table: reset marks carry the inode and are never a Conn*", "[compress]") {
+  uintptr_t m = fd_reset_mark(123456);
+  CHECK(fd_is_reset(m));
+  CHECK(fd_reset_ino(m) == 123456);
+  CHECK(m > kFdPlain);
+  CHECK_FALSE(fd_is_reset(kFdPlain));
+  CHECK_FALSE(fd_is_reset(kFdUnknown));
+}
+
+TEST_CASE("conn pool: more records than any fixed table, recycled after retirement", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  std::vector<Conn*> got;
+  std::set<Conn*> distinct;
+  for (int i = 0; i < 3000; ++i) {
+    Conn* c = conn_acquire(sv[0]);
+    REQUIRE(c != nullptr);
+    got.push_back(c);
+    distinct.insert(c);
+  }
+  CHECK(distinct.size() == 3000);
+  size_t live = 0;
+  pool_each([&](Conn*) { ++live; });
+  CHECK(live >= 3000);
+  for (Conn* c : got) conn_retire(c);
+  for (Conn* c : got) CHECK(c->fd.load() == -1);
+  // Reuse: the next 3000 come from the same records.
+  std::set<Conn*> again;
+  for (int i = 0; i < 3000; ++i) again.insert(conn_acquire(sv[0]));
+  size_t reused = 0;
+  for (Conn* c : again) reused += distinct.count(c);
+  CHECK(reused == 3000);
+  for (Conn* c : again) conn_retire(c);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+TEST_CASE("conn pool: identity catches a number that holds another object", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  Conn* c = conn_acquire(sv[0]);
+  REQUIRE(c != nullptr);
+  CHECK(conn_verify(c, sv[0]));
+  CHECK_FALSE(conn_verify(c, sv[1]));  // another socket
+  int num = sv[0];
+  close(num);
+  CHECK_FALSE(conn_verify(c, num));  // closed
+  int f = open("/dev/null", O_RDWR);
+  REQUIRE(f >= 0);
+  if (f != num) {
+    REQUIRE(dup2(f, num) == num);
+    close(f);
+  }
+  CHECK_FALSE(conn_verify(c, num));  // a file now
+  CHECK(conn_acquire(num) == nullptr);  // not a socket: no record
+  conn_retire(c);
+  close(num);
+  close(sv[1]);
+}
+
+TEST_CASE("conn pool: a retired record in use is released by its lock holder", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  Conn* c = conn_acquire(sv[0]);
+  REQUIRE(c != nullptr);
+  pthread_mutex_lock(&c->rx_mu);  // a reader inside a call
+  conn_retire(c);                 // must not block
+  CHECK(c->fd.load() == sv[0]);   // not released under the reader
+  pthread_mutex_unlock(&c->rx_mu);
+  conn_unlocked(c);
+  CHECK(c->fd.load() == -1);
+  CHECK_FALSE(c->retired.load());
+  close(sv[0]);
+  close(sv[1]);
+}
