@@ -70,8 +70,8 @@ size_t serve(RxStream& s, const iovec* iov, int cnt, size_t got, size_t want, bo
     if (!peek) s.out_pos += n;
     return n;
   }
-  if (s.raw_left && in_avail(s)) {
-    size_t n = in_avail(s) < s.raw_left ? in_avail(s) : s.raw_left;
+  if (s.raw_left && in_avail(s) >= s.raw_left) {  // a raw frame is served once whole
+    size_t n = s.raw_left;
     if (n > want - got) n = want - got;
     n = iov_copy_in(iov, cnt, got, s.in + s.in_beg, n);
     if (!peek) {
@@ -93,26 +93,38 @@ ssize_t metered_recv(const IoOps& io, const WireMeter& m, int fd, uint8_t* buf, 
   return r;
 }
 
-// Reads a raw frame's payload straight into the caller's buffer at `got`.
+// Reads the rest of a raw frame (raw_left bytes, none of them buffered) straight
+// into the caller's buffer at `got`, if one iovec has room for all of it. Its bytes
+// count only once the frame is whole: a stream ending inside it is an error, and a
+// call interrupted inside it (EAGAIN, EINTR) keeps what arrived in s.in.
+// @return raw bytes delivered (the whole frame), 0 if the frame must go through the
+// buffer instead, or -1 with errno.
 ssize_t recv_direct(RxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt, size_t got, size_t want,
                     int flags) {
   size_t skip = got;
-  for (int i = 0; i < cnt; ++i) {
-    if (skip >= iov[i].iov_len) {
-      skip -= iov[i].iov_len;
+  int i = 0;
+  while (i < cnt && skip >= iov[i].iov_len) skip -= iov[i++].iov_len;
+  size_t need = s.raw_left;
+  if (i == cnt || iov[i].iov_len - skip < need || want - got < need) return 0;
+  uint8_t* dst = static_cast<uint8_t*>(iov[i].iov_base) + skip;
+  size_t done = 0;
+  while (done < need) {
+    ssize_t r = metered_recv(io, m, fd, dst + done, need - done, flags);
+    if (r > 0) {
+      done += static_cast<size_t>(r);
+      s.wire_bytes += static_cast<uint64_t>(r);
       continue;
     }
-    size_t n = iov[i].iov_len - skip;
-    if (n > want - got) n = want - got;
-    if (n > s.raw_left) n = s.raw_left;
-    ssize_t r = metered_recv(io, m, fd, static_cast<uint8_t*>(iov[i].iov_base) + skip, n, flags);
-    if (r > 0) {
-      s.raw_left -= static_cast<uint32_t>(r);
-      s.wire_bytes += static_cast<uint64_t>(r);
+    if (r == 0) return fail(s, "stream ended inside a frame");
+    if (done) {  // keep the part that arrived; the caller sees the error (errno kept)
+      std::memcpy(s.in, dst, done);
+      s.in_beg = 0;
+      s.in_end = done;
     }
-    return r;
+    return -1;
   }
-  return 0;
+  s.raw_left = 0;
+  return static_cast<ssize_t>(need);
 }
 
 }  // namespace
@@ -131,12 +143,11 @@ bool rx_stream_init(RxStream& s, void* mem, size_t size) noexcept {
 }
 
 bool rx_pending(const RxStream& s) noexcept {
-  if (s.error || s.out_pos < s.out_len || (s.raw_left && in_avail(s))) return true;
+  if (s.error || s.out_pos < s.out_len || (s.raw_left && in_avail(s) >= s.raw_left)) return true;
   if (s.raw_left || s.need_stream_header || in_avail(s) < kFrameHeaderSize) return false;
   FrameHeader h;
   if (!frame_header_parse(s.in + s.in_beg, h)) return true;  // the error is waiting
-  return h.method == Method::Raw ? in_avail(s) > kFrameHeaderSize
-                                 : in_avail(s) >= kFrameHeaderSize + h.wire_len;
+  return in_avail(s) >= kFrameHeaderSize + h.wire_len;  // a whole frame (raw: wire_len == raw_len)
 }
 
 ssize_t rx_read(RxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt, int flags) noexcept {
@@ -163,9 +174,10 @@ ssize_t rx_read(RxStream& s, const IoOps& io, const WireMeter& m, int fd, const 
         s.app_bytes += static_cast<uint64_t>(r);
         continue;
       }
-      if (r == 0) return fail(s, "stream ended inside a frame");
-      if (got) return static_cast<ssize_t>(got);
-      return -1;
+      if (r < 0) {
+        if (s.error || !got) return -1;
+        return static_cast<ssize_t>(got);
+      }
     }
     const char* why = "";
     Step st = parse(s, &why);

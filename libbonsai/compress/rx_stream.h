@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The receiving half of a compressed connection: checks the stream header, decodes
-// frames and serves reads of any size from the decoded bytes. Raw frames go
-// straight into the caller's buffer. A corrupt or truncated stream fails every read
-// with ECONNRESET (one log line), never yields garbage. Fixed workspace.
+// frames and serves reads of any size from the decoded bytes. Raw frames may be
+// received straight into the caller's buffer, but like every frame they are handed
+// out only whole. A corrupt or truncated stream fails every read with ECONNRESET
+// (one log line), never yields garbage or part of a frame. Fixed workspace.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -4,8 +4,10 @@
 // directions, several connections on threads at once; plus corrupt and truncated
 // streams, which must fail with ECONNRESET and never return garbage. Catch2 is not
 // thread-safe: worker threads only record results; assertions run on the main thread.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <thread>
 #include <unistd.h>
@@ -157,9 +159,17 @@ TEST_CASE("round trip: both directions, several connections and threads at once"
 namespace {
 thread_local const uint8_t* g_src;
 thread_local size_t g_left;
+thread_local size_t g_piece = 777;          // short reads, as a socket gives
+thread_local size_t g_eagain_left = SIZE_MAX;  // one EAGAIN when this many bytes are left
 ssize_t mem_recv(int, void* b, size_t n, int) {
+  if (g_left == g_eagain_left) {
+    g_eagain_left = SIZE_MAX;
+    errno = EAGAIN;
+    return -1;
+  }
   size_t k = n < g_left ? n : g_left;
-  k = k > 777 ? 777 : k;  // short reads, as a socket gives
+  k = k > g_piece ? g_piece : k;
+  if (g_eagain_left < g_left && g_left - k < g_eagain_left) k = g_left - g_eagain_left;
   std::memcpy(b, g_src, k);
   g_src += k;
   g_left -= k;
@@ -246,4 +256,53 @@ TEST_CASE("corrupt or truncated frames yield ECONNRESET, never garbage", "[compr
   bad[7] = 2;
   decode(bad, &err);
   CHECK(err == ECONNRESET);
+}
+
+namespace {
+// Appends a raw frame of `len` payload bytes (of which only `have` are written).
+void raw_frame(std::vector<uint8_t>& w, uint32_t len, uint32_t have, uint8_t fill) {
+  uint8_t h[kFrameHeaderSize];
+  frame_header_write(h, FrameHeader{Method::Raw, len, len});
+  w.insert(w.end(), h, h + sizeof h);
+  w.insert(w.end(), have, fill);
+}
+}  // namespace
+
+TEST_CASE("a truncated raw frame hands out none of its bytes (issue 8)", "[compress]") {
+  for (size_t piece : {size_t{kStreamHeaderSize + kFrameHeaderSize}, size_t{777}, size_t{100000}}) {
+    g_piece = piece;  // 20: each frame header ends a read, so the payload is received in place
+    std::vector<uint8_t> w(kStreamHeaderSize);
+    stream_header_write(w.data());
+    raw_frame(w, 1000, 600, 'x');
+    int err;
+    auto got = decode(w, &err);
+    CHECK(err == ECONNRESET);
+    CHECK(got.empty());
+    // A whole raw frame, then a truncated one: exactly the whole one.
+    w.resize(kStreamHeaderSize);
+    raw_frame(w, 100, 100, 'a');
+    raw_frame(w, 1000, 999, 'b');
+    got = decode(w, &err);
+    CHECK(err == ECONNRESET);
+    CHECK(got == std::vector<uint8_t>(100, 'a'));
+  }
+  // Interrupted (EAGAIN) inside a raw frame received in place: nothing handed out, then
+  // the whole frame on the next read.
+  g_piece = kStreamHeaderSize + kFrameHeaderSize;
+  std::vector<uint8_t> w(kStreamHeaderSize);
+  stream_header_write(w.data());
+  raw_frame(w, 1000, 1000, 'c');
+  Receiver r;
+  REQUIRE(r.ok);
+  g_src = w.data();
+  g_left = w.size();
+  g_eagain_left = 500;
+  std::vector<uint8_t> buf(4096);
+  iovec v{buf.data(), buf.size()};
+  CHECK(rx_read(r.rx, kMemIo, kNoMeter, -1, &v, 1, 0) == -1);
+  CHECK(errno == EAGAIN);
+  CHECK_FALSE(rx_pending(r.rx));
+  CHECK(rx_read(r.rx, kMemIo, kNoMeter, -1, &v, 1, 0) == 1000);
+  CHECK(std::all_of(buf.begin(), buf.begin() + 1000, [](uint8_t c) { return c == 'c'; }));
+  g_piece = 777;
 }
