@@ -12,12 +12,14 @@
 #include "bucket/token_bucket.h"
 #include "runtime/counters.h"
 
-#define BONSAI_ABI_VERSION 2  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 3  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+                              // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
 
 namespace bonsai {
 
 inline constexpr uint64_t kShmMagic = 0x314d48534e4f4231ull;  // "1BONSHM1"
-inline constexpr uint32_t kMaxSlots = 256;        // processes attached at once
+inline constexpr uint32_t kMaxSlots = 1024;       // processes attached at once (the file is
+                                                   // ~10 MiB, sparse: only used slots take memory)
 inline constexpr size_t kServiceNameMax = 63;      // [A-Za-z0-9_.-], not starting with '.'
 
 enum class ShmScope : uint32_t { Process = 0, Service = 1 };
@@ -63,7 +65,11 @@ struct alignas(64) ShmLimits {
 // reclaimed), so that service totals survive them.
 struct alignas(64) ShmExited {
   std::atomic<uint64_t> processes;
-  uint64_t pad_[7];
+  std::atomic<uint64_t> uncounted;   // processes that found every slot taken (counted nowhere)
+  std::atomic<uint32_t> slots_used;  // high-water mark: slots [0, slots_used) were ever claimed;
+                                     // scans stop there (untrusted: clamp to kMaxSlots)
+  uint32_t pad32_;
+  uint64_t pad_[5];
   std::atomic<uint64_t> calls[kCallCount];
   std::atomic<uint64_t> bytes[kCallCount];
   std::atomic<uint64_t> throttled[kCallCount];
@@ -80,7 +86,8 @@ struct alignas(64) ShmSlot {
   std::atomic<uint64_t> seen_seq;   // limits seq this process has installed
   std::atomic<uint64_t> attached_unix_ns;
   char comm[16];                    // /proc/PID/comm at attach, NUL-terminated
-  uint64_t pad_[1];
+  std::atomic<uint32_t> waiting;    // threads asleep in a limiter wait (bonsaictl set --wait)
+  uint32_t pad_;
   ProcessCounters counters;
 };
 
@@ -101,6 +108,7 @@ static_assert(offsetof(ShmHeader, magic) == 0 && offsetof(ShmHeader, version) ==
 static_assert(offsetof(ShmLimits, seq) == 0 && offsetof(ShmLimits, set) == 64);
 static_assert(sizeof(ShmLimits) == 64 + ((sizeof(LimitSet) + 63) / 64) * 64);
 static_assert(offsetof(ShmSlot, counters) == 64, "hot counters start on their own cache line");
+static_assert(offsetof(ShmSlot, waiting) == 48 && offsetof(ShmExited, calls) == 64);
 static_assert(sizeof(ShmSlot) % 64 == 0 && sizeof(ShmExited) % 64 == 0);
 static_assert(offsetof(ShmSegment, limits) == 64);
 static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));

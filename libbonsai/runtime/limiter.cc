@@ -188,8 +188,10 @@ uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable)
   uint64_t deadline = bucket_eligible(p, tat, now - offset, g_limiter.opts.debt_ns);
   if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
     t_thread.in_wait = true;
+    ShmSlot* slot = shm_wait_begin();  // seen by `bonsaictl set --wait`
     wait_until(deadline + offset, g_limiter.opts.spin_ns, cancellable, g_limiter.watch.seq,
                g_limiter.seen_seq.load(std::memory_order_relaxed));
+    shm_wait_end(slot);
     t_thread.in_wait = false;
     uint64_t end = mono_ns();
     waited = end > now ? end - now : 1;

@@ -110,6 +110,14 @@ void shm_mark_seen(uint64_t seq) noexcept {
   if (g_slot) g_slot->seen_seq.store(seq, std::memory_order_release);
 }
 
+ShmSlot* shm_wait_begin() noexcept {
+  ShmSlot* slot = __atomic_load_n(&g_slot, __ATOMIC_RELAXED);
+  slot_wait_enter(slot);
+  return slot;
+}
+
+void shm_wait_end(ShmSlot* slot) noexcept { slot_wait_leave(slot); }
+
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept {
   if (!g_seg) return current;
   uint64_t seen = g_slot ? g_slot->seen_seq.load(std::memory_order_relaxed) : 0;

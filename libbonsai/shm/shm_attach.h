@@ -41,6 +41,12 @@ bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexce
 // Records in the slot that this process now enforces limits `seq` (bonsaictl set --wait).
 void shm_mark_seen(uint64_t seq) noexcept;
 
+// Around a limiter wait (slow path): counts the thread as asleep in this process's
+// slot, so that `bonsaictl set --wait` knows who still runs under old limits.
+// shm_wait_begin returns the slot to hand to shm_wait_end (nullptr if none).
+ShmSlot* shm_wait_begin() noexcept;
+void shm_wait_end(ShmSlot* slot) noexcept;
+
 // In a forked child (atfork handler): claims a slot of its own.
 // @return its counters; `fallback` if no slot was free; `current` if not attached.
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept;

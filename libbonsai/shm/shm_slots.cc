@@ -23,22 +23,39 @@ void fold_counters(ShmSegment& seg, const ProcessCounters& pc) {
 void slot_free(ShmSlot& slot) {
   slot.pid.store(0, std::memory_order_relaxed);
   slot.start_time.store(0, std::memory_order_relaxed);
+  slot.waiting.store(0, std::memory_order_relaxed);
   slot.state.store(st(SlotState::Free), std::memory_order_release);
 }
 
+void comm_copy(ShmSlot& slot, const char* comm) {
+  size_t i = 0;
+  for (; comm && comm[i] && i + 1 < sizeof slot.comm; ++i) slot.comm[i] = comm[i];
+  for (; i < sizeof slot.comm; ++i) slot.comm[i] = '\0';
+}
+
+// Raises the high-water mark to cover slot index `i`.
+void slots_used_cover(ShmSegment& seg, unsigned i) {
+  uint32_t used = seg.exited.slots_used.load(std::memory_order_relaxed);
+  while (used < i + 1 && !seg.exited.slots_used.compare_exchange_weak(used, i + 1, std::memory_order_relaxed)) {
+  }
+}
+
+// Scans from the first slot: free slots are taken lowest first, so the slots in use
+// stay packed below the high-water mark and the file's untouched tail takes no memory.
 ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
                     uint64_t now_unix_ns) {
-  for (auto& slot : seg.slots) {
+  for (unsigned i = 0; i < kMaxSlots; ++i) {
+    ShmSlot& slot = seg.slots[i];
     uint32_t expected = st(SlotState::Free);
     if (slot.state.load(std::memory_order_relaxed) != expected) continue;
     if (!slot.state.compare_exchange_strong(expected, st(SlotState::Claiming), std::memory_order_acq_rel)) continue;
+    slots_used_cover(seg, i);
     slot.pid.store(pid, std::memory_order_relaxed);
     slot.start_time.store(start_time, std::memory_order_relaxed);
     slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
     slot.attached_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
-    size_t i = 0;
-    for (; comm && comm[i] && i + 1 < sizeof slot.comm; ++i) slot.comm[i] = comm[i];
-    for (; i < sizeof slot.comm; ++i) slot.comm[i] = '\0';
+    slot.waiting.store(0, std::memory_order_relaxed);
+    comm_copy(slot, comm);
     counters_reset(slot.counters);
     slot.state.store(st(SlotState::Live), std::memory_order_release);
     return &slot;
@@ -48,18 +65,31 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* c
 
 }  // namespace
 
+unsigned slots_scan_end(const ShmSegment& seg) noexcept {
+  uint32_t used = seg.exited.slots_used.load(std::memory_order_relaxed);
+  return used < kMaxSlots ? used : kMaxSlots;
+}
+
 ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
                     uint64_t now_unix_ns) noexcept {
-  for (auto& slot : seg.slots)  // after exec: same process, same slot, counts go on
+  unsigned end = slots_scan_end(seg);
+  for (unsigned i = 0; i < end; ++i) {  // after exec: same process, same slot, counts go on
+    ShmSlot& slot = seg.slots[i];
     if (slot.state.load(std::memory_order_acquire) == st(SlotState::Live) &&
         slot.pid.load(std::memory_order_relaxed) == pid &&
         slot.start_time.load(std::memory_order_relaxed) == start_time) {
       slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
+      slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
+      // Named after the program it runs now (the name from before exec was kept).
+      if (comm && comm[0]) comm_copy(slot, comm);
       return &slot;
     }
+  }
   if (ShmSlot* s = claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns)) return s;
-  if (!slots_reclaim_dead(seg)) return nullptr;
-  return claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns);
+  if (slots_reclaim_dead(seg))
+    if (ShmSlot* s = claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns)) return s;
+  seg.exited.uncounted.fetch_add(1, std::memory_order_relaxed);  // `stat` says so
+  return nullptr;
 }
 
 bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
@@ -73,7 +103,9 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
 
 unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
   unsigned n = 0;
-  for (auto& slot : seg.slots) {
+  unsigned end = slots_scan_end(seg);
+  for (unsigned i = 0; i < end; ++i) {
+    ShmSlot& slot = seg.slots[i];
     uint32_t s = slot.state.load(std::memory_order_acquire);
     if (s != st(SlotState::Live) && s != st(SlotState::Claiming)) continue;
     int pid = slot.pid.load(std::memory_order_relaxed);
@@ -92,6 +124,17 @@ unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
     }
   }
   return n;
+}
+
+void slot_wait_enter(ShmSlot* slot) noexcept {
+  if (slot) slot->waiting.fetch_add(1, std::memory_order_relaxed);
+}
+
+void slot_wait_leave(ShmSlot* slot) noexcept {
+  if (!slot) return;
+  uint32_t n = slot->waiting.load(std::memory_order_relaxed);
+  while (n && !slot->waiting.compare_exchange_weak(n, n - 1, std::memory_order_relaxed)) {
+  }
 }
 
 }  // namespace bonsai

@@ -14,7 +14,8 @@ namespace bonsai {
 // Claims a slot for the process (pid, start_time): the live slot it already holds
 // (same process after exec), else a free one, else one reclaimed from a dead
 // process. Counters of a new slot start at zero.
-// @return the slot, or nullptr if all kMaxSlots are held by live processes.
+// @return the slot, or nullptr if all kMaxSlots are held by live processes (then
+// seg.exited.uncounted is raised: `bonsaictl stat` reports such processes).
 ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm,
                     uint64_t seen_seq, uint64_t now_unix_ns) noexcept;
 
@@ -25,6 +26,16 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept;
 // Releases every slot whose process is gone (and frees slots left half-claimed
 // by a process that died while claiming). @return slots reclaimed.
 unsigned slots_reclaim_dead(ShmSegment& seg) noexcept;
+
+// Slots at and past this index were never claimed: scans stop here (the
+// high-water mark seg.exited.slots_used, clamped to kMaxSlots).
+unsigned slots_scan_end(const ShmSegment& seg) noexcept;
+
+// A thread of the slot's process starts / ends a limiter wait (slow path only):
+// `bonsaictl set --wait` waits for the processes asleep under old limits. Null: no-op.
+// The count never goes below zero.
+void slot_wait_enter(ShmSlot* slot) noexcept;
+void slot_wait_leave(ShmSlot* slot) noexcept;
 
 // Index of `slot` in seg.slots (for messages and tests).
 inline unsigned slot_index(const ShmSegment& seg, const ShmSlot& slot) noexcept {

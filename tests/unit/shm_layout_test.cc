@@ -29,7 +29,9 @@ TEST_CASE("shm layout: offsets and sizes at run time") {
     CHECK((reinterpret_cast<uintptr_t>(&seg->slots[i].counters) - base) % 64 == 0);
   }
   CHECK((reinterpret_cast<uintptr_t>(&seg->buckets[1]) - reinterpret_cast<uintptr_t>(&seg->buckets[0])) == 64);
-  CHECK(sizeof(ShmSegment) < 4u << 20);  // a few MiB per service at most
+  // ~10 MiB per service with 1024 slots; the file is sparse and slots are taken lowest
+  // first, so only the slots in use (and the header) take memory.
+  CHECK(sizeof(ShmSegment) < 12u << 20);
 }
 
 TEST_CASE("shm check: a fresh header passes, each kind of damage is caught") {

@@ -118,5 +118,46 @@ TEST_CASE("slots: a full segment reclaims a dead slot for a newcomer, else refus
   // so fake a full table with Claiming slots of a live pid: never reclaimed.
   for (auto& slot : seg->slots)
     if (&slot != s) slot.pid.store(getpid()), slot.state.store(static_cast<uint32_t>(SlotState::Claiming));
+  CHECK(seg->exited.uncounted.load() == 0);
   CHECK(slot_claim(*seg, dead_pid(), 1, "late", 0, 0) == nullptr);
+  CHECK(seg->exited.uncounted.load() == 1);  // stat says so (issue 8: >256 silently uncounted)
+  CHECK(slots_scan_end(*seg) == kMaxSlots);
+}
+
+TEST_CASE("slots: scans stop at the high-water mark, which is untrusted") {
+  auto seg = fresh();
+  uint64_t start;
+  REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
+  CHECK(slots_scan_end(*seg) == 0);
+  ShmSlot* a = slot_claim(*seg, getpid(), start, "a", 0, 0);
+  ShmSlot* b = slot_claim(*seg, getpid(), start + 1, "b", 0, 0);
+  REQUIRE((a && b));
+  CHECK(slot_index(*seg, *b) == 1);
+  CHECK(slots_scan_end(*seg) == 2);
+  CHECK(slots_reclaim_dead(*seg) == 1);  // b: our pid, another start time
+  CHECK(slots_scan_end(*seg) == 2);      // a high-water mark never goes down
+  CHECK(slot_claim(*seg, getpid(), start + 2, "c", 0, 0) == b);  // lowest free slot first
+  seg->exited.slots_used.store(0xFFFFFFFFu);  // garbage: clamped
+  CHECK(slots_scan_end(*seg) == kMaxSlots);
+  CHECK(slots_reclaim_dead(*seg) == 1);
+}
+
+TEST_CASE("slots: waiting threads are counted, never below zero, and cleared on claim") {
+  auto seg = fresh();
+  uint64_t start;
+  REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
+  ShmSlot* s = slot_claim(*seg, getpid(), start, "w", 0, 0);
+  REQUIRE(s);
+  slot_wait_enter(s);
+  slot_wait_enter(s);
+  CHECK(s->waiting.load() == 2);
+  slot_wait_leave(s);
+  slot_wait_leave(s);
+  slot_wait_leave(s);
+  CHECK(s->waiting.load() == 0);
+  slot_wait_enter(nullptr);  // not attached: no-op
+  slot_wait_leave(nullptr);
+  slot_wait_enter(s);
+  CHECK(slot_claim(*seg, getpid(), start, "w2", 4, 0) == s);  // exec: one thread, not waiting
+  CHECK(s->waiting.load() == 0);
 }
