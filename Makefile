@@ -61,7 +61,8 @@ $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CTL_CXXFLAGS) -c $< -o $@
 
-$(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ)
+# bonsaictl checks compression settings with the library's own grammar.
+$(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt
 

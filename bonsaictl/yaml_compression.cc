@@ -1,53 +1,31 @@
 // SPDX-License-Identifier: MIT
 // The `compression:` section of a service: destinations ("ADDR[/PREFIX]:PORT|*"),
 // accept, policy and levels, each checked with its line and column.
-#include <arpa/inet.h>
-#include <charconv>
 #include <fmt/core.h>
 
+#include "compress/compress_config.h"
 #include "yaml_load.h"
 
 namespace bonsai::ctl {
-namespace {
 
-bool parse_uint(std::string_view s, unsigned max, unsigned& out) {
-  if (s.empty()) return false;
-  auto r = std::from_chars(s.data(), s.data() + s.size(), out);
-  return r.ec == std::errc{} && r.ptr == s.data() + s.size() && out <= max;
-}
-
-}  // namespace
-
+// The library's own grammar (libbonsai/compress/grammar.cc): what `check` accepts is
+// exactly what the library accepts at run time.
 std::string compression_target_problem(std::string_view t) {
-  size_t colon = t.rfind(':');
-  if (colon == std::string_view::npos) return fmt::format("bad address '{}': expected ADDR[/PREFIX]:PORT or ADDR:*", t);
-  std::string_view host = t.substr(0, colon), port = t.substr(colon + 1);
-  unsigned n;
-  if (port != "*" && (!parse_uint(port, 65535, n) || n == 0))
-    return fmt::format("bad address '{}': port '{}' must be 1-65535 or *", t, port);
-  std::string_view prefix;
-  if (size_t slash = host.find('/'); slash != std::string_view::npos) {
-    prefix = host.substr(slash + 1);
-    host = host.substr(0, slash);
-  }
-  bool v6 = host.size() >= 2 && host.front() == '[' && host.back() == ']';
-  if (v6) host = host.substr(1, host.size() - 2);
-  std::string h(host);
-  unsigned char buf[16];
-  if (inet_pton(v6 ? AF_INET6 : AF_INET, h.c_str(), buf) != 1)
-    return fmt::format("bad address '{}': '{}' is not an IPv{} address", t, host, v6 ? 6 : 4);
-  if (!prefix.empty() || t.find('/') != std::string_view::npos) {
-    if (!parse_uint(prefix, v6 ? 128 : 32, n))
-      return fmt::format("bad address '{}': prefix length '{}' must be 0-{}", t, prefix, v6 ? 128 : 32);
-  }
+  std::string text(t);
+  compress::CompressConfig cfg{};
+  if (text.empty() || text.find(',') != std::string::npos)
+    return fmt::format("bad address '{}': expected ADDR[/PREFIX]:PORT, ADDR:* or [IPV6]:PORT", t);
+  if (const char* err = compress::dests_parse(text.c_str(), cfg))
+    return fmt::format("bad address '{}': {} (ADDR[/PREFIX]:PORT, ADDR:* or [IPV6]:PORT)", t, err);
   return {};
 }
 
 std::string compression_level_problem(std::string_view level) {
-  if (level == "none" || level == "lz4") return {};
-  unsigned n;
-  if (level.substr(0, 5) == "zstd:" && parse_uint(level.substr(5), 22, n) && n >= 1) return {};
-  return fmt::format("unknown compression level '{}' (none, lz4 or zstd:1..22)", level);
+  std::string text(level);
+  compress::LevelList l{};
+  if (text.empty() || text.find(',') != std::string::npos || compress::levels_parse(text.c_str(), l))
+    return fmt::format("unknown compression level '{}' (none, lz4 or zstd:1..19)", level);
+  return {};
 }
 
 void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,

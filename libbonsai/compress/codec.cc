@@ -28,13 +28,6 @@ int max_zstd_level(const LevelList& l) {
   return m;
 }
 
-bool parse_int(const char*& p, const char* end, int& v) {
-  v = 0;
-  const char* start = p;
-  while (p < end && *p >= '0' && *p <= '9' && p - start < 3) v = v * 10 + (*p++ - '0');
-  return p > start;
-}
-
 }  // namespace
 
 LevelList levels_default() noexcept {
@@ -46,39 +39,6 @@ LevelList levels_default() noexcept {
   l.levels[4] = {Method::Zstd, 9};
   l.count = 5;
   return l;
-}
-
-const char* levels_parse(const char* text, LevelList& out) noexcept {
-  LevelList l{};
-  l.levels[l.count++] = {Method::Raw, 0};
-  bool saw_none = false;
-  const char* p = text;
-  while (*p) {
-    const char* end = p;
-    while (*end && *end != ',') ++end;
-    size_t len = static_cast<size_t>(end - p);
-    Level lv{};
-    if (len == 4 && std::memcmp(p, "none", 4) == 0) {
-      if (saw_none || l.count > 1) return "'none' must come first, once";
-      saw_none = true;
-    } else if (len == 3 && std::memcmp(p, "lz4", 3) == 0) {
-      lv = {Method::Lz4, 0};
-    } else if (len > 5 && std::memcmp(p, "zstd:", 5) == 0) {
-      const char* q = p + 5;
-      int v;
-      if (!parse_int(q, end, v) || q != end || v < 1 || v > 19) return "zstd level must be 1..19";
-      lv = {Method::Zstd, static_cast<int8_t>(v)};
-    } else {
-      return "unknown level (none, lz4, zstd:1..19)";
-    }
-    if (lv.method != Method::Raw) {
-      if (l.count >= kMaxLevels) return "too many levels (at most 8)";
-      l.levels[l.count++] = lv;
-    }
-    p = *end ? end + 1 : end;
-  }
-  out = l;
-  return nullptr;
 }
 
 const char* level_name(Level l, char* buf, size_t cap) noexcept {

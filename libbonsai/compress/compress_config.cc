@@ -12,52 +12,6 @@
 namespace bonsai::compress {
 namespace {
 
-bool parse_uint(const char* p, const char* end, unsigned max, unsigned& v) {
-  if (p == end || end - p > 5) return false;
-  v = 0;
-  for (; p < end; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    v = v * 10 + static_cast<unsigned>(*p - '0');
-  }
-  return v <= max;
-}
-
-const char* parse_one(const char* p, const char* end, Dest& d) {
-  char host[64];
-  const char* colon;
-  const char* host_end;
-  if (*p == '[') {  // [v6]:port
-    host_end = static_cast<const char*>(std::memchr(p, ']', static_cast<size_t>(end - p)));
-    if (!host_end || host_end + 1 >= end || host_end[1] != ':') return "expected [ADDR]:PORT";
-    colon = host_end + 1;
-    ++p;
-  } else {
-    colon = nullptr;
-    for (const char* q = p; q < end; ++q)
-      if (*q == ':') colon = q;
-    if (!colon) return "expected ADDR:PORT or ADDR:*";
-    host_end = colon;
-  }
-  const char* slash = static_cast<const char*>(std::memchr(p, '/', static_cast<size_t>(host_end - p)));
-  const char* addr_end = slash ? slash : host_end;
-  if (addr_end - p >= static_cast<long>(sizeof host) || addr_end == p) return "bad address";
-  std::memcpy(host, p, static_cast<size_t>(addr_end - p));
-  host[addr_end - p] = 0;
-  d = Dest{};
-  if (inet_pton(AF_INET, host, d.addr) == 1) d.family = AF_INET;
-  else if (inet_pton(AF_INET6, host, d.addr) == 1) d.family = AF_INET6;
-  else return "bad address";
-  unsigned bits = d.family == AF_INET ? 32 : 128;
-  if (slash && !parse_uint(slash + 1, host_end, bits, bits)) return "bad prefix length";
-  d.prefix = static_cast<uint8_t>(bits);
-  const char* port = colon + 1;
-  if (end - port == 1 && *port == '*') return nullptr;
-  unsigned v;
-  if (!parse_uint(port, end, 65535, v) || v == 0) return "bad port (1..65535 or *)";
-  d.port = static_cast<uint16_t>(v);
-  return nullptr;
-}
-
 bool prefix_equal(const uint8_t* a, const uint8_t* b, unsigned bits) {
   unsigned bytes = bits / 8;
   if (std::memcmp(a, b, bytes) != 0) return false;
@@ -68,24 +22,6 @@ bool prefix_equal(const uint8_t* a, const uint8_t* b, unsigned bits) {
 }
 
 }  // namespace
-
-const char* dests_parse(const char* text, CompressConfig& cfg) noexcept {
-  cfg.nto = 0;
-  const char* p = text;
-  while (*p) {
-    const char* end = p;
-    while (*end && *end != ',') ++end;
-    if (cfg.nto >= kMaxDests) return "too many destinations (at most 16)";
-    const char* err = parse_one(p, end, cfg.to[cfg.nto]);
-    if (err) {
-      cfg.nto = 0;
-      return err;
-    }
-    ++cfg.nto;
-    p = *end ? end + 1 : end;
-  }
-  return nullptr;
-}
 
 bool dest_match(const CompressConfig& cfg, const sockaddr* a, socklen_t len) noexcept {
   uint8_t addr[16];

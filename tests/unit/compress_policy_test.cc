@@ -3,10 +3,12 @@
 // CPU feed them) and of the configuration parser (destinations, policy names).
 #include <arpa/inet.h>
 #include <catch2/catch.hpp>
+#include <string>
 #include <cstring>
 #include <netinet/in.h>
 #include <random>
 
+#include "../../bonsaictl/yaml_load.h"
 #include "compress/compress_config.h"
 #include "compress/policy.h"
 
@@ -206,6 +208,30 @@ TEST_CASE("destinations parse and match by prefix and port", "[compress]") {
   CHECK(dest_match(cfg, reinterpret_cast<sockaddr*>(&s6), sizeof s6));
   inet_pton(AF_INET6, "::ffff:10.1.2.3", &s6.sin6_addr);  // v4-mapped matches the v4 prefix
   CHECK(dest_match(cfg, reinterpret_cast<sockaddr*>(&s6), sizeof s6));
-  for (const char* bad : {"127.0.0.1", "127.0.0.1:0", "300.1.1.1:80", "10.0.0.0/33:*", "host:80"})
+  for (const char* bad : {"127.0.0.1", "127.0.0.1:0", "300.1.1.1:80", "10.0.0.0/33:*", "host:80", "::1:80", "::1:*"})
     CHECK(dests_parse(bad, cfg) != nullptr);
+}
+
+// Issue 8 item 12: `check` and the library accept the same settings (one grammar).
+TEST_CASE("bonsaictl's compression checks agree with the library", "[compress]") {
+  using bonsai::ctl::compression_level_problem;
+  using bonsai::ctl::compression_target_problem;
+  for (const char* ok : {"none", "lz4", "zstd:1", "zstd:19"}) {
+    LevelList l{};
+    CHECK(levels_parse(ok, l) == nullptr);
+    CHECK(compression_level_problem(ok).empty());
+  }
+  for (const char* bad : {"zstd:20", "zstd:22", "zstd:0", "gzip", "", "lz4,zstd:1"}) {
+    CHECK_FALSE(compression_level_problem(bad).empty());
+  }
+  CompressConfig cfg{};
+  for (const char* ok : {"127.0.0.1:80", "10.0.0.0/8:*", "[::1]:80", "[fe80::/10]:*"}) {
+    CHECK(dests_parse(ok, cfg) == nullptr);
+    CHECK(compression_target_problem(ok).empty());
+  }
+  for (const char* bad : {"::1:80", "127.0.0.1", "[::1]", "10.0.0.0/40:*", "a,b", ""}) {
+    INFO(bad);
+    CHECK_FALSE(compression_target_problem(bad).empty());
+  }
+  CHECK(compression_target_problem("::1:80").find("brackets") != std::string::npos);
 }
