@@ -11,6 +11,7 @@
 #include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
+#include "shm/shm_fd.h"
 
 using namespace bonsai;
 
@@ -67,6 +68,7 @@ int __openat64_2(int d, const char* p, int f) {
 int creat(const char* p, mode_t m) { return BONSAI_META(creat, -1, true, real::creat(p, m)); }
 int creat64(const char* p, mode_t m) { return BONSAI_META(creat, -1, true, real::creat64(p, m)); }
 int close(int fd) {
+  if (shm_fd_protected(fd)) [[unlikely]] return 0;  // the service segment stays open (shm/shm_fd.h)
   if (compress::g_on) [[unlikely]] compress::on_close(fd);
   return BONSAI_META(close, fd, true, real::close(fd));
 }

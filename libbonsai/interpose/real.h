@@ -6,6 +6,7 @@
 #pragma once
 #include <atomic>
 #include <cstdio>
+#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -94,7 +95,22 @@ namespace bonsai::real {
   X(int, mkdir, (const char* p, mode_t m), (p, m))                                                 \
   X(void, _exit, (int s), (s))                                                                     \
   X(void, _Exit, (int s), (s))                                                                     \
-  X(long, syscall, (long nr, long a, long b, long c, long d, long e, long f), (nr, a, b, c, d, e, f))
+  X(long, syscall, (long nr, long a, long b, long c, long d, long e, long f), (nr, a, b, c, d, e, f)) \
+  BONSAI_REAL_EXEC_SYMBOLS(X)
+
+// exec and spawn (interpose/exec_calls.cc), close_range/closefrom (they skip the
+// kept segment descriptor).
+#define BONSAI_REAL_EXEC_SYMBOLS(X)                                                                \
+  X(int, execve, (const char* p, char* const* a, char* const* e), (p, a, e))                       \
+  X(int, execvpe, (const char* f, char* const* a, char* const* e), (f, a, e))                      \
+  X(int, fexecve, (int fd, char* const* a, char* const* e), (fd, a, e))                            \
+  X(int, execveat, (int d, const char* p, char* const* a, char* const* e, int fl), (d, p, a, e, fl)) \
+  X(int, posix_spawn, (pid_t* pid, const char* p, const posix_spawn_file_actions_t* fa,           \
+                       const posix_spawnattr_t* at, char* const* a, char* const* e), (pid, p, fa, at, a, e)) \
+  X(int, posix_spawnp, (pid_t* pid, const char* p, const posix_spawn_file_actions_t* fa,          \
+                        const posix_spawnattr_t* at, char* const* a, char* const* e), (pid, p, fa, at, a, e)) \
+  X(int, close_range, (unsigned lo, unsigned hi, int fl), (lo, hi, fl))                            \
+  X(void, closefrom, (int lo), (lo))
 
 #define BONSAI_X(ret, name, params, args)                                      \
   using name##_fn = ret(*) params;                                             \

@@ -46,4 +46,17 @@ const char* env_get(const char* name) noexcept {
   return nullptr;
 }
 
+void env_each(void (*fn)(const char* entry, void* ctx), void* ctx) noexcept {
+  if (environ) {
+    for (char** e = environ; *e; ++e) fn(*e, ctx);
+    return;
+  }
+  if (g_snapshot_len < 0) snapshot_read();
+  for (long i = 0; i < g_snapshot_len;) {
+    const char* entry = g_snapshot + i;
+    fn(entry, ctx);
+    i += static_cast<long>(std::strlen(entry)) + 1;
+  }
+}
+
 }  // namespace bonsai

@@ -9,4 +9,8 @@ namespace bonsai {
 // @return the value of `name` in this process's environment, or nullptr.
 const char* env_get(const char* name) noexcept;
 
+// Calls `fn(entry, ctx)` for every "NAME=value" entry of this process's environment
+// (`environ`, or /proc/self/environ before libc set it up). Set-up only.
+void env_each(void (*fn)(const char* entry, void* ctx), void* ctx) noexcept;
+
 }  // namespace bonsai

@@ -4,6 +4,7 @@
 // and says so once.
 #include "runtime/limiter.h"
 #include "runtime/env.h"
+#include "runtime/exec_env.h"
 
 #include <cerrno>
 #include <cstdlib>
@@ -19,6 +20,7 @@
 #include "runtime/stats_dump.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
+#include "shm/shm_fd.h"
 #include "shm/shm_clock.h"
 
 namespace bonsai {
@@ -106,6 +108,15 @@ bool limiter_init_once() noexcept {
   blog_set_level(env_get("BONSAI_LOG"));
   g_limiter.buckets = g_local_buckets;
   options_load(g_limiter.opts);
+  // BONSAI_LEAVE=1: this process (and what it executes) left the service on purpose.
+  if (exec_env_leaving(env_get("BONSAI_LEAVE"))) {
+    g_limiter.state.store(kActive, std::memory_order_release);
+    limiter_update_fast_view();
+    errno = saved_errno;
+    return true;
+  }
+  exec_env_capture();  // what exec/spawn hand down (interpose/exec_calls.cc)
+  shm_fd_configure(env_get("BONSAI_SHM_FD"), env_get("BONSAI_SHM_UID"));
   limits_from_env();
   // Count only when someone can read the counts (BONSAI_STATS here; a service
   // segment's slot replaces this pointer when attached).

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "shm/seqlock.h"
+#include "shm/shm_fd.h"
 #include "shm/shm_check.h"
 #include "shm/shm_guard.h"
 #include "shm/shm_name.h"
@@ -51,13 +52,19 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   char path[256];
   if (!prefix) prefix = "";
   if (!shm_prefix_valid(prefix)) return fail(why, cap, "BONSAI_SHM_PREFIX '%s' is not a valid name", prefix);
-  if (!shm_segment_path(path, sizeof path, prefix, static_cast<unsigned>(geteuid()), service))
+  // The segment's owner: BONSAI_SHM_UID (set by bonsaictl run, so a child that
+  // changed uid still looks for the same segment), else the effective uid.
+  unsigned uid = shm_owner_uid();
+  if (!shm_segment_path(path, sizeof path, prefix, uid, service))
     return fail(why, cap, "BONSAI_SERVICE '%s' is not a valid service name", service);
-  long fd = raw_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  // An inherited descriptor (BONSAI_SHM_FD) needs no lookup by name or permission
+  // check after a uid change; it is used only if it is that very segment.
+  long fd = shm_inherited_fd(path, uid);
+  if (fd < 0) fd = raw_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0)
     return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
   struct stat st;
-  if (fstat(static_cast<int>(fd), &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 077)) {
+  if (fstat(static_cast<int>(fd), &st) != 0 || st.st_uid != uid || (st.st_mode & 077)) {
     raw_close(static_cast<int>(fd));
     return fail(why, cap, "service '%s': %s is not private to this user (owner or mode)", service, path);
   }
@@ -67,17 +74,21 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
     return fail(why, cap, "service '%s': %s is truncated or not a bonsai segment", service, path);
   }
   void* p = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
-  raw_close(static_cast<int>(fd));
-  if (p == MAP_FAILED) return fail(why, cap, "service '%s': cannot map %s", service, path);
+  if (p == MAP_FAILED) {
+    raw_close(static_cast<int>(fd));
+    return fail(why, cap, "service '%s': cannot map %s", service, path);
+  }
   auto* seg = static_cast<ShmSegment*>(p);
   // From here on a truncation of the file must not kill us (SIGBUS): see shm_guard.h.
   shm_guard_register(p, sizeof(ShmSegment));
   if (const char* problem = shm_header_problem(*seg, file_size)) {
     shm_guard_unregister(p);
     munmap(p, sizeof(ShmSegment));
+    raw_close(static_cast<int>(fd));
     return fail(why, cap, "service '%s': %s", service, problem);
   }
   g_seg = seg;
+  shm_keep_fd(static_cast<int>(fd), st, path);  // handed down at exec (shm_fd.h)
   out.seq = &seg->limits.seq;
   if (seqlock_read(seg->limits, out.limits, out.limits_seq, kReadTries)) {
     out.limits_problem = limits_problem(out.limits);

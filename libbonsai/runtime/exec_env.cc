@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+// The start-up environment snapshot and the segment descriptor handed down at exec
+// (see exec_env.h). Set-up (capture, keep) runs once; everything the exec wrappers
+// call uses raw system calls and the caller's buffer, and writes no global.
+#include "runtime/exec_env.h"
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "log/blog.h"
+#include "runtime/env.h"
+#include "runtime/raw_syscall.h"
+#include "shm/shm_fd.h"
+
+namespace bonsai {
+namespace {
+
+constexpr size_t kMaxKept = 32;
+struct Kept {
+  const char* entry;  // "NAME=value" in g_store
+  size_t name_len;    // up to and including '='
+  bool service;       // names the service: not added to a child given another service
+};
+
+constinit char g_store[16384] = {};
+constinit size_t g_store_used = 0;
+constinit Kept g_kept[kMaxKept] = {};
+constinit size_t g_kept_n = 0;
+constinit const char* g_service = nullptr;  // our BONSAI_SERVICE value (in g_store)
+constinit char g_lib[PATH_MAX] = {};        // absolute path of libbonsai.so
+constinit char g_lib_as_loaded[PATH_MAX] = {};
+
+long raw_fcntl(int fd, int cmd, long arg) { return raw_syscall3(SYS_fcntl, fd, cmd, arg); }
+
+bool starts(const char* s, const char* prefix, size_t len) { return std::strncmp(s, prefix, len) == 0; }
+#define STARTS(s, lit) starts((s), lit, sizeof(lit) - 1)
+
+// Is `token` (length len) the library? Exact path as loaded or its absolute path.
+bool is_lib(const char* token, size_t len) {
+  return (g_lib[0] && std::strlen(g_lib) == len && starts(token, g_lib, len)) ||
+         (g_lib_as_loaded[0] && std::strlen(g_lib_as_loaded) == len && starts(token, g_lib_as_loaded, len));
+}
+
+// LD_PRELOAD value `v` (':' or ' ' separated) holds the library?
+bool preload_has_lib(const char* v) {
+  while (*v) {
+    while (*v == ':' || *v == ' ') ++v;
+    const char* b = v;
+    while (*v && *v != ':' && *v != ' ') ++v;
+    if (v > b && is_lib(b, static_cast<size_t>(v - b))) return true;
+  }
+  return false;
+}
+
+void capture_one(const char* e, void*) {
+  if (!STARTS(e, "BONSAI_") || STARTS(e, "BONSAI_SHM_FD=") || STARTS(e, "BONSAI_LEAVE=")) return;
+  const char* eq = std::strchr(e, '=');
+  if (!eq) return;
+  size_t len = std::strlen(e) + 1;
+  if (g_kept_n == kMaxKept || g_store_used + len > sizeof g_store) {
+    blog(LogLevel::Warn, "too many or too long BONSAI_* settings: '%.40s' is not handed down to executed programs", e);
+    return;
+  }
+  char* copy = g_store + g_store_used;
+  std::memcpy(copy, e, len);
+  g_store_used += len;
+  size_t name_len = static_cast<size_t>(eq - e) + 1;
+  bool service = STARTS(e, "BONSAI_SERVICE=") || STARTS(e, "BONSAI_SHM_UID=");
+  g_kept[g_kept_n++] = Kept{copy, name_len, service};
+  if (STARTS(e, "BONSAI_SERVICE=")) g_service = copy + name_len;
+}
+
+size_t put(char* out, const char* s) {
+  size_t n = std::strlen(s);
+  std::memcpy(out, s, n);
+  return n;
+}
+
+}  // namespace
+
+bool exec_env_leaving(const char* v) noexcept { return v && *v && !(v[0] == '0' && v[1] == '\0'); }
+
+void exec_env_capture() noexcept {
+  env_each(capture_one, nullptr);
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&exec_env_capture), &info) && info.dli_fname && *info.dli_fname &&
+      std::strlen(info.dli_fname) < sizeof g_lib_as_loaded) {
+    std::strcpy(g_lib_as_loaded, info.dli_fname);
+    if (!realpath(info.dli_fname, g_lib)) {
+      if (info.dli_fname[0] == '/') std::strcpy(g_lib, info.dli_fname);
+      else g_lib[0] = '\0';
+    }
+  }
+}
+
+ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
+  ExecPlan plan{envp, -1, false, nullptr, 0};
+  if (g_kept_n == 0) return plan;  // nothing to hand down (no settings, or leaving)
+  uint32_t present = 0;
+  long ld = -1, fdi = -1;
+  bool foreign = false;
+  size_t n = 0;
+  for (; envp && envp[n]; ++n) {
+    const char* e = envp[n];
+    if (e[0] == 'L') {
+      if (STARTS(e, "LD_PRELOAD=")) ld = static_cast<long>(n);
+    } else if (e[0] == 'B' && STARTS(e, "BONSAI_")) {
+      if (STARTS(e, "BONSAI_LEAVE=")) {
+        if (exec_env_leaving(e + sizeof("BONSAI_LEAVE=") - 1)) return plan;  // the way out: as asked
+      } else if (STARTS(e, "BONSAI_SHM_FD=")) {
+        fdi = static_cast<long>(n);
+      } else {
+        for (size_t k = 0; k < g_kept_n; ++k)
+          if (starts(e, g_kept[k].entry, g_kept[k].name_len)) present |= 1u << k;
+        if (STARTS(e, "BONSAI_SERVICE=") && (!g_service || std::strcmp(e + sizeof("BONSAI_SERVICE=") - 1, g_service)))
+          foreign = true;
+      }
+    }
+  }
+  bool need_lib = g_lib[0] && !(ld >= 0 && preload_has_lib(envp[ld] + sizeof("LD_PRELOAD=") - 1));
+  uint32_t missing = 0;
+  size_t n_missing = 0;
+  for (size_t k = 0; k < g_kept_n; ++k)
+    if (!(present & (1u << k)) && !(foreign && g_kept[k].service)) {
+      missing |= 1u << k;
+      ++n_missing;
+    }
+  if (!foreign) plan.fd = shm_fd_for_exec(plan.fd_opened);
+  bool need_fd = plan.fd >= 0 && !(fdi >= 0 && shm_parse_uint(envp[fdi] + sizeof("BONSAI_SHM_FD=") - 1, INT_MAX) == plan.fd);
+  if (!need_lib && !missing && !need_fd) return plan;  // the usual case: as asked
+
+  size_t slots = n + 3 + n_missing;
+  const char* old_ld = ld >= 0 ? envp[ld] + sizeof("LD_PRELOAD=") - 1 : "";
+  size_t strings = (need_lib ? sizeof("LD_PRELOAD=") + std::strlen(g_lib) + 1 + std::strlen(old_ld) : 0) + 40;
+  size_t need = slots * sizeof(char*) + strings;
+  char* mem = buf;
+  if (need > cap) {
+    int saved = errno;
+    void* p = mmap(nullptr, need, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    errno = saved;
+    if (p == MAP_FAILED) {
+      BONSAI_LOG_ONCE(LogLevel::Warn, "no memory for the environment of an executed program: it runs as asked, "
+                                      "perhaps without the service's limits");
+      return plan;
+    }
+    plan.mapped = p;
+    plan.mapped_len = need;
+    mem = static_cast<char*>(p);
+  }
+  auto** out = reinterpret_cast<char**>(mem);
+  char* s = mem + slots * sizeof(char*);
+  size_t o = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if ((need_lib && static_cast<long>(i) == ld) || (need_fd && static_cast<long>(i) == fdi)) continue;
+    out[o++] = envp[i];
+  }
+  if (need_lib) {
+    out[o++] = s;
+    s += put(s, "LD_PRELOAD=");
+    s += put(s, g_lib);
+    if (*old_ld) {
+      *s++ = ':';
+      s += put(s, old_ld);
+    }
+    *s++ = '\0';
+  }
+  if (need_fd) {
+    out[o++] = s;
+    s += put(s, "BONSAI_SHM_FD=");
+    char digits[16];
+    int d = 0;
+    for (unsigned v = static_cast<unsigned>(plan.fd); d == 0 || v; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
+    while (d) *s++ = digits[--d];
+    *s++ = '\0';
+  }
+  for (size_t k = 0; k < g_kept_n; ++k)
+    if (missing & (1u << k)) out[o++] = const_cast<char*>(g_kept[k].entry);
+  out[o] = nullptr;
+  plan.envp = out;
+  return plan;
+}
+
+void exec_plan_arm(const ExecPlan& plan) noexcept {
+  if (plan.fd >= 0) raw_fcntl(plan.fd, F_SETFD, 0);
+}
+
+void exec_plan_undo(const ExecPlan& plan) noexcept {
+  if (plan.fd >= 0) {
+    if (plan.fd_opened) raw_syscall3(SYS_close, plan.fd, 0, 0);
+    else raw_fcntl(plan.fd, F_SETFD, FD_CLOEXEC);
+  }
+  if (plan.mapped) raw_syscall3(SYS_munmap, reinterpret_cast<long>(plan.mapped), static_cast<long>(plan.mapped_len), 0);
+}
+
+}  // namespace bonsai

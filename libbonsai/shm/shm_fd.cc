@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+// The segment descriptor handed down the process tree (see shm_fd.h).
+#include "shm/shm_fd.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "runtime/raw_syscall.h"
+
+namespace bonsai {
+
+constinit int detail::g_kept_fd = -1;  // the kept descriptor
+
+namespace {
+
+int& g_fd = detail::g_kept_fd;
+
+constinit const char* g_fd_value = nullptr;
+constinit const char* g_uid_value = nullptr;
+
+constinit dev_t g_dev = 0;
+constinit ino_t g_ino = 0;
+constinit unsigned g_owner = 0;
+constinit char g_path[256] = {};
+
+long raw_fcntl(int fd, int cmd, long arg) { return raw_syscall3(SYS_fcntl, fd, cmd, arg); }
+long raw_fstat(int fd, struct stat& st) { return raw_syscall3(SYS_fstat, fd, reinterpret_cast<long>(&st), 0); }
+void raw_close_fd(long fd) { raw_syscall3(SYS_close, fd, 0, 0); }
+
+long raw_lstat(const char* path, struct stat& st) {
+  int saved = errno;
+  long ret = ::fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);  // a plain system call in glibc
+  if (ret < 0) ret = -errno;
+  errno = saved;
+  return ret;
+}
+
+bool private_segment(const struct stat& st, unsigned uid) {
+  return S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077);
+}
+
+}  // namespace
+
+long shm_parse_uint(const char* s, long max) noexcept {
+  if (!s || !*s) return -1;
+  long v = 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9') return -1;
+    v = v * 10 + (*s - '0');
+    if (v > max) return -1;
+  }
+  return v;
+}
+
+void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept {
+  g_fd_value = fd_value;
+  g_uid_value = uid_value;
+}
+
+unsigned shm_owner_uid() noexcept {
+  long v = shm_parse_uint(g_uid_value, 0xfffffffeL);
+  return v >= 0 ? static_cast<unsigned>(v) : static_cast<unsigned>(geteuid());
+}
+
+int shm_inherited_fd(const char* path, unsigned uid) noexcept {
+  long fd = shm_parse_uint(g_fd_value, INT_MAX);
+  if (fd < 0) return -1;
+  long fl = raw_fcntl(static_cast<int>(fd), F_GETFL, 0);
+  if (fl < 0 || (fl & O_ACCMODE) != O_RDWR) return -1;
+  struct stat st, named;
+  if (raw_fstat(static_cast<int>(fd), st) != 0 || !private_segment(st, uid)) return -1;
+  if (raw_lstat(path, named) != 0 || named.st_dev != st.st_dev || named.st_ino != st.st_ino) return -1;
+  return static_cast<int>(fd);
+}
+
+void shm_keep_fd(int fd, const struct stat& st, const char* path) noexcept {
+  if (std::strlen(path) >= sizeof g_path) {
+    raw_close_fd(fd);
+    return;
+  }
+  rlimit rl{};
+  unsigned long soft = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  int kept = fd;
+  if (int floor = shm_fd_floor(soft); fd < floor) {
+    long high = raw_fcntl(fd, F_DUPFD_CLOEXEC, floor);
+    if (high >= 0) {
+      raw_close_fd(fd);
+      kept = static_cast<int>(high);
+    }
+  }
+  raw_fcntl(kept, F_SETFD, FD_CLOEXEC);
+  std::strcpy(g_path, path);
+  g_dev = st.st_dev;
+  g_ino = st.st_ino;
+  g_owner = st.st_uid;
+  g_fd = kept;
+}
+
+int shm_kept_fd() noexcept { return g_fd; }
+
+bool detail::kept_fd_is_segment() noexcept {
+  struct stat st;
+  return raw_fstat(g_fd, st) == 0 && st.st_dev == g_dev && st.st_ino == g_ino;
+}
+
+int shm_fd_for_exec(bool& opened) noexcept {
+  opened = false;
+  if (!g_path[0]) return -1;
+  struct stat st;
+  if (g_fd >= 0 && raw_fstat(g_fd, st) == 0 && st.st_dev == g_dev && st.st_ino == g_ino) return g_fd;
+  // Closed (a close loop, a raw close_range) or replaced: by name, as a child would.
+  long f = raw_syscall3(SYS_openat, AT_FDCWD, reinterpret_cast<long>(g_path), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  if (f < 0) return -1;
+  if (raw_fstat(static_cast<int>(f), st) != 0 || !private_segment(st, g_owner)) {
+    raw_close_fd(f);
+    return -1;
+  }
+  if (long high = raw_fcntl(static_cast<int>(f), F_DUPFD_CLOEXEC, g_fd >= 0 ? g_fd : 1000); high >= 0) {
+    raw_close_fd(f);
+    f = high;
+  }
+  opened = true;
+  return static_cast<int>(f);
+}
+
+}  // namespace bonsai
