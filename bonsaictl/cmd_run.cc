@@ -101,6 +101,19 @@ int cmd_run(const Args& args) {
   const char* old = std::getenv("LD_PRELOAD");
   setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
   setenv("BONSAI_SERVICE", o.service.c_str(), 1);
+  unsetenv("BONSAI_LEAVE");  // run means join, whatever the caller's shell exports
+  // The segment as an inherited descriptor, and its owner: a child that changes uid
+  // (setpriv, su, runuser) finds it without a lookup by name or a permission check.
+  setenv("BONSAI_SHM_UID", std::to_string(geteuid()).c_str(), 1);
+  std::string why;
+  if (int fd = segment_fd_handoff(segment_path(o.service), why); fd >= 0) {
+    setenv("BONSAI_SHM_FD", std::to_string(fd).c_str(), 1);
+  } else {
+    unsetenv("BONSAI_SHM_FD");
+    fmt::print(stderr, "bonsaictl run: WARNING: {}: a child that changes uid will run without limits\n", why);
+  }
+  if (std::string w = privdrop_warning(lib, geteuid()); !w.empty())
+    fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
   export_compression(compression);
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));

@@ -2,7 +2,11 @@
 // Helpers of `bonsaictl run` (see run_env.h).
 #include "run_env.h"
 
+#include <cerrno>
 #include <climits>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <cstdlib>
 #include <elf.h>
 #include <fmt/core.h>
@@ -11,6 +15,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "shm/shm_fd.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -48,7 +53,9 @@ int elf_dynamic(std::ifstream& f) {
 std::string library_find() {
   if (const char* env = std::getenv("BONSAI_LIB"); env && *env) {
     if (!is_file(env)) runtime_error(fmt::format("BONSAI_LIB={} does not exist", env));
-    return env;
+    char real[PATH_MAX];  // absolute: a relative path breaks after a cd in a child
+    if (!realpath(env, real)) runtime_error(fmt::format("BONSAI_LIB={}: {}", env, std::strerror(errno)));
+    return real;
   }
   std::string dir = self_dir();
   for (const std::string& p : {dir + "/libbonsai.so", dir + "/../lib/libbonsai.so"})
@@ -113,6 +120,46 @@ std::string preload_warning(const std::string& path) {
   int dyn = head[EI_CLASS] == ELFCLASS64 ? elf_dynamic<Elf64_Ehdr, Elf64_Phdr>(f) : elf_dynamic<Elf32_Ehdr, Elf32_Phdr>(f);
   if (dyn == 0)
     return fmt::format("{} is statically linked: LD_PRELOAD cannot reach it, so NO LIMITS WILL APPLY", path);
+  return "";
+}
+
+int segment_fd_handoff(const std::string& path, std::string& why) {
+  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW);
+  if (fd < 0) {
+    why = fmt::format("cannot open {}: {}", path, std::strerror(errno));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    ::close(fd);
+    why = fmt::format("{} is not a private file of this user", path);
+    return -1;
+  }
+  rlimit rl{};
+  unsigned long soft = getrlimit(RLIMIT_NOFILE, &rl) == 0 ? rl.rlim_cur : 1024;
+  int high = fcntl(fd, F_DUPFD, shm_fd_floor(soft));
+  if (high < 0) high = fcntl(fd, F_DUPFD, 3);
+  ::close(fd);
+  if (high < 0) why = fmt::format("cannot duplicate a descriptor: {}", std::strerror(errno));
+  return high;
+}
+
+std::string privdrop_warning(const std::string& lib, unsigned euid) {
+  if (euid != 0) return "";
+  // The loader of a child that dropped privileges reads the library as that user.
+  std::string p = lib;
+  for (bool file = true; !p.empty(); file = false) {
+    struct stat st;
+    if (stat(p.c_str(), &st) != 0) break;
+    mode_t need = file ? S_IROTH : S_IXOTH;
+    if (!(st.st_mode & need))
+      return fmt::format("{} is not {} by other users: a child that drops privileges (setpriv, su, runuser) "
+                         "cannot load {} and runs WITHOUT LIMITS; install it where all users can read it",
+                         p, file ? "readable" : "searchable", lib);
+    size_t slash = p.rfind('/');
+    if (slash == std::string::npos || slash == 0) break;
+    p.resize(slash);
+  }
   return "";
 }
 

@@ -11,8 +11,8 @@
 
 namespace bonsai::ctl {
 
-// BONSAI_LIB, else libbonsai.so next to this bonsaictl, else ../lib/libbonsai.so.
-// Throws CtlError (exit 1) if none exists.
+// BONSAI_LIB (made absolute: children may change directory), else libbonsai.so next
+// to this bonsaictl, else ../lib/libbonsai.so. Throws CtlError (exit 1) if none exists.
 std::string library_find();
 
 // `lib` in front of `existing` (':' or ' ' separated); other entries kept in order,
@@ -25,6 +25,15 @@ std::string command_resolve(const std::string& cmd);
 // @return a plain warning if `path` cannot be limited (setuid/setgid, statically
 // linked; for a #! script, its interpreter), else "".
 std::string preload_warning(const std::string& path);
+
+// The descriptor a launched tree inherits (BONSAI_SHM_FD): the segment at `path`
+// opened read-write, inheritable, at a high number (shm_fd_floor). Checked: a
+// regular file owned by this euid, private. @return fd, or -1 with `why` set.
+int segment_fd_handoff(const std::string& path, std::string& why);
+
+// @return a warning if a child that drops privileges could not follow the service
+// (run as root with a library other users cannot read), else "".
+std::string privdrop_warning(const std::string& lib, unsigned euid);
 
 // Rules of `extra` replace the rules of `base` that share a call with them; the
 // others are kept. @return false (and `why`) if the result holds too many rules.

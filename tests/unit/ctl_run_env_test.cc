@@ -91,3 +91,40 @@ TEST_CASE("run: -l rules replace the file's rules that share a call") {
   CHECK_FALSE(limits_merge(none, big, why));
   CHECK(!why.empty());
 }
+
+TEST_CASE("run: BONSAI_LIB is made absolute", "[ctl][run]") {
+  char dir[] = "/tmp/bonsai-lib.XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string lib = std::string(dir) + "/libbonsai.so";
+  FILE* f = fopen(lib.c_str(), "w");
+  REQUIRE(f);
+  fclose(f);
+  char cwd[4096];
+  REQUIRE(getcwd(cwd, sizeof cwd));
+  REQUIRE(chdir(dir) == 0);
+  setenv("BONSAI_LIB", "./libbonsai.so", 1);
+  std::string found = library_find();
+  unsetenv("BONSAI_LIB");
+  REQUIRE(chdir(cwd) == 0);
+  CHECK(found == lib);
+  unlink(lib.c_str());
+  rmdir(dir);
+}
+
+TEST_CASE("run: warns when a privilege-dropping child could not load the library", "[ctl][run]") {
+  char dir[] = "/tmp/bonsai-priv.XXXXXX";
+  REQUIRE(mkdtemp(dir));  // mode 0700: not searchable by others
+  std::string lib = std::string(dir) + "/libbonsai.so";
+  FILE* f = fopen(lib.c_str(), "w");
+  REQUIRE(f);
+  fclose(f);
+  chmod(lib.c_str(), 0644);
+  CHECK(privdrop_warning(lib, 1000).empty());  // not root: nothing to drop
+  CHECK(privdrop_warning(lib, 0).find("drops privileges") != std::string::npos);
+  chmod(dir, 0755);
+  CHECK(privdrop_warning(lib, 0).empty());
+  chmod(lib.c_str(), 0600);
+  CHECK(privdrop_warning(lib, 0).find("not readable") != std::string::npos);
+  unlink(lib.c_str());
+  rmdir(dir);
+}
