@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Socket data calls: send/sendto/sendmsg/sendmmsg, recv/recvfrom/recvmsg/recvmmsg
-// and the fortify forms of recv/recvfrom.
+// and the fortify forms of recv/recvfrom. All shaped as read/write (wrap.h); the
+// *mmsg calls by groups of whole messages. A peek (MSG_PEEK) moves nothing: it is
+// neither waited nor charged nor counted.
 #include <sys/socket.h>
 
 #include "interpose/compress_hooks.h"
@@ -13,13 +15,6 @@ namespace {
 inline char* at(void* b, size_t off) { return static_cast<char*>(b) + off; }
 inline const char* at(const void* b, size_t off) { return static_cast<const char*>(b) + off; }
 
-// Bytes moved by the first `done` messages of a sendmmsg/recvmmsg.
-ssize_t mmsg_moved(int done, const mmsghdr* v) {
-  if (done < 0) return -1;
-  ssize_t total = 0;
-  for (int i = 0; i < done; ++i) total += v[i].msg_len;
-  return total;
-}
 }  // namespace
 
 extern "C" {
@@ -47,8 +42,7 @@ ssize_t sendto(int fd, const void* b, size_t n, int f, const sockaddr* a, sockle
 }
 
 [[gnu::noinline]] static ssize_t sendmsg_slow(int fd, const msghdr* m, int f) {
-  return wrap::simple<ssize_t>(CallId::sendmsg, fd, true, [&] { return real::sendmsg(fd, m, f); },
-                               wrap::moved_ssize);
+  return wrap::transfer_msg(CallId::sendmsg, fd, m, f, true, [&](const msghdr* h) { return real::sendmsg(fd, h, f); });
 }
 ssize_t sendmsg(int fd, const msghdr* m, int f) {
   if (compress::tx_framed(fd)) [[unlikely]] return compress::tx_send(fd, m->msg_iov, static_cast<int>(m->msg_iovlen), f, CallId::sendmsg);
@@ -56,13 +50,13 @@ ssize_t sendmsg(int fd, const msghdr* m, int f) {
   return sendmsg_slow(fd, m, f);
 }
 
+[[gnu::noinline]] static int sendmmsg_slow(int fd, mmsghdr* v, unsigned int n, int f) {
+  auto call = [&](mmsghdr* p, unsigned int k, int fl) { return real::sendmmsg(fd, p, k, fl); };
+  return wrap::mmsg_slow(CallId::sendmmsg, fd, v, n, f, true, call);
+}
 int sendmmsg(int fd, mmsghdr* v, unsigned int n, int f) {
-  if (!limiter_active()) return real::sendmmsg(fd, v, n, f);
-  Ticket t = ticket_for(CallId::sendmmsg, fd);
-  ticket_wait(t, true);
-  int r = real::sendmmsg(fd, v, n, f);
-  ticket_done(t, mmsg_moved(r, v));
-  return r;
+  BONSAI_FAST(sendmmsg, sendmmsg, (fd, v, n, f));
+  return sendmmsg_slow(fd, v, n, f);
 }
 
 [[gnu::noinline]] static ssize_t recv_slow(int fd, void* b, size_t n, int f) {
@@ -71,6 +65,7 @@ int sendmmsg(int fd, mmsghdr* v, unsigned int n, int f) {
 }
 ssize_t recv(int fd, void* b, size_t n, int f) {
   if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recv1(fd, b, n, f, CallId::recv);
+  if (f & MSG_PEEK) [[unlikely]] return real::recv(fd, b, n, f);  // a peek is free
   BONSAI_FAST_CREDIT(recv, recv, n, (fd, b, n, f));
   return recv_slow(fd, b, n, f);
 }
@@ -82,6 +77,7 @@ ssize_t recv(int fd, void* b, size_t n, int f) {
 }
 ssize_t __recv_chk(int fd, void* b, size_t n, size_t bl, int f) {
   if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recv1(fd, b, n, f, CallId::recv);
+  if (f & MSG_PEEK) [[unlikely]] return real::__recv_chk(fd, b, n, bl, f);  // a peek is free
   BONSAI_FAST_CREDIT(recv, __recv_chk, n, (fd, b, n, bl, f));
   return __recv_chk_slow(fd, b, n, bl, f);
 }
@@ -93,6 +89,7 @@ ssize_t __recv_chk(int fd, void* b, size_t n, size_t bl, int f) {
 }
 ssize_t recvfrom(int fd, void* b, size_t n, int f, sockaddr* a, socklen_t* l) {
   if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recv1(fd, b, n, f, CallId::recvfrom);
+  if (f & MSG_PEEK) [[unlikely]] return real::recvfrom(fd, b, n, f, a, l);  // a peek is free
   BONSAI_FAST_CREDIT(recvfrom, recvfrom, n, (fd, b, n, f, a, l));
   return recvfrom_slow(fd, b, n, f, a, l);
 }
@@ -104,27 +101,29 @@ ssize_t recvfrom(int fd, void* b, size_t n, int f, sockaddr* a, socklen_t* l) {
 }
 ssize_t __recvfrom_chk(int fd, void* b, size_t n, size_t bl, int f, sockaddr* a, socklen_t* l) {
   if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recv1(fd, b, n, f, CallId::recvfrom);
+  if (f & MSG_PEEK) [[unlikely]] return real::__recvfrom_chk(fd, b, n, bl, f, a, l);  // a peek is free
   BONSAI_FAST_CREDIT(recvfrom, __recvfrom_chk, n, (fd, b, n, bl, f, a, l));
   return __recvfrom_chk_slow(fd, b, n, bl, f, a, l);
 }
 
 [[gnu::noinline]] static ssize_t recvmsg_slow(int fd, msghdr* m, int f) {
-  return wrap::simple<ssize_t>(CallId::recvmsg, fd, true, [&] { return real::recvmsg(fd, m, f); },
-                               wrap::moved_ssize);
+  return wrap::transfer_msg(CallId::recvmsg, fd, m, f, false, [&](msghdr* h) { return real::recvmsg(fd, h, f); });
 }
 ssize_t recvmsg(int fd, msghdr* m, int f) {
   if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recvmsg(fd, m, f);
+  if (f & MSG_PEEK) [[unlikely]] return real::recvmsg(fd, m, f);  // a peek is free
   BONSAI_FAST(recvmsg, recvmsg, (fd, m, f));
   return recvmsg_slow(fd, m, f);
 }
 
+[[gnu::noinline]] static int recvmmsg_slow(int fd, mmsghdr* v, unsigned int n, int f, struct timespec* tmo) {
+  auto call = [&](mmsghdr* p, unsigned int k, int fl) { return real::recvmmsg(fd, p, k, fl, tmo); };
+  return wrap::mmsg_slow(CallId::recvmmsg, fd, v, n, f, false, call);
+}
 int recvmmsg(int fd, mmsghdr* v, unsigned int n, int f, struct timespec* tmo) {
-  if (!limiter_active()) return real::recvmmsg(fd, v, n, f, tmo);
-  Ticket t = ticket_for(CallId::recvmmsg, fd);
-  ticket_wait(t, true);
-  int r = real::recvmmsg(fd, v, n, f, tmo);
-  ticket_done(t, mmsg_moved(r, v));
-  return r;
+  if (f & MSG_PEEK) [[unlikely]] return real::recvmmsg(fd, v, n, f, tmo);
+  BONSAI_FAST(recvmmsg, recvmmsg, (fd, v, n, f, tmo));
+  return recvmmsg_slow(fd, v, n, f, tmo);
 }
 
 #pragma GCC visibility pop

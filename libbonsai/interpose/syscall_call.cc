@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
 // syscall(): programs (and libaio's io_submit) that call the data system calls by
-// number through glibc's syscall() are limited like the named calls. io_submit is
-// charged the bytes its iocbs request (completion sizes are not seen here).
+// number through glibc's syscall() are limited and shaped like the named calls.
+// io_submit pays for the bytes its iocbs request before submitting them
+// (completion sizes are not seen here).
 #include <cerrno>
 #include <cstdarg>
 #include <linux/aio_abi.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 
 #include "interpose/real.h"
 #include "interpose/wrap.h"
@@ -24,6 +27,7 @@ long io_submit_limited(long a, long b, long c, long d, long e, long f) {
   auto** iocbs = reinterpret_cast<struct iocb**>(c);
   if (nr <= 0 || !iocbs) return raw(SYS_io_submit, a, b, c, d, e, f);
   Ticket tickets[64];
+  size_t bytes[64];
   long n = nr < 64 ? nr : 64;
   for (long i = 0; i < n; ++i) {
     const struct iocb* cb = iocbs[i];
@@ -35,31 +39,31 @@ long io_submit_limited(long a, long b, long c, long d, long e, long f) {
       case IOCB_CMD_PWRITEV: id = CallId::pwritev; break;
       default: id = CallId::count_; break;
     }
-    tickets[i] = id == CallId::count_ ? Ticket{nullptr, kNoBucket, id, 0}
-                                      : ticket_for(id, static_cast<int>(cb->aio_fildes));
-    ticket_wait(tickets[i], false);
+    bytes[i] = 0;
+    if (id == CallId::count_) {
+      tickets[i] = Ticket{nullptr, kNoBucket, id, 0};
+      continue;
+    }
+    bytes[i] = cb->aio_nbytes;
+    if (cb->aio_lio_opcode == IOCB_CMD_PREADV || cb->aio_lio_opcode == IOCB_CMD_PWRITEV) {
+      if (!wrap::iov_sum(reinterpret_cast<const iovec*>(cb->aio_buf), static_cast<long>(cb->aio_nbytes), bytes[i]))
+        bytes[i] = 0;
+    }
+    tickets[i] = ticket_for(id, static_cast<int>(cb->aio_fildes));
+    wrap::ticket_prepay(tickets[i], bytes[i], false);  // completions are not seen: pay first
   }
   long r = raw(SYS_io_submit, a, n, c, d, e, f);
-  for (long i = 0; i < r && i < n; ++i) {
+  for (long i = 0; i < n; ++i) {
     if (tickets[i].call == CallId::count_) continue;
-    const struct iocb* cb = iocbs[i];
-    size_t bytes = cb->aio_nbytes;
-    if (cb->aio_lio_opcode == IOCB_CMD_PREADV || cb->aio_lio_opcode == IOCB_CMD_PWRITEV)
-      bytes = wrap::iov_total(reinterpret_cast<const iovec*>(cb->aio_buf), static_cast<long>(cb->aio_nbytes));
-    ticket_done(tickets[i], static_cast<ssize_t>(bytes));
+    bool submitted = i < r;
+    if (!submitted) wrap::ticket_refund(tickets[i], bytes[i], 0);
+    ticket_count(tickets[i], submitted ? static_cast<ssize_t>(bytes[i]) : -1);
   }
   return r;
 }
 
-template <typename Call>
-long counted(CallId id, int fd, bool write, Call&& call) {
-  Ticket t = ticket_for(id, fd);
-  (void)write;
-  ticket_wait(t, true);
-  long r = call();
-  ticket_done(t, r);
-  return r;
-}
+// Address `off` bytes into the caller's buffer (or file offset) `base`.
+inline long at(long base, size_t off) { return base + static_cast<long>(off); }
 
 }  // namespace
 
@@ -72,23 +76,70 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
   auto call = [&] { return raw(nr, a, b, c, d, e, f); };
   if (!limiter_active()) return call();
   int fd = static_cast<int>(a);
+  auto bytes = [&](CallId id, bool write, int flags, auto&& piece) {
+    return wrap::transfer(id, fd, static_cast<size_t>(c), true, write, flags, piece);
+  };
+  auto vec = [&](CallId id, bool write, int flags, auto&& piece) {
+    return wrap::transfer_iov(id, fd, reinterpret_cast<const iovec*>(b), c, true, write, flags, piece);
+  };
   switch (nr) {
-    case SYS_read: return counted(CallId::read, fd, false, call);
-    case SYS_write: return counted(CallId::write, fd, true, call);
-    case SYS_pread64: return counted(CallId::pread, fd, false, call);
-    case SYS_pwrite64: return counted(CallId::pwrite, fd, true, call);
-    case SYS_readv: return counted(CallId::readv, fd, false, call);
-    case SYS_writev: return counted(CallId::writev, fd, true, call);
-    case SYS_preadv: case SYS_preadv2: return counted(CallId::preadv, fd, false, call);
-    case SYS_pwritev: case SYS_pwritev2: return counted(CallId::pwritev, fd, true, call);
-    case SYS_sendto: return counted(CallId::sendto, fd, true, call);
-    case SYS_recvfrom: return counted(CallId::recvfrom, fd, false, call);
-    case SYS_sendmsg: return counted(CallId::sendmsg, fd, true, call);
-    case SYS_recvmsg: return counted(CallId::recvmsg, fd, false, call);
-    case SYS_sendfile: return counted(CallId::sendfile, fd, true, call);
-    case SYS_splice: return counted(CallId::splice, static_cast<int>(c), true, call);
-    case SYS_tee: return counted(CallId::tee, static_cast<int>(b), true, call);
-    case SYS_copy_file_range: return counted(CallId::copy_file_range, static_cast<int>(c), true, call);
+    case SYS_read:
+    case SYS_write:
+      return bytes(nr == SYS_read ? CallId::read : CallId::write, nr == SYS_write, 0,
+                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), d, e, f); });
+    case SYS_pread64:
+    case SYS_pwrite64:
+      return bytes(nr == SYS_pread64 ? CallId::pread : CallId::pwrite, nr == SYS_pwrite64, 0,
+                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), at(d, off), e, f); });
+    case SYS_readv:
+    case SYS_writev:
+      return vec(nr == SYS_readv ? CallId::readv : CallId::writev, nr == SYS_writev, 0,
+                 [&](const iovec* v, long k, size_t) { return raw(nr, a, reinterpret_cast<long>(v), k, d, e, f); });
+    case SYS_preadv:
+    case SYS_pwritev:  // (fd, iov, count, pos_l, pos_h): pos_l holds the whole offset on 64-bit
+      return vec(nr == SYS_preadv ? CallId::preadv : CallId::pwritev, nr == SYS_pwritev, 0,
+                 [&](const iovec* v, long k, size_t off) { return raw(nr, a, reinterpret_cast<long>(v), k, at(d, off), e, f); });
+    case SYS_preadv2:
+    case SYS_pwritev2:  // offset -1: the file position, which the pieces advance
+      return vec(nr == SYS_preadv2 ? CallId::preadv : CallId::pwritev, nr == SYS_pwritev2,
+                 (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, [&](const iovec* v, long k, size_t off) {
+                   return raw(nr, a, reinterpret_cast<long>(v), k, d == -1 ? d : at(d, off), e, f);
+                 });
+    case SYS_sendto:
+      return bytes(CallId::sendto, true, static_cast<int>(d),
+                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), d, e, f); });
+    case SYS_recvfrom:
+      if (d & MSG_PEEK) return call();  // a peek is free
+      return bytes(CallId::recvfrom, false, static_cast<int>(d),
+                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), d, e, f); });
+    case SYS_sendmsg:
+      return wrap::transfer_msg(CallId::sendmsg, fd, reinterpret_cast<const msghdr*>(b), static_cast<int>(c), true,
+                                [&](const msghdr* h) { return raw(nr, a, reinterpret_cast<long>(h), c, d, e, f); });
+    case SYS_recvmsg:
+      if (c & MSG_PEEK) return call();
+      return wrap::transfer_msg(CallId::recvmsg, fd, reinterpret_cast<msghdr*>(b), static_cast<int>(c), false,
+                                [&](msghdr* h) { return raw(nr, a, reinterpret_cast<long>(h), c, d, e, f); });
+    case SYS_sendmmsg:
+    case SYS_recvmmsg: {  // (fd, msgvec, vlen, flags[, timeout])
+      if (nr == SYS_recvmmsg && (d & MSG_PEEK)) return call();
+      auto mm = [&](mmsghdr* v, unsigned int k, int fl) {
+        return static_cast<int>(raw(nr, a, reinterpret_cast<long>(v), k, fl, e, f));
+      };
+      return wrap::mmsg_slow(nr == SYS_sendmmsg ? CallId::sendmmsg : CallId::recvmmsg, fd,
+                             reinterpret_cast<mmsghdr*>(b), static_cast<unsigned int>(c), static_cast<int>(d),
+                             nr == SYS_sendmmsg, mm);
+    }
+    // Zero-copy calls: clamped to a chunk like the named ones (callers loop).
+    case SYS_sendfile:  // (out, in, offset*, count)
+      return wrap::zero_copy(CallId::sendfile, fd, static_cast<size_t>(d),
+                             [&](size_t len) { return raw(nr, a, b, c, static_cast<long>(len), e, f); });
+    case SYS_splice:  // (in, off_in*, out, off_out*, len, flags)
+    case SYS_copy_file_range:
+      return wrap::zero_copy(nr == SYS_splice ? CallId::splice : CallId::copy_file_range, static_cast<int>(c),
+                             static_cast<size_t>(e), [&](size_t len) { return raw(nr, a, b, c, d, static_cast<long>(len), f); });
+    case SYS_tee:  // (in, out, len, flags)
+      return wrap::zero_copy(CallId::tee, static_cast<int>(b), static_cast<size_t>(c),
+                             [&](size_t len) { return raw(nr, a, b, static_cast<long>(len), d, e, f); });
     case SYS_io_submit: return io_submit_limited(a, b, c, d, e, f);
     default: return call();
   }

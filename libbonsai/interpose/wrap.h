@@ -4,8 +4,12 @@
 // Fast path: not initialised or no limit on the call -> real call + two counters.
 #pragma once
 #include <cerrno>
+#include <climits>
 #include <cstddef>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/uio.h>
+#include <type_traits>
 
 #include "runtime/limiter.h"
 
@@ -41,7 +45,8 @@ inline ssize_t moved_none(int r) { return r < 0 ? -1 : 0; }
 
 // How a transfer larger than one bucket chunk is made.
 enum class Shape {
-  Whole,  // one real call with the full length (datagrams; stdio)
+  Whole,  // one real call with the full length (a message: datagrams, MSG_OOB); a write
+          // pays for all of it before the call, a read waits off what it moved after
   Clamp,  // one real call, length cut to a chunk (short transfers are normal here)
   Split,  // several real calls of a chunk each, waiting between them, one result
 };
@@ -50,25 +55,61 @@ enum class Shape {
 Shape read_shape(int fd, int msg_flags) noexcept;
 // Shape of a write on `fd`.
 Shape write_shape(int fd, int msg_flags) noexcept;
+// True when a call on `fd` with `msg_flags` may block (neither O_NONBLOCK nor
+// MSG_DONTWAIT): then it may be made in several real calls.
+bool may_block(int fd, int msg_flags) noexcept;
 
-// A read- or write-like call on one buffer. `call(offset, len)` makes the real call
-// for bytes [offset, offset+len) of the caller's buffer.
+// Pays `n` units before a call that cannot be cut, waiting until the bucket allows
+// them all; ticket_refund gives back what the call did not move.
+inline void ticket_prepay(Ticket& t, size_t n, bool cancellable) noexcept {
+  ticket_charge(t, static_cast<ssize_t>(n));
+  ticket_wait(t, cancellable);
+}
+inline void ticket_refund(const Ticket& t, size_t n, ssize_t moved) noexcept {
+  if (t.bucket == kNoBucket || t.view->params[t.bucket].per_call) return;
+  size_t used = moved > 0 ? static_cast<size_t>(moved) : 0;
+  if (used < n) lane_add(t_thread.credit[t.bucket], static_cast<int64_t>(n - used));
+}
+
+// A read- or write-like call on one stream of `n` bytes. `call(offset, len)` makes
+// the real call for bytes [offset, offset+len) of the caller's data; it may lower
+// `len` (taken by reference when it wants to) to what one real call can cover, and
+// `call(0, n)` must be exactly the caller's call. `splittable` false: a read that
+// must not be cut (it becomes Whole).
 template <typename Call>
 [[gnu::noinline]] ssize_t transfer_slow(CallId id, int fd, size_t n, bool cancellable, bool is_write,
-                                        int msg_flags, Call& call) {
-  if (!limiter_active()) [[unlikely]] return call(size_t{0}, n);
+                                        int msg_flags, Call& call, bool splittable = true) {
+  size_t whole = n;  // `call` may lower its length argument: never hand it `n`
+  if (!limiter_active()) [[unlikely]] return call(size_t{0}, whole);
   Ticket t = ticket_for(id, fd);
   size_t chunk = ticket_chunk(t);
   if (n <= chunk) [[likely]] {
     ticket_wait(t, cancellable);
-    ssize_t r = call(size_t{0}, n);
+    ssize_t r = call(size_t{0}, whole);
     ticket_done(t, r);
     return r;
   }
   Shape shape = is_write ? write_shape(fd, msg_flags) : read_shape(fd, msg_flags);
-  if (shape != Shape::Split) {
+  if (shape == Shape::Split && !splittable) shape = Shape::Whole;
+  if (shape == Shape::Whole) {
+    ssize_t r;
+    if (is_write) {  // a message is never cut: wait for all of it first
+      ticket_prepay(t, n, cancellable);
+      r = call(size_t{0}, whole);
+      ticket_refund(t, n, r);
+    } else {  // its size is known only now: the call takes its time afterwards
+      ticket_wait(t, cancellable);
+      r = call(size_t{0}, whole);
+      ticket_charge(t, r);
+      if (r > 0 && static_cast<size_t>(r) > chunk) ticket_wait(t, false);
+    }
+    ticket_count(t, r);
+    return r;
+  }
+  if (shape == Shape::Clamp) {
     ticket_wait(t, cancellable);
-    ssize_t r = call(size_t{0}, shape == Shape::Clamp ? chunk : n);
+    size_t len = chunk;
+    ssize_t r = call(size_t{0}, len);
     ticket_done(t, r);
     return r;
   }
@@ -76,7 +117,7 @@ template <typename Call>
   int err = 0;
   while (done < n) {
     size_t len = n - done < chunk ? n - done : chunk;
-    ticket_wait(t, cancellable);
+    ticket_wait(t, cancellable && done == 0);  // once bytes moved, the call returns them
     ssize_t r = call(done, len);
     ticket_charge(t, r);
     if (r < 0) {
@@ -93,6 +134,210 @@ template <typename Call>
   }
   ticket_count(t, static_cast<ssize_t>(done));
   return static_cast<ssize_t>(done);
+}
+
+// ---- Vectors ----
+// A vectored call is cut up like a buffer: each piece is a bounded array on the
+// stack covering at most one chunk of the caller's array, walked front to back.
+
+inline constexpr int kPieceIov = 64;     // entries of one piece (1 KiB of stack)
+inline constexpr long kIovMax = 1024;    // the kernel's UIO_MAXIOV
+
+// Total length of a vector the kernel would accept. @return false when it would
+// refuse it (count, overflow): then it is passed on untouched, as one call.
+inline bool iov_sum(const iovec* v, long count, size_t& total) noexcept {
+  total = 0;
+  if (count < 0 || count > kIovMax || (count > 0 && !v)) return false;
+  for (long i = 0; i < count; ++i) {
+    if (__builtin_add_overflow(total, v[i].iov_len, &total)) return false;
+  }
+  return total <= static_cast<size_t>(SSIZE_MAX);
+}
+
+// Walks the caller's vector; piece() fills `out` with the entries covering bytes
+// [off, off + len) (off never goes back) and returns how many bytes they cover:
+// less than `len` only when kPieceIov entries are not enough.
+class IovCursor {
+ public:
+  IovCursor(const iovec* v, long count) noexcept : v_(v), count_(count) {}
+
+  size_t piece(size_t off, size_t len, iovec* out, int& out_count) noexcept {
+    while (pos_ < off && idx_ < count_) {  // skip what earlier pieces moved
+      size_t left = v_[idx_].iov_len - skip_;
+      size_t step = off - pos_ < left ? off - pos_ : left;
+      skip_ += step;
+      pos_ += step;
+      if (skip_ == v_[idx_].iov_len) ++idx_, skip_ = 0;
+    }
+    size_t covered = 0;
+    int k = 0;
+    for (long i = idx_, s = static_cast<long>(skip_); i < count_ && covered < len && k < kPieceIov; ++i, s = 0) {
+      size_t avail = v_[i].iov_len - static_cast<size_t>(s);
+      if (!avail) continue;
+      size_t take = len - covered < avail ? len - covered : avail;
+      out[k++] = iovec{static_cast<char*>(v_[i].iov_base) + s, take};
+      covered += take;
+    }
+    out_count = k;
+    return covered;
+  }
+
+ private:
+  const iovec* v_;
+  long count_;
+  long idx_ = 0;     // entry holding byte pos_
+  size_t skip_ = 0;  // bytes of v_[idx_] before pos_
+  size_t pos_ = 0;
+};
+
+// A read- or write-like call on the caller's vector `v` of `count` entries.
+// `call(vec, count, off)` makes the real call on `vec`, which covers the caller's
+// bytes from `off` (vec == v and off == 0: the caller's own call).
+template <typename Call>
+[[gnu::noinline]] ssize_t transfer_iov_slow(CallId id, int fd, const iovec* v, long count, bool cancellable,
+                                            bool is_write, int msg_flags, Call& call) {
+  size_t n;
+  if (!iov_sum(v, count, n)) [[unlikely]] n = 0;  // the kernel refuses it: one call
+  IovCursor cur(v, count);
+  auto piece = [&](size_t off, size_t& len) -> ssize_t {
+    if (off == 0 && len == n) return call(v, count, size_t{0});
+    iovec sub[kPieceIov];
+    int k = 0;
+    len = cur.piece(off, len, sub, k);
+    return call(static_cast<const iovec*>(sub), static_cast<long>(k), off);
+  };
+  return transfer_slow(id, fd, n, cancellable, is_write, msg_flags, piece);
+}
+
+template <typename Call>
+inline ssize_t transfer_iov(CallId id, int fd, const iovec* v, long count, bool cancellable, bool is_write,
+                            int msg_flags, Call&& call) {
+  return transfer_iov_slow(id, fd, v, count, cancellable, is_write, msg_flags, call);
+}
+
+// sendmsg/recvmsg: the message's vector is cut up as above. Pieces after the first
+// carry no address and no control data (a stream socket sends them once, with the
+// first bytes). A read with control data is never split (it is waited off after
+// the call instead): ancillary data must arrive with the bytes it belongs to.
+// `call(msghdr*)` makes the real call.
+template <typename Msg, typename Call>
+[[gnu::noinline]] ssize_t transfer_msg_slow(CallId id, int fd, Msg* m, int flags, bool is_write, Call& call) {
+  if (!m) [[unlikely]] return call(m);  // EFAULT from the kernel
+  size_t n;
+  if (!iov_sum(m->msg_iov, static_cast<long>(m->msg_iovlen), n)) [[unlikely]] n = 0;
+  IovCursor cur(m->msg_iov, static_cast<long>(m->msg_iovlen));
+  [[maybe_unused]] int flags_out = 0;
+  auto piece = [&](size_t off, size_t& len) -> ssize_t {
+    if (off == 0 && len == n) return call(m);
+    iovec sub[kPieceIov];
+    int k = 0;
+    len = cur.piece(off, len, sub, k);
+    msghdr h = *m;
+    h.msg_iov = sub;
+    h.msg_iovlen = static_cast<size_t>(k);
+    if (off) {
+      h.msg_name = nullptr;
+      h.msg_namelen = 0;
+      h.msg_control = nullptr;
+      h.msg_controllen = 0;
+    }
+    ssize_t r = call(&h);
+    if constexpr (!std::is_const_v<Msg>) {  // what the kernel hands back
+      if (!off) {
+        m->msg_namelen = h.msg_namelen;
+        m->msg_controllen = h.msg_controllen;
+      }
+      flags_out |= h.msg_flags;
+      m->msg_flags = flags_out;
+    }
+    return r;
+  };
+  bool splittable = is_write || !m->msg_control || !m->msg_controllen;
+  return transfer_slow(id, fd, n, true, is_write, flags, piece, splittable);
+}
+
+template <typename Msg, typename Call>
+inline ssize_t transfer_msg(CallId id, int fd, Msg* m, int flags, bool is_write, Call&& call) {
+  return transfer_msg_slow(id, fd, m, flags, is_write, call);
+}
+
+// ---- sendmmsg / recvmmsg ----
+
+// Bytes moved by the first `done` messages of a sendmmsg/recvmmsg.
+inline ssize_t mmsg_moved(int done, const mmsghdr* v) {
+  if (done < 0) return -1;
+  ssize_t total = 0;
+  for (int i = 0; i < done; ++i) total += v[i].msg_len;
+  return total;
+}
+
+// Bytes one message of a sendmmsg/recvmmsg asks for (0 if the kernel will refuse it).
+inline size_t mmsg_bytes(const mmsghdr& m) {
+  size_t n;
+  return iov_sum(m.msg_hdr.msg_iov, static_cast<long>(m.msg_hdr.msg_iovlen), n) ? n : 0;
+}
+
+// sendmmsg/recvmmsg: real calls of as many whole messages as one chunk holds (at
+// least one), each after its wait. A message larger than a chunk goes alone: a send
+// pays for it before, a receive waits it off after. A call that may block makes
+// groups until all messages moved or one group comes back short (recvmmsg's
+// MSG_WAITFORONE: later groups do not wait for data); otherwise only the first group
+// is made. `call(v, n, flags)` makes the real call.
+template <typename Call>
+[[gnu::noinline]] int mmsg_slow(CallId id, int fd, mmsghdr* v, unsigned int n, int f, bool is_write, Call& call) {
+  if (!limiter_active()) [[unlikely]] return call(v, n, f);
+  Ticket t = ticket_for(id, fd);
+  size_t chunk = ticket_chunk(t);
+  unsigned int count = n < kIovMax ? n : static_cast<unsigned int>(kIovMax);  // the kernel caps vlen the same way
+  size_t all = 0;
+  for (unsigned int i = 0; v && i < count && all <= chunk; ++i) all += mmsg_bytes(v[i]);
+  if (all <= chunk || !v) [[likely]] {
+    ticket_wait(t, true);
+    int r = call(v, n, f);
+    ticket_done(t, mmsg_moved(r, v));
+    return r;
+  }
+  bool blocking = may_block(fd, f);
+  int flags = f;
+  unsigned int done = 0;
+  ssize_t bytes = 0;
+  int err = 0;
+  while (done < count) {
+    unsigned int k = 0;
+    size_t group = 0;
+    while (done + k < count) {
+      size_t b = mmsg_bytes(v[done + k]);
+      if (k && group + b > chunk) break;
+      group += b;
+      ++k;
+    }
+    bool alone = group > chunk;  // one message larger than a chunk
+    if (alone && is_write) ticket_prepay(t, group, done == 0);
+    else ticket_wait(t, done == 0);  // once messages moved, the call returns them
+    int r = call(v + done, k, flags);
+    ssize_t moved = mmsg_moved(r, v + done);
+    if (alone && is_write) {
+      ticket_refund(t, group, moved);
+    } else {
+      ticket_charge(t, moved);
+      if (alone && moved > 0 && static_cast<size_t>(moved) > chunk) ticket_wait(t, false);
+    }
+    if (r < 0) {
+      err = errno;
+      break;
+    }
+    bytes += moved;
+    done += static_cast<unsigned int>(r);
+    if (!blocking || static_cast<unsigned int>(r) < k) break;
+    if (flags & MSG_WAITFORONE) flags |= MSG_DONTWAIT;  // what the kernel does after one
+  }
+  if (done == 0 && err) {
+    ticket_count(t, -1);
+    errno = err;
+    return -1;
+  }
+  ticket_count(t, bytes);
+  return static_cast<int>(done);
 }
 
 // The limited fast path: this thread still holds prepaid credit on the call's

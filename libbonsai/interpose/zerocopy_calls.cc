@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Zero-copy calls: sendfile(+64), copy_file_range, splice, vmsplice, tee. All count
-// as writes, looked up on the destination descriptor. A limited call is clamped to
-// one bucket chunk (callers loop on short results), which also tames cp's
-// copy_file_range requests of ~2^63 bytes.
+// as writes, looked up on the destination descriptor. A limited call larger than a
+// chunk is clamped to one (callers loop on short results: the same shape as a
+// non-blocking write), which also tames cp's copy_file_range requests of ~2^63 bytes.
 #include <fcntl.h>
 #include <sys/sendfile.h>
 
@@ -61,9 +61,20 @@ ssize_t tee(int i, int o, size_t n, unsigned int f) {
   return tee_slow(i, o, n, f);
 }
 
+// vmsplice: clamped like the others, to the caller's first chunk of pages (a bounded
+// copy of its vector on the stack; page multiples, so gifted pages stay whole).
 [[gnu::noinline]] static ssize_t vmsplice_slow(int fd, const iovec* v, size_t c, unsigned int f) {
-  return wrap::simple<ssize_t>(CallId::vmsplice, fd, false, [&] { return real::vmsplice(fd, v, c, f); },
-                               wrap::moved_ssize);
+  size_t n;
+  if (!wrap::iov_sum(v, static_cast<long>(c), n)) n = 0;  // the kernel refuses it: one call
+  return wrap::zero_copy(CallId::vmsplice, fd, n, [&](size_t len) {
+    if (len == n) return real::vmsplice(fd, v, c, f);
+    if (len >= 8192) len &= ~size_t{4095};
+    iovec sub[wrap::kPieceIov];
+    int k = 0;
+    wrap::IovCursor cur(v, static_cast<long>(c));
+    cur.piece(0, len, sub, k);
+    return real::vmsplice(fd, sub, static_cast<size_t>(k), f);
+  });
 }
 ssize_t vmsplice(int fd, const iovec* v, size_t c, unsigned int f) {
   BONSAI_FAST(vmsplice, vmsplice, (fd, v, c, f));
