@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // libFuzzer target for the compressed-stream decoder (rx_stream): arbitrary wire
 // bytes, delivered in arbitrary pieces and read with arbitrary sizes, must decode
-// or fail with ECONNRESET; never crash, hang or read out of bounds.
+// or fail with ECONNRESET; never crash, hang or read out of bounds. What is handed
+// out is always a prefix of what the whole, valid frames decode to (a reference
+// decode frame by frame): never a byte of a truncated or corrupt frame.
 // Build: make fuzz (clang-14); `make test-fuzz` runs it for FUZZ_SECONDS (30).
 #include <cerrno>
 #include <cstdint>
@@ -31,13 +33,41 @@ int no_poll(pollfd*, nfds_t, int) { return 0; }
 uint64_t zero_ns() { return 0; }
 
 void* g_mem;
+void* g_ref_mem;
 uint8_t g_wire[1 << 20];
 uint8_t g_buf[1 << 18];
+constexpr size_t kRefCap = 4 << 20;  // bytes of reference output compared at most
+uint8_t g_ref[kRefCap + kMaxFrameRaw];
+
+// Decodes the whole valid frames of wire[0..n) into g_ref. @return bytes (<= kRefCap:
+// *capped set if there was more).
+size_t reference(const uint8_t* w, size_t n, bool* capped) {
+  *capped = false;
+  if (n < kStreamHeaderSize || stream_header_match(w, n) != HeaderMatch::Yes) return 0;
+  RxCodec codec{};
+  if (!rx_codec_init(codec, g_ref_mem, rx_codec_size())) abort();
+  size_t at = kStreamHeaderSize, out = 0;
+  while (n - at >= kFrameHeaderSize) {
+    FrameHeader h;
+    if (!frame_header_parse(w + at, h) || n - at - kFrameHeaderSize < h.wire_len) break;
+    const uint8_t* pl = w + at + kFrameHeaderSize;
+    if (h.method == Method::Raw) std::memcpy(g_ref + out, pl, h.raw_len);
+    else if (!codec_decompress(codec, h.method, pl, h.wire_len, g_ref + out, h.raw_len)) break;
+    out += h.raw_len;
+    at += kFrameHeaderSize + h.wire_len;
+    if (out >= kRefCap) {
+      *capped = true;
+      return kRefCap;
+    }
+  }
+  return out;
+}
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;
   if (!g_mem) g_mem = std::aligned_alloc(64, (rx_stream_size() + 63) / 64 * 64);
+  if (!g_ref_mem) g_ref_mem = std::aligned_alloc(64, (rx_codec_size() + 63) / 64 * 64);
   RxStream s{};
   if (!rx_stream_init(s, g_mem, rx_stream_size())) abort();
   // Byte 0: piece size; byte 1: read size; byte 2 bit 0: prepend a valid stream header
@@ -53,6 +83,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::memcpy(g_wire + n, data + 3, body);
   g_src = g_wire;
   g_left = n + body;
+  bool capped;
+  size_t ref_len = reference(g_wire, n + body, &capped);
+  size_t out = 0;
   const IoOps io{no_sendmsg, fuzz_recv, no_poll, zero_ns};
   const WireMeter m{nullptr, nullptr, nullptr};
   for (int i = 0; i < 100000; ++i) {
@@ -62,8 +95,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (errno != ECONNRESET) abort();
       break;
     }
-    if (r == 0) break;
+    if (r == 0) {
+      if (!capped && out != ref_len) abort();  // a clean end hands out every whole frame
+      break;
+    }
     if (static_cast<size_t>(r) > v.iov_len) abort();
+    size_t k = static_cast<size_t>(r);
+    if (out + k > ref_len && !capped) abort();  // more than the whole frames hold
+    size_t cmp = out + k <= kRefCap ? k : kRefCap - out;
+    if (std::memcmp(g_buf, g_ref + out, cmp) != 0) abort();
+    out += k;
+    if (out >= kRefCap) break;
   }
   return 0;
 }
