@@ -19,6 +19,7 @@
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 #include "log/blog.h"
+#include "log/out_file.h"
 #include "runtime/clock.h"
 #include "runtime/raw_syscall.h"
 
@@ -31,7 +32,7 @@ constinit bool g_on = false;
 namespace {
 
 constinit CompressConfig g_cfg{};
-constinit const char* g_stats_path = nullptr;
+constinit char g_stats_path[kOutPathMax] = {};  // copied at start-up (nginx rewrites its environment)
 
 ssize_t io_sendmsg(int fd, const msghdr* m, int f) { return real::sendmsg(fd, m, f); }
 ssize_t io_recv(int fd, void* b, size_t n, int f) { return real::recv(fd, b, n, f); }
@@ -199,29 +200,15 @@ void stats_write() {
   blog(LogLevel::Info, "compression: tx %llu app -> %llu wire bytes, rx %llu wire -> %llu app bytes",
        (unsigned long long)t.tx_app, (unsigned long long)t.tx_wire, (unsigned long long)t.rx_wire,
        (unsigned long long)t.rx_app);
-  if (!g_stats_path) return;
-  char path[256];
-  size_t o = 0;
-  for (const char* p = g_stats_path; *p && o < sizeof path - 12; ++p) {
-    if (p[0] == '%' && p[1] == 'p') {
-      o += static_cast<size_t>(std::snprintf(path + o, sizeof path - o, "%d", static_cast<int>(getpid())));
-      ++p;
-    } else {
-      path[o++] = *p;
-    }
-  }
-  path[o] = 0;
-  int fd = static_cast<int>(raw_syscall3(SYS_open, reinterpret_cast<long>(path), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
-  if (fd < 0) return;
-  raw_write(fd, buf, static_cast<size_t>(n));
-  raw_syscall3(SYS_close, fd, 0, 0);
+  if (!g_stats_path[0]) return;
+  out_file_append("BONSAI_COMPRESS_STATS", g_stats_path, buf, static_cast<size_t>(n));  // log/out_file.h
 }
 
 __attribute__((constructor(102))) void compress_constructor() {
   int saved = errno;
   if (config_from_env(g_cfg)) {
     // The descriptor table and the connection records are mapped as they are needed.
-    g_stats_path = std::getenv("BONSAI_COMPRESS_STATS");
+    out_path_copy("BONSAI_COMPRESS_STATS", std::getenv("BONSAI_COMPRESS_STATS"), g_stats_path);
     g_tx_on = g_cfg.nto > 0;
     g_rx_on = g_cfg.accept;
     g_on = true;

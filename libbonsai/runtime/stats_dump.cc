@@ -11,24 +11,18 @@
 #include <unistd.h>
 
 #include "log/blog.h"
+#include "log/out_file.h"
 #include "runtime/limiter.h"
 #include "runtime/raw_syscall.h"
 
 namespace bonsai {
 namespace {
-constinit char g_stats_path[1024] = {};
+constinit char g_stats_path[kOutPathMax] = {};
 constinit char g_json[16384] = {};
 }  // namespace
 
 bool stats_path_from_env() noexcept {
-  const char* p = env_get("BONSAI_STATS");
-  if (!p || !*p) return false;
-  if (std::strlen(p) >= sizeof g_stats_path - 16) {
-    blog(LogLevel::Warn, "BONSAI_STATS path too long; no stats will be written");
-    return false;
-  }
-  std::strcpy(g_stats_path, p);
-  return true;
+  return out_path_copy("BONSAI_STATS", env_get("BONSAI_STATS"), g_stats_path);
 }
 
 size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept {
@@ -59,24 +53,10 @@ size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t c
 void stats_dump_at_exit() noexcept {
   if (!g_stats_path[0] || !g_limiter.counters) return;
   int saved = errno;
-  char path[sizeof g_stats_path + 16];
-  const char* pp = std::strstr(g_stats_path, "%p");
-  if (pp) {
-    std::snprintf(path, sizeof path, "%.*s%d%s", static_cast<int>(pp - g_stats_path), g_stats_path,
-                  static_cast<int>(getpid()), pp + 2);
-  } else {
-    std::strcpy(path, g_stats_path);
-  }
   size_t len = stats_format_json(*g_limiter.counters, static_cast<int>(getpid()), g_json, sizeof g_json - 1);
   if (len) {
     g_json[len++] = '\n';
-    long fd = raw_syscall3(SYS_open, reinterpret_cast<long>(path), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      raw_write(static_cast<int>(fd), g_json, len);  // one write: lines of processes never interleave
-      raw_syscall3(SYS_close, fd, 0, 0);
-    } else {
-      blog(LogLevel::Warn, "cannot open BONSAI_STATS file '%s' (errno %ld)", path, -fd);
-    }
+    out_file_append("BONSAI_STATS", g_stats_path, g_json, len);  // one write: lines never interleave
   }
   errno = saved;
 }
