@@ -20,6 +20,7 @@ int cmd_ls(const Args& args) {
   std::string out = json ? "[" : "";
   if (!json) out += fmt::format("{:<24} {:<8} {:>9}  {}\n", "SERVICE", "SCOPE", "PROCESSES", "LIMITS");
   bool first = true;
+  unsigned unusable = 0;
   for (const auto& name : services_list()) {
     std::string scope, limits, problem;
     unsigned procs = 0;
@@ -32,6 +33,7 @@ int cmd_ls(const Args& args) {
       lim = limits_text(s.limits);
     } catch (const CtlError& e) {
       problem = e.what();
+      ++unusable;
     }
     for (const auto& l : lim) limits += (limits.empty() ? "" : ", ") + l;
     if (json) {
@@ -50,6 +52,11 @@ int cmd_ls(const Args& args) {
   }
   if (json) out += "]\n";
   fmt::print("{}", out);
+  if (unusable) {
+    std::fflush(stdout);
+    fmt::print(stderr, "bonsaictl ls: {} unusable segment{} (see above)\n", unusable, unusable == 1 ? "" : "s");
+    return kExitRuntime;
+  }
   return kExitOk;
 }
 
@@ -58,7 +65,9 @@ int cmd_ls(const Args& args) {
 extern const Command kCmdLs{"ls", "ls [--json]",
                             "Lists this user's services (segments under BONSAI_SHM_PREFIX): scope, attached\n"
                             "processes and limits. --json prints one JSON array.\n"
-                            "exit status: 0 ok, 1 /dev/shm unreadable, 2 usage error\n",
+                            "An unusable segment (damaged, or another user's file under the name) is listed\n"
+                            "with what is wrong and how to recover.\n"
+                            "exit status: 0 ok, 1 an unusable segment or /dev/shm unreadable, 2 usage error\n",
                             cmd_ls};
 
 }  // namespace bonsai::ctl

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `bonsaictl set [--merge] [--wait[=MS]] SERVICE LIMIT...`: change a running
 // service's limits (BONSAI_LIMITS grammar); attached processes apply the change on
-// their next call. --wait reports when every attached process has applied it.
+// their next call. --wait reports when no attached process still sleeps in a wait
+// under the old limits (the others apply them on their next call).
+#include <chrono>
 #include <fmt/core.h>
 #include <thread>
 
@@ -9,26 +11,64 @@
 #include "commands.h"
 #include "run_env.h"
 #include "runtime/clock.h"
-#include "shm/seqlock.h"
+#include "shm/shm_slots.h"
 #include "shm_client.h"
+#include "stat_snapshot.h"
 
 namespace bonsai::ctl {
 namespace {
 
-// Waits until every live slot has installed `seq`. @return processes still behind.
-unsigned wait_applied(ShmSegment& seg, uint64_t seq, uint64_t timeout_ms, unsigned& live, double& ms) {
-  uint64_t t0 = mono_ns();
+constexpr long kWaitMaxMs = 3'600'000;
+
+// "--wait=MS": a whole number of milliseconds, 0..kWaitMaxMs.
+long wait_parse(const std::string& v) {
+  bool digits = !v.empty() && v.size() <= 7;
+  for (char c : v) digits = digits && c >= '0' && c <= '9';
+  long ms = digits ? std::stol(v) : -1;
+  if (ms < 0 || ms > kWaitMaxMs)
+    usage_error(fmt::format("bad --wait '{}' (milliseconds, 0 to {})", v, kWaitMaxMs));
+  return ms;
+}
+
+struct WaitResult {
+  unsigned live = 0;       // processes attached and alive
+  unsigned installed = 0;  // have installed the new limits
+  unsigned behind = 0;     // asleep in a wait under the old limits
+  std::vector<int> behind_pids;
+  double ms = 0;
+};
+
+// Waits until no live process sleeps in a wait under limits older than `seq`. A
+// process not inside a wait takes the new limits on its next call by construction
+// (each call compares the sequence number), so only the sleepers matter; their waits
+// end within ~5 ms of a change (runtime/wait.h). Dead processes' slots are
+// reclaimed on the way.
+WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
+  ShmSegment& seg = handle.seg();
+  uint64_t t0 = mono_ns(), last_reclaim = 0;
   for (;;) {
-    unsigned behind = 0;
-    live = 0;
-    for (const auto& s : seg.slots) {
-      if (s.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live)) continue;
-      ++live;
-      if (s.seen_seq.load(std::memory_order_acquire) < seq) ++behind;
-    }
-    ms = static_cast<double>(mono_ns() - t0) / 1e6;
-    if (!behind || ms >= static_cast<double>(timeout_ms)) return behind;
-    std::this_thread::sleep_for(std::chrono::microseconds(100));
+    WaitResult r;
+    uint64_t now = mono_ns();
+    bool reclaim = last_reclaim == 0 || now - last_reclaim > 20'000'000;
+    if (reclaim) last_reclaim = now;
+    handle.guarded([&] {
+      if (reclaim) slots_reclaim_dead(seg);
+      unsigned end = slots_scan_end(seg);
+      for (unsigned i = 0; i < end; ++i) {
+        const ShmSlot& s = seg.slots[i];
+        if (s.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live)) continue;
+        ++r.live;
+        if (s.seen_seq.load(std::memory_order_acquire) >= seq) {
+          ++r.installed;
+        } else if (s.waiting.load(std::memory_order_acquire) > 0) {
+          ++r.behind;
+          r.behind_pids.push_back(s.pid.load(std::memory_order_relaxed));
+        }
+      }
+    });
+    r.ms = static_cast<double>(mono_ns() - t0) / 1e6;
+    if (!r.behind || r.ms >= static_cast<double>(timeout_ms)) return r;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
 }
 
@@ -39,7 +79,7 @@ int cmd_set(const Args& args) {
   for (const auto& a : args) {
     if (a == "--merge") merge = true;
     else if (a == "--wait") wait_ms = 1000;
-    else if (a.rfind("--wait=", 0) == 0) wait_ms = std::atol(a.c_str() + 7);
+    else if (a.rfind("--wait=", 0) == 0) wait_ms = wait_parse(a.substr(7));
     else if (a.size() > 1 && a[0] == '-' && rest.size() < 1) usage_error(fmt::format("unknown option '{}'", a));
     else rest.push_back(a);
   }
@@ -53,10 +93,10 @@ int cmd_set(const Args& args) {
       usage_error(fmt::format("{}\n  {}\n  {}^", err.message, text, std::string(err.offset, ' ')));
   }
   auto seg = Segment::open(rest[0], false);
+  seg->check();
   if (merge) {
-    LimitSet current{};
     uint64_t cur_seq;
-    if (!seqlock_read(seg->seg().limits, current, cur_seq, 100000)) runtime_error("limits are being rewritten; try again");
+    LimitSet current = limits_read_checked(*seg, cur_seq);  // never trust the count read
     std::string why;
     if (!limits_merge(current, set, why)) usage_error(why);
     set = current;
@@ -64,15 +104,22 @@ int cmd_set(const Args& args) {
   uint64_t seq = seg->write_limits(set);
   fmt::print("{}: limits #{}: {}\n", rest[0], seq, set.count ? text : "none");
   if (wait_ms < 0) return kExitOk;
-  unsigned live = 0;
-  double ms = 0;
-  unsigned behind = wait_applied(seg->seg(), seq, static_cast<uint64_t>(wait_ms), live, ms);
-  if (behind) {
-    fmt::print(stderr, "{}: {} of {} processes have not applied limits #{} after {:.0f} ms (they do on their next call)\n",
-               rest[0], behind, live, seq, ms);
+  std::fflush(stdout);
+  WaitResult r = wait_applied(*seg, seq, static_cast<uint64_t>(wait_ms));
+  if (r.behind) {
+    std::string pids;
+    for (size_t i = 0; i < r.behind_pids.size() && i < 10; ++i) pids += fmt::format("{}{}", i ? " " : "", r.behind_pids[i]);
+    fmt::print(stderr,
+               "{}: {} of {} process{} still asleep under the old limits after {:.0f} ms (pid {}{}); they apply "
+               "limits #{} when that wait ends\n",
+               rest[0], r.behind, r.live, r.live == 1 ? "" : "es", r.ms, pids, r.behind > 10 ? " ..." : "", seq);
     return kExitRuntime;
   }
-  fmt::print("{}: applied by {} process{} in {:.3f} ms\n", rest[0], live, live == 1 ? "" : "es", ms);
+  unsigned idle = r.live - r.installed;
+  fmt::print("{}: applied by {} process{} in {:.3f} ms{}\n", rest[0], r.live, r.live == 1 ? "" : "es", r.ms,
+             idle ? fmt::format(" ({} idle: {} on {} next call)", idle, idle == 1 ? "it applies them" : "they apply them",
+                                idle == 1 ? "its" : "their")
+                  : "");
   return kExitOk;
 }
 
@@ -84,8 +131,10 @@ extern const Command kCmdSet{
     "e.g. 'read+pread=10MiB/s' 'writes=8MB/s:burst=256KiB:fd=socket' 'openat=200/s';\n"
     "several LIMITs are joined with ','. 'none' removes every limit (accounting goes on).\n"
     "  --merge     keep the current rules that share no call with the new ones\n"
-    "  --wait[=MS] wait (default 1000 ms) until every attached process applied the change\n"
-    "exit status: 0 set (and applied), 1 no such service or not applied in time, 2 bad LIMIT\n",
+    "  --wait[=MS] wait (default 1000 ms, at most 3600000) until no attached process is\n"
+    "              asleep under the old limits: the others apply them on their next call\n"
+    "exit status: 0 set (and applied), 1 no such service, damaged segment or not applied\n"
+    "in time, 2 bad LIMIT or option\n",
     cmd_set};
 
 }  // namespace bonsai::ctl

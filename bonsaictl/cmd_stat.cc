@@ -5,12 +5,12 @@
 #include <chrono>
 #include <cstdlib>
 #include <fmt/core.h>
-#include <map>
 #include <memory>
 #include <thread>
 
 #include "commands.h"
 #include "shm_client.h"
+#include "stat_snapshot.h"
 #include "stat_format.h"
 
 namespace bonsai::ctl {
@@ -49,38 +49,106 @@ void print(const ServiceStat& s, bool json) {
   std::fflush(stdout);
 }
 
+// One service followed by `stat`: its open segment (none while it is absent or
+// unusable), the previous snapshot for rates, and the last error said about it.
+struct Watched {
+  std::string name;
+  std::unique_ptr<Segment> seg;
+  ServiceStat prev;
+  bool have_prev = false;
+  std::string said;  // the last problem printed (each is printed once)
+};
+
+// Prints `msg` about `w` unless it was the last thing said about it.
+void say_once(Watched& w, const std::string& msg) {
+  if (w.said == msg) return;
+  w.said = msg;
+  fmt::print(stderr, "bonsaictl stat: {}\n", msg);
+}
+
+// Brings `w` up to date with its name: a removed segment is dropped, a replaced one
+// (another inode under the same name) is opened afresh.
+// @return 0 if there is a segment to read; else the exit status of the problem
+// (said once), or -1 for a segment that was removed and is still absent.
+int refresh(Watched& w, bool watching) {
+  if (w.seg) {
+    FileState f = w.seg->file_state();
+    if (f == FileState::Removed) {
+      w.seg.reset(), w.have_prev = false;
+      say_once(w, fmt::format("service '{}' was removed", w.name));
+      return -1;
+    }
+    if (f == FileState::Replaced) {
+      w.seg.reset(), w.have_prev = false;
+      if (watching) fmt::print(stderr, "bonsaictl stat: service '{}' was replaced; following the new segment\n", w.name);
+    }
+  }
+  if (!w.seg) {
+    try {
+      w.seg = Segment::open(w.name, false);
+    } catch (const CtlError& e) {
+      bool absent = std::string_view(e.what()).find("does not exist") != std::string_view::npos;
+      if (watching && absent && w.said.find("was removed") != std::string::npos) return -1;  // still gone
+      say_once(w, e.what());
+      return e.code;
+    }
+  }
+  return 0;
+}
+
 int cmd_stat(const Args& args) {
   StatOptions o = stat_parse(args);
   bool all = o.services.empty();
   if (all) o.services = services_list();
-  std::vector<std::unique_ptr<Segment>> segs;
+  bool watching = o.watch_s > 0;
+  std::vector<Watched> ws;
+  for (const auto& name : o.services) ws.push_back(Watched{name, nullptr, {}, false, {}});
   int status = kExitOk;
-  for (const auto& name : o.services) {
-    try {
-      segs.push_back(Segment::open(name, false));
-    } catch (const CtlError& e) {
-      fmt::print(stderr, "bonsaictl stat: {}\n", e.what());
-      status = e.code;
+  bool printed = false;
+  // One round: every service's snapshot (with rates from the previous one).
+  auto round = [&](bool show) {
+    if (all && watching) {  // services created meanwhile join the watch
+      for (const auto& name : services_list()) {
+        bool known = false;
+        for (const auto& w : ws) known = known || w.name == name;
+        if (!known) ws.push_back(Watched{name, nullptr, {}, false, {}});
+      }
     }
+    for (auto& w : ws) {
+      if (int rc = refresh(w, watching)) {
+        if (rc > 0) status = rc;
+        continue;
+      }
+      try {
+        ServiceStat cur = stat_snapshot(*w.seg);
+        if (w.have_prev) stat_rates(w.prev, cur);
+        if (show) print(cur, o.json), printed = true;
+        w.prev = std::move(cur);
+        w.have_prev = true;
+        w.said.clear();
+      } catch (const CtlError& e) {
+        say_once(w, e.what());
+        status = e.code;
+        w.seg.reset(), w.have_prev = false;  // a repaired or replaced segment is opened afresh
+      }
+    }
+    if (all && watching)  // removed services leave an `all` watch
+      std::erase_if(ws, [](const Watched& w) { return !w.seg && w.said.find("was removed") != std::string::npos; });
+  };
+  round(!watching);
+  if (!watching) {
+    if (ws.empty()) fmt::print(stderr, "bonsaictl stat: no services (start one with bonsaictl run or load)\n");
+    return printed ? status : (status == kExitOk ? kExitRuntime : status);
   }
-  if (segs.empty()) {
-    if (all && status == kExitOk) fmt::print(stderr, "bonsaictl stat: no services (start one with bonsaictl run or load)\n");
-    return status == kExitOk ? kExitRuntime : status;
+  if (ws.empty() && all) {
+    fmt::print(stderr, "bonsaictl stat: no services (start one with bonsaictl run or load)\n");
+    return kExitRuntime;
   }
-  std::map<std::string, ServiceStat> prev;
-  for (auto& seg : segs) {
-    prev[seg->service()] = stat_snapshot(*seg);
-    if (o.watch_s == 0) print(prev[seg->service()], o.json);
-  }
-  for (long n = 0; o.watch_s > 0 && (o.count < 0 || n < o.count); ++n) {
+  for (long n = 0; o.count < 0 || n < o.count; ++n) {
     std::this_thread::sleep_for(std::chrono::duration<double>(o.watch_s));
-    if (!o.json && n) fmt::print("\n");
-    for (auto& seg : segs) {
-      ServiceStat cur = stat_snapshot(*seg);
-      stat_rates(prev[seg->service()], cur);
-      print(cur, o.json);
-      prev[seg->service()] = std::move(cur);
-    }
+    if (!o.json && printed) fmt::print("\n");
+    printed = false;
+    round(true);
   }
   return status;
 }
@@ -95,6 +163,9 @@ extern const Command kCmdStat{
     "  --json        one JSON document per service per line (docs/stat-json.md)\n"
     "  --watch SECS  print again every SECS with rates over the interval\n"
     "  --count N     with --watch: stop after N intervals\n"
+    "With --watch a removed segment is dropped (said once) and a segment re-created under\n"
+    "the same name is followed; without SERVICE, services created meanwhile join.\n"
+    "A damaged segment is reported with how to recover (rm --force, then load or run).\n"
     "exit status: 0 ok, 1 no such service or unusable segment, 2 usage error\n",
     cmd_stat};
 

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <pwd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "diag.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
+#include "shm/shm_guard.h"
 #include "shm/shm_name.h"
 #include "shm/shm_slots.h"
 
@@ -45,28 +47,60 @@ std::string segment_path(const std::string& service) {
   return buf;
 }
 
-std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me) {
-  if (file_uid != me && me != 0)
-    return fmt::format("belongs to uid {} (you are uid {}); refusing to touch another user's segment", file_uid, me);
-  if (file_mode & 077) return fmt::format("has mode {:04o}, not 0600; refusing a segment others can open", file_mode & 07777);
+std::string user_text(unsigned uid) {
+  passwd pw, *res = nullptr;
+  char buf[1024];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &res) == 0 && res && res->pw_name && *res->pw_name)
+    return fmt::format("user {} (uid {})", res->pw_name, uid);
+  return fmt::format("uid {}", uid);
+}
+
+std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me, const std::string& path,
+                                  const std::string& service) {
+  if (file_uid != me) {
+    std::string how = path.empty() ? "" : fmt::format(": rm {}", path);
+    if (me == 0 && !service.empty()) how += fmt::format(" (or bonsaictl rm --force {})", service);
+    return fmt::format(
+        "belongs to {}, not to you (uid {}); another user created this service's name, so bonsaictl will not use "
+        "it. To clear it, its owner or root removes it{}",
+        user_text(file_uid), me, how);
+  }
+  if (file_mode & 077)
+    return fmt::format("has mode {:04o}, not 0600; refusing a segment others can open (remove it with bonsaictl rm --force {})",
+                       file_mode & 07777, service.empty() ? "SERVICE" : service);
   return {};
+}
+
+std::string damage_message(const std::string& service, const std::string& path, const std::string& what) {
+  return fmt::format(
+      "{} is damaged: {}. To recover: bonsaictl rm --force {}, then bonsaictl load FILE (or bonsaictl run) again; "
+      "processes attached to it keep their current limits until restarted",
+      path, what, service);
 }
 
 namespace {
 
-// Creates the segment complete (sized, header written) under a temporary name and
-// links it into place, so that no reader ever sees it half made. @return false if
-// another bonsaictl created it first.
-bool segment_create(const std::string& path, const std::string& service, ShmScope scope) {
+constexpr int kOpenFlags = O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK;
+constexpr int64_t kPidMax = 4194304;  // PID_MAX_LIMIT on 64-bit Linux
+
+// Creates the segment complete (sized, header written) under a temporary name made
+// with O_EXCL and links it into place (link() never replaces an existing name), so
+// no reader sees it half made. @return the open file if we created it (`created`),
+// else the name's existing file opened (another bonsaictl, or another user, was
+// first: the caller's owner checks decide), or -1 with errno.
+int segment_create(const std::string& path, const std::string& service, ShmScope scope, bool& created) {
+  created = false;
   std::string tmp = fmt::format("/dev/shm/.bonsai-new.{}.{}", getpid(), unix_now_ns());
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) runtime_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
   void* m = MAP_FAILED;
-  if (fchmod(fd, 0600) == 0 && ftruncate(fd, sizeof(ShmSegment)) == 0)
+  struct stat st;
+  if (fstat(fd, &st) == 0 && st.st_uid == ctl_uid() && S_ISREG(st.st_mode) && fchmod(fd, 0600) == 0 &&
+      ftruncate(fd, sizeof(ShmSegment)) == 0)
     m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
-  ::close(fd);
   if (m == MAP_FAILED) {
+    ::close(fd);
     ::unlink(tmp.c_str());
     runtime_error(fmt::format("cannot size {}: {}", tmp, std::strerror(e)));
   }
@@ -75,8 +109,34 @@ bool segment_create(const std::string& path, const std::string& service, ShmScop
   int rc = ::link(tmp.c_str(), path.c_str());
   e = errno;
   ::unlink(tmp.c_str());
-  if (rc != 0 && e != EEXIST) runtime_error(fmt::format("cannot create {}: {}", path, std::strerror(e)));
-  return rc == 0;
+  if (rc == 0) {
+    created = true;
+    return fd;
+  }
+  ::close(fd);
+  if (e != EEXIST) runtime_error(fmt::format("cannot create {}: {}", path, std::strerror(e)));
+  return ::open(path.c_str(), kOpenFlags);
+}
+
+// Everything bonsaictl relies on besides the limits: header, owner recorded in it,
+// high-water mark, slot states and pids. @return "" or what is wrong.
+std::string segment_problem(const ShmSegment& seg, size_t file_size) {
+  if (const char* p = shm_header_problem(seg, file_size)) return p;
+  if (seg.header.uid != ctl_uid()) return fmt::format("its header names uid {}, not its owner {}", seg.header.uid, ctl_uid());
+  uint32_t used = seg.exited.slots_used.load(std::memory_order_relaxed);
+  if (used > kMaxSlots) return fmt::format("its slot high-water mark is {} (there are {} slots)", used, kMaxSlots);
+  for (unsigned i = 0; i < used; ++i) {
+    const ShmSlot& slot = seg.slots[i];
+    uint32_t state = slot.state.load(std::memory_order_acquire);
+    if (state > static_cast<uint32_t>(SlotState::Folding)) return fmt::format("slot {} has an unknown state {}", i, state);
+    if (state != static_cast<uint32_t>(SlotState::Live)) continue;
+    int32_t pid = slot.pid.load(std::memory_order_relaxed);
+    if (pid > 0 && pid <= kPidMax) continue;
+    // A slot being released right now reads pid 0 after the state moved on: look again.
+    if (slot.state.load(std::memory_order_acquire) == state && slot.pid.load(std::memory_order_relaxed) == pid)
+      return fmt::format("slot {} holds a live process with pid {}", i, pid);
+  }
+  return {};
 }
 
 }  // namespace
@@ -84,54 +144,121 @@ bool segment_create(const std::string& path, const std::string& service, ShmScop
 std::unique_ptr<Segment> Segment::open(const std::string& service, bool create, ShmScope scope) {
   std::string path = segment_path(service);
   bool created = false;
-  int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0 && errno == ENOENT && create) {
-    created = segment_create(path, service, scope);
-    fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-  }
+  int fd = ::open(path.c_str(), kOpenFlags);
+  if (fd < 0 && errno == ENOENT && create) fd = segment_create(path, service, scope, created);
   if (fd < 0) {
-    if (errno == ENOENT) runtime_error(fmt::format("no service '{}' ({} does not exist; see bonsaictl ls)", service, path));
-    runtime_error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
+    int e = errno;
+    if (e == ENOENT) runtime_error(fmt::format("no service '{}' ({} does not exist; see bonsaictl ls)", service, path));
+    struct stat lst;
+    if (lstat(path.c_str(), &lst) == 0) {
+      if (S_ISLNK(lst.st_mode))
+        runtime_error(fmt::format("{} is a symbolic link (made by {}); refusing it. To clear it, its owner or root "
+                                  "removes it: rm {}",
+                                  path, user_text(lst.st_uid), path));
+      if (lst.st_uid != ctl_uid())
+        runtime_error(fmt::format("{} {}", path, segment_owner_problem(lst.st_uid, lst.st_mode, ctl_uid(), path, service)));
+    }
+    runtime_error(fmt::format("cannot open {}: {}", path, std::strerror(e)));
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {
+    int e = errno;
     ::close(fd);
-    runtime_error(fmt::format("cannot stat {}", path));
+    runtime_error(fmt::format("cannot stat {}: {}", path, std::strerror(e)));
   }
-  if (std::string p = segment_owner_problem(st.st_uid, st.st_mode, ctl_uid()); !p.empty()) {
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    runtime_error(fmt::format("{} is not a regular file (made by {}); refusing it. To clear it, its owner or root "
+                              "removes it: rm {}",
+                              path, user_text(st.st_uid), path));
+  }
+  if (std::string p = segment_owner_problem(st.st_uid, st.st_mode, ctl_uid(), path, service); !p.empty()) {
     ::close(fd);
     runtime_error(fmt::format("{} {}", path, p));
   }
-  void* m = MAP_FAILED;
-  if (static_cast<size_t>(st.st_size) >= sizeof(ShmHeader))
-    m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (m == MAP_FAILED)
-    runtime_error(fmt::format("{} is truncated or unreadable (remove it with bonsaictl rm --force {})", path, service));
-  auto* seg = static_cast<ShmSegment*>(m);
-  if (const char* problem = shm_header_problem(*seg, static_cast<size_t>(st.st_size))) {
-    munmap(m, sizeof(ShmSegment));
-    runtime_error(fmt::format("{}: {} (remove it with bonsaictl rm --force {})", path, problem, service));
+  if (static_cast<uint64_t>(st.st_size) < sizeof(ShmSegment)) {
+    ::close(fd);
+    runtime_error(damage_message(
+        service, path, fmt::format("the file is {} bytes, a segment has {} (truncated)", st.st_size, sizeof(ShmSegment))));
   }
-  return std::unique_ptr<Segment>(new Segment(service, seg, created));
+  void* m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    int e = errno;
+    ::close(fd);
+    runtime_error(fmt::format("cannot map {}: {}", path, std::strerror(e)));
+  }
+  std::unique_ptr<Segment> s(
+      new Segment(service, path, static_cast<ShmSegment*>(m), fd, created, st.st_dev, st.st_ino));
+  std::string problem;
+  s->guarded([&] {
+    if (const char* p = shm_header_problem(*s->seg_, static_cast<size_t>(st.st_size))) problem = p;
+  });
+  if (!problem.empty()) s->damaged(problem);
+  return s;
 }
 
-Segment::~Segment() { munmap(seg_, sizeof(ShmSegment)); }
+Segment::~Segment() {
+  munmap(seg_, sizeof(ShmSegment));
+  ::close(fd_);
+}
+
+void Segment::damaged(const std::string& what) const { runtime_error(damage_message(service_, path_, what)); }
+
+void Segment::guard_begin() {
+  if (lost_) damaged("the file was truncated while bonsaictl read it");
+  guarded_ = shm_guard_register(seg_, sizeof(ShmSegment));
+}
+
+void Segment::guard_abort() noexcept {
+  if (guarded_ && shm_guard_lost(seg_)) lost_ = true;
+  if (guarded_) shm_guard_unregister(seg_);
+  guarded_ = false;
+}
+
+void Segment::guard_end() {
+  guard_abort();
+  if (lost_) damaged("the file was truncated while bonsaictl read it");
+}
+
+void Segment::check() {
+  struct stat st;
+  if (fstat(fd_, &st) != 0) damaged(fmt::format("cannot stat it: {}", std::strerror(errno)));
+  if (static_cast<uint64_t>(st.st_size) < sizeof(ShmSegment))
+    damaged(fmt::format("the file is {} bytes, a segment has {} (truncated)", st.st_size, sizeof(ShmSegment)));
+  std::string problem;
+  guarded([&] { problem = segment_problem(*seg_, static_cast<size_t>(st.st_size)); });
+  if (!problem.empty()) damaged(problem);
+}
+
+FileState Segment::file_state() const {
+  struct stat st;
+  if (lstat(path_.c_str(), &st) != 0) return errno == ENOENT ? FileState::Removed : FileState::Same;
+  return st.st_dev == dev_ && st.st_ino == ino_ ? FileState::Same : FileState::Replaced;
+}
 
 uint64_t Segment::write_limits(const LimitSet& set) {
-  uint64_t seq = seqlock_write(seg_->limits, set, unix_now_ns());
-  if (seg_->header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
-    for (auto& b : seg_->buckets) b.tat_ns.store(0, std::memory_order_relaxed);
+  uint64_t seq = 0;
+  guarded([&] {
+    seq = seqlock_write(seg_->limits, set, unix_now_ns());
+    if (seg_->header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
+      for (auto& b : seg_->buckets) b.tat_ns.store(0, std::memory_order_relaxed);
+  });
   return seq;
 }
 
-void Segment::set_scope(ShmScope scope) { seg_->header.scope.store(static_cast<uint32_t>(scope), std::memory_order_relaxed); }
+void Segment::set_scope(ShmScope scope) {
+  guarded([&] { seg_->header.scope.store(static_cast<uint32_t>(scope), std::memory_order_relaxed); });
+}
 
 unsigned Segment::live_processes() {
-  slots_reclaim_dead(*seg_);
+  check();
   unsigned n = 0;
-  for (const auto& s : seg_->slots)
-    if (s.state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::Live)) ++n;
+  guarded([&] {
+    slots_reclaim_dead(*seg_);
+    unsigned end = slots_scan_end(*seg_);
+    for (unsigned i = 0; i < end; ++i)
+      if (seg_->slots[i].state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::Live)) ++n;
+  });
   return n;
 }
 
@@ -149,13 +276,20 @@ std::vector<std::string> services_list() {
   return out;
 }
 
-void segment_remove(const std::string& service) {
+void segment_remove(const std::string& service, bool force) {
   std::string path = segment_path(service);
   struct stat st;
   if (lstat(path.c_str(), &st) != 0) runtime_error(fmt::format("no service '{}' ({} does not exist)", service, path));
-  if (st.st_uid != ctl_uid() && ctl_uid() != 0)
-    runtime_error(fmt::format("{} belongs to uid {} (you are uid {}); refusing to remove it", path, st.st_uid, ctl_uid()));
-  if (::unlink(path.c_str()) != 0) runtime_error(fmt::format("cannot remove {}: {}", path, std::strerror(errno)));
+  bool foreign = st.st_uid != ctl_uid();
+  if (foreign && !force)
+    runtime_error(fmt::format("{} {}", path, segment_owner_problem(st.st_uid, st.st_mode, ctl_uid(), path, service)));
+  if (::unlink(path.c_str()) != 0) {
+    int e = errno;
+    if (foreign && (e == EPERM || e == EACCES))
+      runtime_error(fmt::format("cannot remove {}: it belongs to {}; ask its owner or root to remove it", path,
+                                user_text(st.st_uid)));
+    runtime_error(fmt::format("cannot remove {}: {}", path, std::strerror(e)));
+  }
 }
 
 }  // namespace bonsai::ctl

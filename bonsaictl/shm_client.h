@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
-// bonsaictl's handle on service segments: create (mode 0600), open with the owner,
-// mode and layout checked (another user's segment is refused, root excepted),
-// list, remove, and publish limits. Errors are thrown as CtlError.
+// bonsaictl's handle on service segments: create (exclusively, mode 0600), open
+// with owner, type, mode, size and layout checked (a file another user planted
+// under our name is refused, for root too), list, remove, and publish limits.
+// Everything read from a segment is untrusted: a damaged one is reported with what
+// is wrong and how to recover. Errors are thrown as CtlError.
 #pragma once
 #include <memory>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include "abi/shm_abi.h"
@@ -16,10 +19,14 @@ unsigned ctl_uid();                // the effective uid names the segments
 std::string segment_path(const std::string& service);  // /dev/shm/<prefix>bonsai.<uid>.<service>
 uint64_t unix_now_ns();
 
+// What the name of an open segment points to now (stat --watch).
+enum class FileState { Same, Removed, Replaced };
+
 class Segment {
  public:
   // Opens the service's segment; if absent and `create`, creates it with `scope`.
-  // Throws CtlError: absent (exit 1), another user's, wrong mode, or bad layout.
+  // Throws CtlError (exit 1): absent, planted by another user, not a regular file,
+  // wrong mode, truncated, or a header this build cannot use.
   static std::unique_ptr<Segment> open(const std::string& service, bool create, ShmScope scope = ShmScope::Process);
   ~Segment();
   Segment(const Segment&) = delete;
@@ -27,7 +34,34 @@ class Segment {
 
   ShmSegment& seg() { return *seg_; }
   const std::string& service() const { return service_; }
+  const std::string& path() const { return path_; }
   bool created() const { return created_; }
+  int fd() const { return fd_; }  // the open segment file (O_CLOEXEC)
+
+  // Checks what bonsaictl relies on before reading: the file still holds the whole
+  // segment, the header, the slot table (states, pids, high-water mark).
+  // Throws the damage (see damaged()).
+  void check();
+
+  // Runs `fn` on the mapping with SIGBUS turned harmless (a file truncated under us
+  // reads as zeros: shm/shm_guard.h); throws the damage if that happened.
+  template <class F>
+  void guarded(F&& fn) {
+    guard_begin();
+    try {
+      fn();
+    } catch (...) {
+      guard_abort();
+      throw;
+    }
+    guard_end();
+  }
+
+  // Throws CtlError(1): "<path> is damaged: <what>" and how to recover.
+  [[noreturn]] void damaged(const std::string& what) const;
+
+  // Whether the segment's name still leads to this very file.
+  FileState file_state() const;
 
   // Publishes `set` under the seqlock; scope `service` buckets start full again.
   // @return the new limits sequence number.
@@ -37,19 +71,39 @@ class Segment {
   unsigned live_processes();
 
  private:
-  Segment(std::string service, ShmSegment* seg, bool created) : service_(std::move(service)), seg_(seg), created_(created) {}
-  std::string service_;
+  Segment(std::string service, std::string path, ShmSegment* seg, int fd, bool created, dev_t dev, ino_t ino)
+      : service_(std::move(service)), path_(std::move(path)), seg_(seg), fd_(fd), created_(created), dev_(dev),
+        ino_(ino) {}
+  void guard_begin();
+  void guard_end();
+  void guard_abort() noexcept;
+  std::string service_, path_;
   ShmSegment* seg_;
+  int fd_;
   bool created_;
+  dev_t dev_;
+  ino_t ino_;
+  bool guarded_ = false;
+  bool lost_ = false;  // a truncation replaced the mapping with zeros
 };
+
+// The damage report: what is wrong and how to recover (rm --force, then load/run).
+std::string damage_message(const std::string& service, const std::string& path, const std::string& what);
 
 // Services with a segment of this user under the current prefix, sorted.
 std::vector<std::string> services_list();
 
-// Removes the service's segment (processes attached keep their mapping).
-void segment_remove(const std::string& service);
+// Removes the service's segment (processes attached keep their mapping). A file of
+// another user under our name is removed only with `force` (root can; others are
+// told to ask its owner or root).
+void segment_remove(const std::string& service, bool force = false);
 
-// Checks that a segment file belongs to us; @return "" or why not (another user's, bad mode).
-std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me);
+// Checks that a segment file belongs to us; @return "" or why not (another user's,
+// root included; bad mode). `path`/`service` go into the advice on how to clear it.
+std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me, const std::string& path = "",
+                                  const std::string& service = "");
+
+// "user nobody (uid 65534)", or "uid 4242" when the user has no name.
+std::string user_text(unsigned uid);
 
 }  // namespace bonsai::ctl

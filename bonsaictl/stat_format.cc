@@ -90,7 +90,8 @@ std::string stat_json(const ServiceStat& s) {
     out += fmt::format("{}{{\"pid\":{},\"comm\":\"{}\",\"limits_seq\":{},\"calls\":{}}}", i ? "," : "", p.pid,
                        json_escape(p.comm), p.limits_seq, calls_json(p.calls));
   }
-  out += fmt::format("],\"exited\":{{\"processes\":{},\"calls\":{}}}", s.exited_processes, calls_json(s.exited));
+  out += fmt::format("],\"uncounted_processes\":{}", s.uncounted_processes);
+  out += fmt::format(",\"exited\":{{\"processes\":{},\"calls\":{}}}", s.exited_processes, calls_json(s.exited));
   out += fmt::format(",\"total\":{{\"processes\":{},\"calls\":{}}}}}", s.processes.size() + s.exited_processes,
                      calls_json(s.total));
   return out;
@@ -100,6 +101,10 @@ std::string stat_table(const ServiceStat& s) {
   bool rate = s.interval_s > 0, wire = any_wire(s);
   std::string out = fmt::format("service {} (scope {}, {} attached, {} exited)\n", s.service, scope_name(s.scope),
                                 s.processes.size(), s.exited_processes);
+  if (s.uncounted_processes)
+    out += fmt::format("  WARNING: {} process{} could not be counted: all {} slots were taken when {} started\n",
+                       s.uncounted_processes, s.uncounted_processes == 1 ? "" : "es", kMaxSlots,
+                       s.uncounted_processes == 1 ? "it" : "they");
   auto lim = limits_text(s.limits);
   std::string joined;
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;

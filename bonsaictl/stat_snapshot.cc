@@ -3,11 +3,15 @@
 // relaxed counter updates by design: each number is exact at some instant.
 #include "stat_snapshot.h"
 
+#include <chrono>
 #include <cstring>
+#include <fmt/core.h>
+#include <thread>
 
 #include "abi/limit_parse.h"
 #include "runtime/clock.h"
 #include "shm/seqlock.h"
+#include "shm/shm_check.h"
 #include "shm/shm_slots.h"
 #include "shm_client.h"
 
@@ -39,38 +43,82 @@ std::vector<std::string> limits_text(const LimitSet& set) {
   return out;
 }
 
+LimitSet limits_read_checked(Segment& handle, uint64_t& seq) {
+  LimitSet set{};
+  bool ok = false;
+  // A writer holds the sequence odd for microseconds; one that died is taken over
+  // by the next `set` after 200 ms. Odd for longer than that: nobody is writing.
+  uint64_t t0 = mono_ns(), odd = 0;
+  handle.guarded([&] {
+    while (!(ok = seqlock_read(handle.seg().limits, set, seq, 1000)) && mono_ns() - t0 < 300'000'000u)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (!ok) odd = handle.seg().limits.seq.load(std::memory_order_relaxed);
+  });
+  if (!ok)
+    handle.damaged(fmt::format("the limits' sequence number stays odd ({}): a writer died while changing them "
+                               "(bonsaictl set rewrites them)",
+                               odd));
+  if (seq < 2) handle.damaged(fmt::format("the limits' sequence number is {} (it starts at 2)", seq));
+  if (set.count > kMaxRules) handle.damaged(fmt::format("its limits hold {} rules (at most {})", set.count, kMaxRules));
+  if (const char* p = limits_problem(set)) handle.damaged(fmt::format("its limits are invalid: {}", p));
+  return set;
+}
+
+std::string comm_text(const char* comm, size_t cap) {
+  std::string out(comm, strnlen(comm, cap));
+  for (char& c : out)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return out;
+}
+
 ServiceStat stat_snapshot(Segment& handle) {
+  handle.check();
   ShmSegment& seg = handle.seg();
-  slots_reclaim_dead(seg);
   ServiceStat s;
   s.service = handle.service();
-  s.scope = static_cast<ShmScope>(seg.header.scope.load(std::memory_order_relaxed));
-  if (!seqlock_read(seg.limits, s.limits, s.limits_seq, 100000)) s.limits.count = 0;
-  s.time_unix_ns = unix_now_ns();
-  s.mono_ns = mono_ns();
-  for (auto& slot : seg.slots) {
-    if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live)) continue;
-    ProcStat p;
-    p.pid = slot.pid.load(std::memory_order_relaxed);
-    p.start_time = slot.start_time.load(std::memory_order_relaxed);
-    p.limits_seq = slot.seen_seq.load(std::memory_order_acquire);
-    p.comm.assign(slot.comm, strnlen(slot.comm, sizeof slot.comm));
-    for (size_t c = 0; c < kCallCount; ++c) {
-      CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
-      p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns, t.wire_bytes};
+  s.limits = limits_read_checked(handle, s.limits_seq);
+  uint32_t scope = 0;
+  handle.guarded([&] {
+    slots_reclaim_dead(seg);
+    scope = seg.header.scope.load(std::memory_order_relaxed);
+    s.time_unix_ns = unix_now_ns();
+    s.mono_ns = mono_ns();
+    unsigned end = slots_scan_end(seg);
+    for (unsigned i = 0; i < end; ++i) {
+      ShmSlot& slot = seg.slots[i];
+      if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live)) continue;
+      ProcStat p;
+      p.pid = slot.pid.load(std::memory_order_relaxed);
+      p.start_time = slot.start_time.load(std::memory_order_relaxed);
+      p.limits_seq = slot.seen_seq.load(std::memory_order_acquire);
+      char comm[sizeof slot.comm];
+      for (size_t k = 0; k < sizeof comm; ++k) comm[k] = __atomic_load_n(&slot.comm[k], __ATOMIC_RELAXED);
+      p.comm = comm_text(comm, sizeof comm);
+      for (size_t c = 0; c < kCallCount; ++c) {
+        CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
+        p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns, t.wire_bytes};
+      }
+      // Released while we read it: its counts are in `exited` now (read below).
+      if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live) ||
+          slot.pid.load(std::memory_order_relaxed) != p.pid)
+        continue;
+      if (p.pid <= 0) continue;  // checked by handle.check(); changed since: not a process
+      s.processes.push_back(std::move(p));
     }
-    // Released while we read it: its counts are in `exited` now (read below).
-    if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live) ||
-        slot.pid.load(std::memory_order_relaxed) != p.pid)
-      continue;
-    s.processes.push_back(std::move(p));
-  }
-  s.exited_processes = seg.exited.processes.load(std::memory_order_relaxed);
+    s.exited_processes = seg.exited.processes.load(std::memory_order_relaxed);
+    s.uncounted_processes = seg.exited.uncounted.load(std::memory_order_relaxed);
+    for (size_t c = 0; c < kCallCount; ++c) {
+      s.exited[c] = CallStat{seg.exited.calls[c].load(std::memory_order_relaxed),
+                             seg.exited.bytes[c].load(std::memory_order_relaxed),
+                             seg.exited.throttled[c].load(std::memory_order_relaxed),
+                             seg.exited.wait_ns[c].load(std::memory_order_relaxed),
+                             seg.exited.wire_bytes[c].load(std::memory_order_relaxed)};
+    }
+  });
+  if (scope != static_cast<uint32_t>(ShmScope::Process) && scope != static_cast<uint32_t>(ShmScope::Service))
+    handle.damaged(fmt::format("it has an unknown scope {}", scope));
+  s.scope = static_cast<ShmScope>(scope);
   for (size_t c = 0; c < kCallCount; ++c) {
-    s.exited[c] = CallStat{seg.exited.calls[c].load(std::memory_order_relaxed), seg.exited.bytes[c].load(std::memory_order_relaxed),
-                           seg.exited.throttled[c].load(std::memory_order_relaxed),
-                           seg.exited.wait_ns[c].load(std::memory_order_relaxed),
-                           seg.exited.wire_bytes[c].load(std::memory_order_relaxed)};
     s.total[c] = s.exited[c];
     for (const auto& p : s.processes) add(s.total[c], p.calls[c]);
   }

@@ -38,12 +38,23 @@ struct ServiceStat {
   double interval_s = 0;  // > 0 once rates were computed
   std::vector<ProcStat> processes;
   uint64_t exited_processes = 0;
+  uint64_t uncounted_processes = 0;  // found every slot taken: counted nowhere
   CallStats exited{};
   CallStats total{};
 };
 
-// Reclaims dead processes' slots, then copies the accounting.
+// Checks the segment (Segment::check), reclaims dead processes' slots, then copies
+// the accounting. Throws CtlError with the damage (exit 1) if anything read is out
+// of range: header, rule count and rules, slot states and pids.
 ServiceStat stat_snapshot(Segment& seg);
+
+// Reads the limits in force (seqlock) and checks them. Throws the damage if they
+// are out of range or the sequence stays odd (a writer died mid-change).
+// @return the limits; `seq` their sequence number.
+LimitSet limits_read_checked(Segment& seg, uint64_t& seq);
+
+// `comm` as read from a slot, with bytes that are not printable ASCII as '?'.
+std::string comm_text(const char* comm, size_t cap);
 
 // Fills the rates of `cur` from the counts since `prev` (same service).
 void stat_rates(const ServiceStat& prev, ServiceStat& cur);

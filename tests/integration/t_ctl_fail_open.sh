@@ -24,7 +24,7 @@ under() {
 
 under missing "cannot open"
 
-head -c $((3 * MiB)) /dev/urandom > "$(seg_file garbage)"
+head -c $((12 * MiB)) /dev/urandom > "$(seg_file garbage)"  # larger than a segment: the magic is what is wrong
 chmod 600 "$(seg_file garbage)"
 under garbage "magic"
 

@@ -162,9 +162,15 @@ TEST_CASE("ctl: units for people") {
   CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\u000a");
 }
 
-TEST_CASE("ctl: another user's segment is refused (root excepted), and so is one others can open") {
+TEST_CASE("ctl: another user's segment is refused (root too), and so is one others can open") {
   CHECK(segment_owner_problem(1000, 0100600, 1000).empty());
-  CHECK(segment_owner_problem(1001, 0100600, 1000).find("belongs to uid 1001 (you are uid 1000)") != std::string::npos);
-  CHECK(segment_owner_problem(1001, 0100600, 0).empty());  // root may manage anyone's
+  std::string p = segment_owner_problem(1001, 0100600, 1000, "/dev/shm/bonsai.1000.web", "web");
+  CHECK(p.find("uid 1001") != std::string::npos);
+  CHECK(p.find("not to you (uid 1000)") != std::string::npos);
+  CHECK(p.find("its owner or root removes it: rm /dev/shm/bonsai.1000.web") != std::string::npos);
+  // Root is not exempt: a file planted under root's name would switch root's caps off.
+  std::string r = segment_owner_problem(65534, 0100600, 0, "/dev/shm/bonsai.0.web", "web");
+  CHECK(r.find("uid 65534") != std::string::npos);
+  CHECK(r.find("bonsaictl rm --force web") != std::string::npos);
   CHECK(segment_owner_problem(1000, 0100644, 1000).find("mode 0644, not 0600") != std::string::npos);
 }
