@@ -174,3 +174,17 @@ TEST_CASE("ctl: another user's segment is refused (root too), and so is one othe
   CHECK(r.find("bonsaictl rm --force web") != std::string::npos);
   CHECK(segment_owner_problem(1000, 0100644, 1000).find("mode 0644, not 0600") != std::string::npos);
 }
+
+TEST_CASE("ctl: stat says how many processes found no free slot") {
+  Prefix prefix;
+  auto seg = Segment::open("full", true, ShmScope::Process);
+  CHECK(stat_json(stat_snapshot(*seg)).find("\"uncounted_processes\":0") != std::string::npos);
+  seg->seg().exited.uncounted.store(3);
+  ServiceStat s = stat_snapshot(*seg);
+  CHECK(s.uncounted_processes == 3);
+  CHECK(stat_json(s).find("\"uncounted_processes\":3") != std::string::npos);
+  CHECK(stat_table(s).find("WARNING: 3 processes could not be counted: all 1024 slots were taken") !=
+        std::string::npos);
+  // A comm with control bytes is shown with '?' (it is untrusted too).
+  CHECK(comm_text("a\x1b[2Jb\xff", 16) == "a?[2Jb?");
+}
