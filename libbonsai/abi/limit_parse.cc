@@ -132,10 +132,15 @@ struct Parser {
     return true;
   }
 
-  bool parse_option(std::string_view opt, Rule& rule) {
+  // `seen` collects the options already given in this rule (bit 0 burst, bit 1 fd):
+  // a second one is an error, never "the last wins".
+  bool parse_option(std::string_view opt, Rule& rule, unsigned& seen) {
     size_t eq = opt.find('=');
     std::string_view key = trim(opt.substr(0, eq));
     std::string_view val = eq == std::string_view::npos ? std::string_view{} : trim(opt.substr(eq + 1));
+    unsigned bit = key == "burst" ? 1u : key == "fd" ? 2u : 0u;
+    if (bit && (seen & bit)) return fail(opt, "option '%.*s' given twice in one rule", key);
+    seen |= bit;
     if (key == "burst") {
       if (!size_parse(val, rule.burst) || rule.burst == 0)
         return fail(val.empty() ? opt : val, "bad burst '%.*s' (a size like 256KiB, > 0)", val);
@@ -160,10 +165,11 @@ struct Parser {
     std::string_view rest = s.substr(eq + 1);
     size_t colon = rest.find(':');
     if (!parse_rate(trim(rest.substr(0, colon)), rule)) return false;
+    unsigned seen = 0;
     while (colon != std::string_view::npos) {
       rest = rest.substr(colon + 1);
       colon = rest.find(':');
-      if (!parse_option(trim(rest.substr(0, colon)), rule)) return false;
+      if (!parse_option(trim(rest.substr(0, colon)), rule, seen)) return false;
     }
     if (rule.unit == RateUnit::Bytes) {
       for (size_t c = 0; c < kCallCount; ++c) {
@@ -192,6 +198,10 @@ bool size_parse(std::string_view text, uint64_t& bytes) noexcept {
 
 bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit) noexcept {
   ParseError err;
+  return rate_parse(text, rate, unit, err);
+}
+
+bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit, ParseError& err) noexcept {
   Parser p{text, err};
   Rule r{};
   if (!p.parse_rate(trim(text), r)) return false;
@@ -210,7 +220,12 @@ bool limit_parse(std::string_view text, LimitSet& out, ParseError& err) noexcept
     size_t comma = rest.find(',');
     std::string_view item = trim(rest.substr(0, comma));
     if (!item.empty()) {
-      if (out.count == kMaxRules) return p.fail(item, "more than 32 rules at '%.*s'", item);
+      if (out.count == kMaxRules) {
+        p.fail(item, "too many rules at '%.*s'", item);
+        size_t used = std::strlen(err.message);
+        std::snprintf(err.message + used, sizeof err.message - used, " (at most %u)", static_cast<unsigned>(kMaxRules));
+        return false;
+      }
       if (!p.parse_rule(item, out.rules[out.count])) return false;
       rule_text[out.count++] = item;
     }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The limit language of BONSAI_LIMITS and `bonsaictl set`:
 //   RULE[,RULE]...   RULE = CALLS=RATE[:burst=SIZE][:fd=socket|file|pipe]
+//   (at most kMaxRules rules; each option at most once per rule)
 //   CALLS = name or group (reads, writes), several joined by '+' share one bucket
 //   RATE  = NUMBER UNIT/s (B KB MB GB TB powers of 1000, KiB MiB GiB TiB of 1024)
 //           or NUMBER/s (calls per second)
@@ -29,8 +30,10 @@ struct ParseError {
 // @return true with `bytes` set; false if malformed or out of range.
 [[nodiscard]] bool size_parse(std::string_view text, uint64_t& bytes) noexcept;
 
-// Parses a rate ("10MiB/s" -> Bytes, "200/s" -> Calls).
+// Parses a rate ("10MiB/s" -> Bytes, "200/s" -> Calls), > 0 and at most kMaxRate.
 [[nodiscard]] bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit) noexcept;
+// The same with the reason of a failure (offsets are into `text`).
+[[nodiscard]] bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit, ParseError& err) noexcept;
 
 // Formats a rule back into the language ("read+pread=10MiB/s:burst=256KiB").
 // @return characters written (excluding NUL), truncated to `cap`.

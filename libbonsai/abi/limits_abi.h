@@ -10,7 +10,12 @@
 
 namespace bonsai {
 
-inline constexpr uint32_t kMaxRules = 32;
+// Rules in one set: enough for one rule per call name (every call its own bucket).
+// Part of the segment layout (LimitSet, shared buckets): changing it changes
+// shm_layout_fingerprint() and needs a BONSAI_ABI_VERSION bump.
+inline constexpr uint32_t kMaxRules = 64;
+static_assert(kMaxRules >= kCallCount, "every call may have a rule of its own");
+static_assert(kMaxRules < 0xFF, "rule indices are uint8_t, 0xFF is kNoBucket");
 inline constexpr uint8_t kNoBucket = 0xFF;
 inline constexpr uint8_t kAnyFd = 0x0F;  // bit per FdKind; a rule without `fd=`
 inline constexpr uint8_t kFdKindsWithFd = 0x07;

@@ -33,14 +33,26 @@ Rule parse_one(std::string_view text) {
   return set.rules[0];
 }
 
-// A text of `n` one-call rules on distinct calls ("read=1/s,pread=2/s,...").
+// A text of `n` one-call rules that share no call: one per call name while there
+// are names enough ("read=1/s,pread=2/s,..."), else one per (call, fd kind)
+// ("read=1/s:fd=socket,read=2/s:fd=file,...", at most 3 x kCallCount).
 std::string many_rules(size_t n) {
+  static const char* const kKinds[] = {"socket", "file", "pipe"};
   std::string s;
   for (size_t i = 0; i < n; ++i) {
     if (i) s += ',';
-    s += std::string(call_name(static_cast<CallId>(i))) + "=" + std::to_string(i + 1) + "/s";
+    size_t call = n <= kCallCount ? i : i / 3;
+    s += std::string(call_name(static_cast<CallId>(call))) + "=" + std::to_string(i + 1) + "/s";
+    if (n > kCallCount) s += std::string(":fd=") + kKinds[i % 3];
   }
   return s;
+}
+// The text of rule `i` of many_rules(n).
+std::string rule_of_many(size_t n, size_t i) {
+  std::string all = many_rules(n) + ",";
+  size_t at = 0;
+  for (size_t k = 0; k < i; ++k) at = all.find(',', at) + 1;
+  return all.substr(at, all.find(',', at) - at);
 }
 
 bool same_rule(const Rule& a, const Rule& b) {
@@ -160,13 +172,24 @@ TEST_CASE("limit_parse: call sets, groups and several rules", "[limit_parse]") {
     REQUIRE(limit_parse("write=1MiB/s:fd=socket,write=2MiB/s:fd=file,writes=3MiB/s:fd=pipe", set, err));
     CHECK(set.count == 3);
   }
-  SECTION("exactly 32 rules") {
+  SECTION("exactly kMaxRules rules") {
     LimitSet set;
     ParseError err;
     REQUIRE(limit_parse(many_rules(kMaxRules), set, err));
     REQUIRE(set.count == kMaxRules);
-    CHECK(set.rules[31].calls == call_bit(static_cast<CallId>(31)));
-    CHECK(set.rules[31].rate == 32);
+    CHECK(set.rules[kMaxRules - 1].calls == call_bit(static_cast<CallId>((kMaxRules - 1) / 3)));
+    CHECK(set.rules[kMaxRules - 1].rate == kMaxRules);
+  }
+  SECTION("one rule per call name, for every call name (issue 8, item 12)") {
+    LimitSet set;
+    ParseError err;
+    INFO(err.message);
+    REQUIRE(limit_parse(many_rules(kCallCount), set, err));
+    REQUIRE(set.count == kCallCount);
+    for (size_t c = 0; c < kCallCount; ++c) CHECK(set.rules[c].calls == call_bit(static_cast<CallId>(c)));
+    BucketTable table;
+    REQUIRE(bucket_table_build(set, table, nullptr));
+    for (size_t c = 0; c < kCallCount; ++c) CHECK(table.bucket_of[c][0] == c);
   }
 }
 
@@ -179,7 +202,8 @@ TEST_CASE("limit_parse: every error points at the offending text and names it", 
     const char* never = nullptr;  // ... and not this
   };
   const std::string too_many = many_rules(kMaxRules + 1);
-  const std::string rule33 = std::string(call_name(static_cast<CallId>(kMaxRules))) + "=33/s";
+  const std::string rule_over = rule_of_many(kMaxRules + 1, kMaxRules);
+  const std::string at_most = "at most " + std::to_string(kMaxRules);
   const Row rows[] = {
       // unknown calls
       {"wirte=1MiB/s", "wirte", false, {"unknown call 'wirte'", "did you mean 'write'"}},
@@ -230,7 +254,11 @@ TEST_CASE("limit_parse: every error points at the offending text and names it", 
       {"openat=1MiB/s", "openat", false, {"'openat'", "200/s"}},
       {"write+close=1MiB/s", "write+close", false, {"'write+close'", "moves no data"}},
       // too many rules
-      {too_many, rule33.c_str(), false, {"more than 32 rules", nullptr}},
+      {too_many, rule_over.c_str(), false, {"too many rules", at_most.c_str()}},
+      // an option given twice is an error, not "the last wins" (issue 8, item 12)
+      {"write=1MiB/s:fd=socket:fd=file", "fd=file", false, {"'fd'", "twice"}},
+      {"write=1MiB/s:burst=1MiB:fd=pipe:burst=2MiB", "burst=2MiB", false, {"'burst'", "twice"}},
+      {"read=1MiB/s,write=1MiB/s:fd=socket: fd = socket", "fd = socket", false, {"'fd'", "twice"}},
   };
   for (const Row& r : rows) {
     INFO("input: '" << r.input << "'");
@@ -383,5 +411,16 @@ TEST_CASE("rate_parse: byte and call rates", "[limit_parse]") {
       CHECK(rate == r.rate);
       CHECK(unit == r.unit);
     }
+    ParseError err;
+    CHECK(rate_parse(r.text, rate, unit, err) == r.ok);
+    if (!r.ok) CHECK(err.message[0] != '\0');
   }
+  ParseError err;
+  uint64_t rate;
+  RateUnit unit;
+  REQUIRE_FALSE(rate_parse("10XB/s", rate, unit, err));
+  CHECK(std::string(err.message) == "unknown unit 'XB' (use B KB MB GB KiB MiB GiB, or a bare count/s)");
+  CHECK(err.offset == 2);
+  REQUIRE_FALSE(rate_parse("0/s", rate, unit, err));
+  CHECK(std::string(err.message) == "rate must be > 0 (got '0/s')");
 }
