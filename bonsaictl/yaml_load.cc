@@ -3,9 +3,17 @@
 // every value, limits built with the same grammar and checks as BONSAI_LIMITS.
 #include "yaml_load.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/core.h>
-#include <fstream>
 #include <sstream>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <unordered_map>
+#include <unordered_set>
+#include <yaml-cpp/eventhandler.h>
+#include <yaml-cpp/parser.h>
 
 #include "abi/limit_parse.h"
 #include "shm/shm_name.h"
@@ -13,11 +21,115 @@
 namespace bonsai::ctl {
 namespace {
 
+// A first pass over the parser's events, before any tree is built: what yaml-cpp
+// accepts silently but a configuration must not have. A key given twice in one
+// mapping (yaml-cpp keeps the last one), a key that is not a plain name, a second
+// document, and more than kMaxConfigNodes nodes once aliases are expanded.
+// Linear: keys of a mapping go into a hash map with their marks.
+class StrictScan : public YAML::EventHandler {
+ public:
+  StrictScan(const std::string& file, std::vector<Diag>& diags) : file_(file), diags_(diags) {}
+  struct TooBig {};  // thrown to stop the parser
+
+  void OnDocumentStart(const YAML::Mark& m) override {
+    if (++docs_ == 2)
+      error(m, "a second YAML document (after '---' or '...'): a configuration file holds one document");
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark& m, YAML::anchor_t a) override { leaf(m, a, ""); }
+  void OnScalar(const YAML::Mark& m, const std::string&, YAML::anchor_t a, const std::string& v) override {
+    leaf(m, a, v);
+  }
+  void OnAlias(const YAML::Mark& m, YAML::anchor_t a) override {
+    slot(m, "an alias (*name)", nullptr);
+    auto it = anchor_nodes_.find(a);
+    count(m, it == anchor_nodes_.end() ? 1 : it->second);
+  }
+  void OnSequenceStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+    begin(m, a, false);
+  }
+  void OnMapStart(const YAML::Mark& m, const std::string&, YAML::anchor_t a, YAML::EmitterStyle::value) override {
+    begin(m, a, true);
+  }
+  void OnSequenceEnd() override { end(); }
+  void OnMapEnd() override { end(); }
+
+  int docs() const { return docs_; }
+
+ private:
+  struct Frame {
+    bool map;
+    bool want_key = true;
+    YAML::anchor_t anchor = YAML::NullAnchor;
+    size_t nodes = 1;  // of this subtree, aliases expanded (saturates past the bound)
+    std::unordered_map<std::string, YAML::Mark> keys;
+  };
+
+  void error(const YAML::Mark& m, std::string msg) { diags_.push_back(diag_at(file_, m, std::move(msg))); }
+
+  static size_t add(size_t a, size_t b) { return a + b > kMaxConfigNodes + 1 ? kMaxConfigNodes + 1 : a + b; }
+
+  // Adds `n` expanded nodes to the current subtree and to the file's total.
+  void count(const YAML::Mark& m, size_t n) {
+    if (!stack_.empty()) stack_.back().nodes = add(stack_.back().nodes, n);
+    total_ = add(total_, n);
+    if (total_ > kMaxConfigNodes) {
+      error(m, fmt::format("more than {} nodes once aliases are expanded: not a configuration", kMaxConfigNodes));
+      throw TooBig{};
+    }
+  }
+
+  // A node starts at `m`: if it is a key of the enclosing mapping, check it. `scalar`
+  // is its text, or null for something that is not a plain name (`what`).
+  void slot(const YAML::Mark& m, const char* what, const std::string* scalar) {
+    if (stack_.empty() || !stack_.back().map) return;
+    Frame& f = stack_.back();
+    bool is_key = f.want_key;
+    f.want_key = !f.want_key;
+    if (!is_key) return;
+    if (!scalar) return error(m, fmt::format("a key must be a plain name, not {}", what));
+    auto [it, fresh] = f.keys.emplace(*scalar, m);
+    if (!fresh)
+      error(m, fmt::format("duplicate key '{}' (first at line {}, column {}): a key may appear once in a mapping",
+                           *scalar, it->second.line + 1, it->second.column + 1));
+  }
+
+  void leaf(const YAML::Mark& m, YAML::anchor_t a, const std::string& v) {
+    slot(m, "", &v);
+    if (a != YAML::NullAnchor) anchor_nodes_[a] = 1;
+    count(m, 1);
+  }
+
+  void begin(const YAML::Mark& m, YAML::anchor_t a, bool map) {
+    slot(m, map ? "a mapping" : "a list", nullptr);
+    total_ = add(total_, 1);
+    stack_.push_back(Frame{map, true, a, 1, {}});
+  }
+
+  void end() {
+    if (stack_.empty()) return;
+    Frame f = std::move(stack_.back());
+    stack_.pop_back();
+    if (f.anchor != YAML::NullAnchor) anchor_nodes_[f.anchor] = f.nodes;
+    if (!stack_.empty()) stack_.back().nodes = add(stack_.back().nodes, f.nodes);
+  }
+
+  const std::string& file_;
+  std::vector<Diag>& diags_;
+  int docs_ = 0;
+  size_t total_ = 0;
+  std::vector<Frame> stack_;
+  std::unordered_map<YAML::anchor_t, size_t> anchor_nodes_;
+};
+
 struct Loader {
   const std::string& file;
   std::vector<Diag>& diags;
+  std::unordered_set<std::string> service_names{};
 
-  void error(const YAML::Mark& m, std::string msg) { diags.push_back(diag_at(file, m, std::move(msg))); }
+  void error(const YAML::Mark& m, std::string msg) {
+    diags.push_back(diag_at(file, m, std::move(msg)));  // yaml_load_string keeps the first kMaxConfigDiags
+  }
 
   void unknown_key(const YAML::Node& key, std::string_view where, const std::vector<std::string_view>& keys) {
     std::string k = key.Scalar();
@@ -109,11 +221,8 @@ struct Loader {
   void rate_of(const YAML::Node& node, Rule& r, const std::vector<std::pair<CallMask, YAML::Mark>>& named, bool& ok) {
     std::string text = node.IsScalar() ? node.Scalar() : "";
     if (!text.empty() && text[0] == '-') return ok = false, error(node.Mark(), fmt::format("rate must be > 0 (got '{}')", text));
-    LimitSet probe{};
     ParseError err;
-    if (!limit_parse("read=" + text, probe, err)) return ok = false, error(node.Mark(), err.message);
-    r.rate = probe.rules[0].rate;
-    r.unit = probe.rules[0].unit;
+    if (!rate_parse(text, r.rate, r.unit, err)) return ok = false, error(node.Mark(), err.message);
     if (r.unit != RateUnit::Bytes) return;
     for (const auto& [mask, mark] : named)
       for (size_t c = 0; c < kCallCount; ++c)
@@ -139,6 +248,10 @@ struct Loader {
     svc.mark = key.Mark();
     if (!shm_service_name_valid(svc.name))
       error(key.Mark(), fmt::format("bad service name '{}' (1-63 of A-Z a-z 0-9 _ . -, not starting with . or -)", svc.name));
+    if (!service_names.insert(svc.name).second) {  // a hash set: 200k services stay linear
+      error(key.Mark(), fmt::format("service '{}' defined twice", svc.name));
+      return;
+    }
     if (node.IsNull()) return cfg.services.push_back(std::move(svc));
     if (!node.IsMap()) return error(node.Mark(), fmt::format("service '{}' must be a mapping", svc.name));
     static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression"};
@@ -166,12 +279,12 @@ struct Loader {
         unknown_key(kv.first, fmt::format("service '{}'", svc.name), kKeys);
       }
     }
-    for (const auto& other : cfg.services)
-      if (other.name == svc.name) error(key.Mark(), fmt::format("service '{}' defined twice", svc.name));
     cfg.services.push_back(std::move(svc));
   }
 
   void top(const YAML::Node& root, Config& cfg) {
+    if (!root.IsDefined() || root.IsNull())
+      return error(YAML::Mark{}, "the file is empty: it must be a mapping with 'version: 1' and 'services:'");
     if (!root.IsMap()) return error(root.Mark(), "the file must be a mapping with 'version: 1' and 'services:'");
     static const std::vector<std::string_view> kKeys = {"version", "services"};
     bool version = false;
@@ -187,6 +300,8 @@ struct Loader {
           error(kv.second.Mark(), "'services' must be a mapping of service names");
           continue;
         }
+        cfg.services.reserve(cfg.services.size() + kv.second.size());  // a ServiceConfig is ~2 KiB: no regrowth
+        service_names.reserve(cfg.services.capacity());
         for (const auto& s : kv.second) service(s.first, s.second, cfg);
       } else {
         unknown_key(kv.first, "the top level", kKeys);
@@ -212,26 +327,78 @@ const ServiceConfig* Config::find(std::string_view name) const {
 Config yaml_load_string(const std::string& text, const std::string& file, std::vector<Diag>& diags) {
   Config cfg;
   cfg.file = file;
-  YAML::Node root;
-  try {
-    root = YAML::Load(text);
-  } catch (const YAML::ParserException& e) {
-    diags.push_back(diag_at(file, e.mark, e.msg));
+  size_t first = diags.size();
+  auto finish = [&] {  // at most kMaxConfigDiags of this file
+    if (diags.size() - first > kMaxConfigDiags) {
+      size_t more = diags.size() - first - kMaxConfigDiags;
+      diags.resize(first + kMaxConfigDiags);
+      diags.push_back(Diag{file, 0, 0, fmt::format("{} more error{} not shown", more, more == 1 ? "" : "s")});
+    }
+    return cfg;
+  };
+  if (text.size() > kMaxConfigBytes) {
+    diags.push_back(Diag{file, 0, 0, fmt::format("more than {} bytes: not a configuration", kMaxConfigBytes)});
     return cfg;
   }
-  Loader{file, diags}.top(root, cfg);
-  return cfg;
+  try {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    StrictScan scan(file, diags);
+    while (scan.docs() < 2 && parser.HandleNextDocument(scan)) {
+    }
+  } catch (const StrictScan::TooBig&) {
+  } catch (const YAML::Exception& e) {
+    diags.push_back(diag_at(file, e.mark, e.msg));
+  }
+  if (diags.size() != first) return finish();
+  try {
+    YAML::Node root = YAML::Load(text);
+    Loader{file, diags}.top(root, cfg);
+  } catch (const YAML::Exception& e) {  // a conversion the schema checks missed
+    diags.push_back(diag_at(file, e.mark.is_null() ? YAML::Mark{} : e.mark, e.msg));
+  }
+  return finish();
 }
 
 Config yaml_load_file(const std::string& path, std::vector<Diag>& diags) {
-  std::ifstream in(path);
-  if (!in) {
-    diags.push_back(Diag{path, 0, 0, "cannot read the file"});
-    return Config{path, {}};
+  Config cfg{path, {}};
+  auto fail = [&](std::string why) {
+    diags.push_back(Diag{path, 0, 0, std::move(why)});
+    return cfg;
+  };
+  // O_NONBLOCK: opening a FIFO that has no writer must not hang; reads block again
+  // below (a pipe's writer is the operator's, e.g. `check <(generate)`).
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return fail(fmt::format("cannot read the file ({})", std::strerror(errno)));
+  struct stat st{};
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return fail("cannot read the file (a directory)");
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return yaml_load_string(ss.str(), path, diags);
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > kMaxConfigBytes) {
+    ::close(fd);
+    return fail(fmt::format("the file has {} bytes, more than the {} a configuration may have",
+                            static_cast<uint64_t>(st.st_size), kMaxConfigBytes));
+  }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  std::string text(kMaxConfigBytes + 1, '\0');
+  size_t used = 0;
+  while (used < text.size()) {
+    ssize_t n = ::read(fd, text.data() + used, text.size() - used);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      int e = errno;
+      ::close(fd);
+      return fail(fmt::format("cannot read the file ({})", std::strerror(e)));
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (used > kMaxConfigBytes)
+    return fail(fmt::format("more than {} bytes: not a configuration (a device or an endless stream?)", kMaxConfigBytes));
+  text.resize(used);
+  return yaml_load_string(text, path, diags);
 }
 
 }  // namespace bonsai::ctl

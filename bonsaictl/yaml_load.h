@@ -31,6 +31,14 @@ struct ServiceConfig {
   CompressionConfig compression;
 };
 
+// Input bounds: a configuration file is read up to this size (a larger one, or an
+// endless one like /dev/zero, is an error), and may hold at most this many nodes
+// once its aliases are expanded (a small file of nested aliases is not a bomb).
+inline constexpr size_t kMaxConfigBytes = size_t{4} << 20;
+inline constexpr size_t kMaxConfigNodes = 4'000'000;
+// Diagnostics reported for one file at most (then "N more not shown").
+inline constexpr size_t kMaxConfigDiags = 100;
+
 struct Config {
   std::string file;
   std::vector<ServiceConfig> services;
@@ -38,10 +46,13 @@ struct Config {
 };
 
 // Parses `text` (named `file` in diagnostics). Every problem found is appended to
-// `diags` in file order; the Config is complete only if none was.
+// `diags` in file order, each with its line and column; the Config is complete only
+// if none was. Strict: a key twice in one mapping, a second document, a key that is
+// not a plain name are errors. Never throws on bad input.
 Config yaml_load_string(const std::string& text, const std::string& file, std::vector<Diag>& diags);
 
-// Reads and parses `path` (a missing or unreadable file is a diagnostic too).
+// Reads and parses `path` (a missing or unreadable file, a directory, or more than
+// kMaxConfigBytes are diagnostics too; pipes and devices are read with that bound).
 Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
 
 // ---- pieces shared with yaml_compression.cc ----

@@ -3,7 +3,10 @@
 // every error path is reported at the line and column of the offending value.
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "abi/limit_parse.h"
 #include "../../bonsaictl/yaml_load.h"
@@ -166,5 +169,78 @@ TEST_CASE("yaml: a missing file is a diagnostic, not an exception") {
   std::vector<Diag> diags;
   yaml_load_file("/nonexistent/services.yaml", diags);
   REQUIRE(diags.size() == 1);
-  CHECK(diag_format(diags[0]) == "/nonexistent/services.yaml: cannot read the file");
+  CHECK(diag_format(diags[0]) == "/nonexistent/services.yaml: cannot read the file (No such file or directory)");
+}
+
+// Issue 8, item 9: strict and bounded input.
+TEST_CASE("yaml: a key given twice is an error at its line and column, never 'the last wins'") {
+  CHECK(only_error("version: 1\nservices:\n  web:\n    limits:\n      - calls: [read]\n        rate: 1MB/s\n"
+                   "        rate: 2MB/s\n") ==
+        "services.yaml:7:9: duplicate key 'rate' (first at line 6, column 9): a key may appear once in a mapping");
+  CHECK(only_error("version: 1\nservices:\n  web:\n    limits: []\n    limits:\n      - {calls: read, rate: 1/s}\n")
+            .rfind("services.yaml:5:5: duplicate key 'limits'", 0) == 0);
+  CHECK(only_error("version: 1\nservices:\n  a: {}\n  b:\n  a:\n").rfind("services.yaml:5:3: duplicate key 'a'", 0) == 0);
+  CHECK(only_error("version: 1\nversion: 1\nservices: {}\n").rfind("services.yaml:2:1: duplicate key 'version'", 0) == 0);
+  CHECK(only_error("version: 1\nservices:\n  a:\n    compression: {accept: true, accept: false}\n")
+            .rfind("services.yaml:4:33: duplicate key 'accept'", 0) == 0);
+  CHECK(only_error("version: 1\nservices:\n  ? [a, b]\n  : {}\n").rfind("services.yaml:3:5: a key must be a plain name", 0) == 0);
+}
+
+TEST_CASE("yaml: one document per file; an empty file is an error at 1:1") {
+  CHECK(only_error("version: 1\nservices: {}\n---\nversion: 1\nservices: {}\n").rfind("services.yaml:3:1: a second YAML document", 0) == 0);
+  CHECK(only_error("version: 1\nservices: {}\n---\n").rfind("services.yaml:3:1: a second YAML document", 0) == 0);
+  CHECK(only_error("version: 1\nservices: {}\n...\n---\nx: 1\n").find("a second YAML document") != std::string::npos);
+  CHECK(only_error("").rfind("services.yaml:1:1: the file is empty", 0) == 0);
+  CHECK(load("---\nversion: 1\nservices: {}\n...\n").diags.empty());
+}
+
+TEST_CASE("yaml: bounded input: size, alias expansion, diagnostics, 200k services in linear time") {
+  CHECK(only_error(std::string(kMaxConfigBytes + 1, ' ')).find("more than 4194304 bytes") != std::string::npos);
+  // A "billion laughs": nine levels of ten aliases.
+  std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 9; ++i)
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + [&] {
+      std::string r;
+      for (int k = 0; k < 10; ++k) r += (k ? ", *a" : "*a") + std::to_string(i - 1);
+      return r;
+    }() + "]\n";
+  CHECK(only_error(bomb).find("nodes once aliases are expanded") != std::string::npos);
+  // Shared limits through an alias are fine.
+  CHECK(load("version: 1\nservices:\n  a:\n    limits: &L [{calls: read, rate: 1MB/s}]\n  b:\n    limits: *L\n")
+            .diags.empty());
+  // Many errors: at most kMaxConfigDiags, then a count.
+  std::string many = "version: 1\nservices:\n";
+  for (int i = 0; i < 500; ++i) many += "  s" + std::to_string(i) + ": {scope: x}\n";
+  Loaded l = load(many);
+  REQUIRE(l.diags.size() == kMaxConfigDiags + 1);
+  CHECK(l.diags.back().message == "400 more errors not shown");
+  // 200k services (the old duplicate check was quadratic: minutes).
+  std::string big = "version: 1\nservices:\n";
+  for (int i = 0; i < 200000; ++i) big += "  s" + std::to_string(i) + ": {}\n";
+  auto t0 = std::chrono::steady_clock::now();
+  Loaded b = load(big);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK(b.diags.empty());
+  CHECK(b.cfg.services.size() == 200000);
+  CHECK(secs < 60);
+  WARN("200k services: " << secs << " s");
+}
+
+TEST_CASE("yaml: files that are not files: a directory, /dev/zero, an empty FIFO, all end with an error") {
+  std::vector<Diag> d1, d2, d3;
+  yaml_load_file("/", d1);
+  REQUIRE(d1.size() == 1);
+  CHECK(d1[0].message == "cannot read the file (a directory)");
+  yaml_load_file("/dev/zero", d2);
+  REQUIRE(d2.size() == 1);
+  CHECK(d2[0].message.find("more than 4194304 bytes") != std::string::npos);
+  char dir[] = "/tmp/bonsai-yaml-XXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string fifo = std::string(dir) + "/fifo";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  yaml_load_file(fifo, d3);  // no writer: read at once as empty, never a hang
+  REQUIRE(d3.size() == 1);
+  CHECK(d3[0].message.find("empty") != std::string::npos);
+  unlink(fifo.c_str());
+  rmdir(dir);
 }
