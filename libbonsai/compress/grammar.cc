@@ -55,14 +55,14 @@ const char* parse_one(const char* p, const char* end, Dest& d) {
   d = Dest{};
   if (inet_pton(AF_INET, host, d.addr) == 1) d.family = AF_INET;
   else if (inet_pton(AF_INET6, host, d.addr) == 1) d.family = AF_INET6;
-  else return "bad address";
+  else return "not an IPv4 or IPv6 address";
   unsigned bits = d.family == AF_INET ? 32 : 128;
-  if (slash && !parse_uint(slash + 1, host_end, bits, bits)) return "bad prefix length";
+  if (slash && !parse_uint(slash + 1, host_end, bits, bits)) return "prefix length out of range (0..32 for IPv4, 0..128 for IPv6)";
   d.prefix = static_cast<uint8_t>(bits);
   const char* port = colon + 1;
   if (end - port == 1 && *port == '*') return nullptr;
   unsigned v;
-  if (!parse_uint(port, end, 65535, v) || v == 0) return "bad port (1..65535 or *)";
+  if (!parse_uint(port, end, 65535, v) || v == 0) return "port must be 1..65535 or *";
   d.port = static_cast<uint16_t>(v);
   return nullptr;
 }

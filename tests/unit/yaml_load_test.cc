@@ -140,12 +140,13 @@ TEST_CASE("yaml: one call in two buckets of one service is refused at the second
 TEST_CASE("yaml: bad addresses in compression.to, policies and levels") {
   const std::string head = "version: 1\nservices:\n  web:\n    compression:\n";
   CHECK(only_error(head + "      to: [\"127.0.0.1:9000\", \"300.1.1.1:80\"]\n") ==
-        "services.yaml:5:30: bad address '300.1.1.1:80': '300.1.1.1' is not an IPv4 address");
+        "services.yaml:5:30: bad address '300.1.1.1:80': not an IPv4 or IPv6 address (ADDR[/PREFIX]:PORT, ADDR:* or "
+        "[IPV6]:PORT)");
   CHECK(only_error(head + "      to: [\"10.0.0.0/33:*\"]\n").rfind("services.yaml:5:12: bad address '10.0.0.0/33:*': prefix", 0) == 0);
   CHECK(only_error(head + "      to: [\"127.0.0.1\"]\n").find("expected ADDR") != std::string::npos);
-  CHECK(only_error(head + "      to: [\"127.0.0.1:0\"]\n").find("port '0'") != std::string::npos);
+  CHECK(only_error(head + "      to: [\"127.0.0.1:0\"]\n").find("port must be 1..65535") != std::string::npos);
   CHECK(load(head + "      to: [\"[::1]:9000\", \"fd00::/8:*\"]\n").diags.size() == 1);  // IPv6 needs brackets
-  CHECK(load(head + "      to: [\"[::1]:9000\", \"[fd00::]/8:*\"]\n").diags.empty());
+  CHECK(load(head + "      to: [\"[::1]:9000\", \"[fd00::/8]:*\"]\n").diags.empty());
   CHECK(only_error(head + "      levels: [none, zstd:30]\n").rfind("services.yaml:5:22: unknown compression level", 0) == 0);
   CHECK(only_error(head + "      policy: fastest\n").rfind("services.yaml:5:15: bad policy 'fastest'", 0) == 0);
   CHECK(load(head + "      levels: [none, lz4]\n      policy: fixed:lz4\n").diags.empty());
@@ -194,7 +195,7 @@ TEST_CASE("yaml: one document per file; an empty file is an error at 1:1") {
   CHECK(load("---\nversion: 1\nservices: {}\n...\n").diags.empty());
 }
 
-TEST_CASE("yaml: bounded input: size, alias expansion, diagnostics, 200k services in linear time") {
+TEST_CASE("yaml: bounded input: size, alias expansion, diagnostics, many services in linear time") {
   CHECK(only_error(std::string(kMaxConfigBytes + 1, ' ')).find("more than 4194304 bytes") != std::string::npos);
   // A "billion laughs": nine levels of ten aliases.
   std::string bomb = "a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n";
@@ -214,16 +215,24 @@ TEST_CASE("yaml: bounded input: size, alias expansion, diagnostics, 200k service
   Loaded l = load(many);
   REQUIRE(l.diags.size() == kMaxConfigDiags + 1);
   CHECK(l.diags.back().message == "400 more errors not shown");
-  // 200k services (the old duplicate check was quadratic: minutes).
-  std::string big = "version: 1\nservices:\n";
-  for (int i = 0; i < 200000; ++i) big += "  s" + std::to_string(i) + ": {}\n";
-  auto t0 = std::chrono::steady_clock::now();
-  Loaded b = load(big);
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  CHECK(b.diags.empty());
-  CHECK(b.cfg.services.size() == 200000);
-  CHECK(secs < 60);
-  WARN("200k services: " << secs << " s");
+  // Many services in linear time (the old duplicate check was quadratic: 200k took minutes).
+  // Checked as a ratio, best of two runs each: 4x the services must cost well under 16x (quadratic).
+  auto secs_for = [](int n) {
+    std::string big = "version: 1\nservices:\n";
+    for (int i = 0; i < n; ++i) big += "  s" + std::to_string(i) + ": {}\n";
+    double best = 1e9;
+    for (int run = 0; run < 2; ++run) {
+      auto t0 = std::chrono::steady_clock::now();
+      Loaded b = load(big);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      CHECK(b.diags.empty());
+      CHECK(b.cfg.services.size() == static_cast<size_t>(n));
+    }
+    return best;
+  };
+  double small = secs_for(10000), large = secs_for(40000);
+  WARN("10k services: " << small << " s, 40k: " << large << " s");
+  CHECK(large < 12 * small);
 }
 
 TEST_CASE("yaml: files that are not files: a directory, /dev/zero, an empty FIFO, all end with an error") {
