@@ -5,6 +5,7 @@
 // comes first. A symbol this libc lacks makes the call fail with ENOSYS.
 #pragma once
 #include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -110,7 +111,13 @@ namespace bonsai::real {
   X(int, posix_spawnp, (pid_t* pid, const char* p, const posix_spawn_file_actions_t* fa,          \
                         const posix_spawnattr_t* at, char* const* a, char* const* e), (pid, p, fa, at, a, e)) \
   X(int, close_range, (unsigned lo, unsigned hi, int fl), (lo, hi, fl))                            \
-  X(void, closefrom, (int lo), (lo))
+  X(void, closefrom, (int lo), (lo))                                                               \
+  BONSAI_REAL_SIGNAL_SYMBOLS(X)
+
+// SIGBUS dispositions (interpose/signal_calls.cc keep the segment guard first).
+#define BONSAI_REAL_SIGNAL_SYMBOLS(X)                                                              \
+  X(int, sigaction, (int s, const struct sigaction* a, struct sigaction* o), (s, a, o))            \
+  X(sighandler_t, signal, (int s, sighandler_t h), (s, h))
 
 #define BONSAI_X(ret, name, params, args)                                      \
   using name##_fn = ret(*) params;                                             \
