@@ -12,6 +12,7 @@
 
 #include "interpose/real.h"
 #include "interpose/wrap.h"
+#include "shm/shm_fd.h"
 
 using namespace bonsai;
 
@@ -74,6 +75,11 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
   long d = va_arg(ap, long), e = va_arg(ap, long), f = va_arg(ap, long);
   va_end(ap);
   auto call = [&] { return raw(nr, a, b, c, d, e, f); };
+  // Closing by number keeps the service segment's descriptor, as close() and
+  // close_range() do (shm/shm_fd.h): raw closers (CPython, Rust std) reach here.
+  if (nr == SYS_close && shm_fd_protected(static_cast<int>(a))) [[unlikely]] return 0;
+  if (nr == SYS_close_range) [[unlikely]]
+    return close_range(static_cast<unsigned>(a), static_cast<unsigned>(b), static_cast<int>(c));
   if (!limiter_active()) return call();
   int fd = static_cast<int>(a);
   auto bytes = [&](CallId id, bool write, int flags, auto&& piece) {

@@ -4,7 +4,7 @@
 # foreign environment stays in the service and holds its cap (execve execv execvp
 # execvpe execl execle execlp fexecve execveat posix_spawn posix_spawnp, vfork +
 # execve); a child that closes every descriptor (closefrom, close_range, a close()
-# loop) and changes uid still finds the service (root only); a child given another
+# loop, the same through syscall()) and changes uid still finds the service (root only); a child given another
 # BONSAI_SERVICE joins that one; BONSAI_LEAVE=1 is the way out.
 . "$(dirname "$0")/t_ctl_lib.sh"
 need_prog exec_calls
@@ -28,7 +28,7 @@ done
 
 if [ "$(id -u)" = 0 ]; then
   # Segment root's, mode 0600: only the inherited (and protected) descriptor leads back.
-  for mode in closefrom_setuid close_range_setuid close_loop_setuid; do capped "$mode"; done
+  for mode in closefrom_setuid close_range_setuid close_loop_setuid sys_close_range_setuid sys_close_loop_setuid; do capped "$mode"; done
 else
   note "SKIP (not root): closing every descriptor and changing uid"
 fi

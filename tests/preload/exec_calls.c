@@ -4,6 +4,7 @@
 //   exec_calls MODE BYTES     MODE: execve execv execvp execvpe execl execle execlp
 //                             fexecve execveat posix_spawn posix_spawnp vfork
 //                             closefrom_setuid close_range_setuid close_loop_setuid
+//                             sys_close_range_setuid sys_close_loop_setuid
 //                             foreign (BONSAI_SERVICE=$EXEC_FOREIGN given) leave (BONSAI_LEAVE=1)
 //   exec_calls write BYTES    the writer: BYTES to /dev/null in 64 KiB write() calls
 // Exits with the writer's status (the parent waits for it).
@@ -111,6 +112,15 @@ int main(int argc, char** argv) {
     execve(self, child_argv, empty_env);
   } else if (strcmp(mode, "close_range_setuid") == 0) {
     close_range(3, ~0U, 0);
+    drop_to_nobody();
+    execve(self, child_argv, empty_env);
+  } else if (strcmp(mode, "sys_close_range_setuid") == 0) {  // raw closers (CPython, Rust std)
+    syscall(SYS_close_range, 3, ~0U, 0);
+    drop_to_nobody();
+    execve(self, child_argv, empty_env);
+  } else if (strcmp(mode, "sys_close_loop_setuid") == 0) {
+    long max = sysconf(_SC_OPEN_MAX);
+    for (long fd = 3; fd < max && fd < 65536; ++fd) syscall(SYS_close, fd);
     drop_to_nobody();
     execve(self, child_argv, empty_env);
   } else if (strcmp(mode, "close_loop_setuid") == 0) {
