@@ -5,6 +5,7 @@
 // (completion sizes are not seen here).
 #include <cerrno>
 #include <cstdarg>
+#include <fcntl.h>
 #include <linux/aio_abi.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -146,6 +147,8 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
     case SYS_tee:  // (in, out, len, flags)
       return wrap::zero_copy(CallId::tee, static_cast<int>(b), static_cast<size_t>(c),
                              [&](size_t len) { return raw(nr, a, b, static_cast<long>(len), d, e, f); });
+    case SYS_vmsplice:  // (fd, iov, count, flags): the named wrapper's page-aligned clamp
+      return ::vmsplice(fd, reinterpret_cast<const iovec*>(b), static_cast<size_t>(c), static_cast<unsigned>(d));
     case SYS_io_submit: return io_submit_limited(a, b, c, d, e, f);
     default: return call();
   }
