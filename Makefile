@@ -17,8 +17,10 @@ endif
 say = $(if $(filter 1,$(V)),,@printf '  %-7s %s\n' $(1) $(2);)
 
 # ---- sources ----
+# Modules (layers, lowest first: sys abi bucket log shm runtime compress interpose; an include
+# may only go down: `make test-layers`, tests/tools/check_layers.sh).
 ABI_SRC     := $(wildcard libbonsai/abi/*.cc)
-LIB_SRC     := $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/shm/*.cc libbonsai/compress/*.cc \
+LIB_SRC     := $(wildcard libbonsai/sys/*.cc) $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/shm/*.cc libbonsai/compress/*.cc \
                libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc)
 CTL_SRC     := $(wildcard bonsaictl/*.cc)
 UNIT_SRC    := $(wildcard tests/unit/*.cc)
@@ -26,7 +28,7 @@ PRELOAD_SRC := $(wildcard tests/preload/*.c)
 
 LIB_OBJ   := $(LIB_SRC:%.cc=$(OBJ)/%.o)
 # Modules the unit tests and bonsaictl link directly (they define no interposed symbol).
-CORE_OBJ  := $(filter $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/% $(OBJ)/libbonsai/shm/%,$(LIB_OBJ))
+CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/% $(OBJ)/libbonsai/shm/%,$(LIB_OBJ))
 # Library modules only the unit tests link (compression, runtime helpers without wrappers).
 UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/%,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
@@ -43,7 +45,7 @@ BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
-.PHONY: all lib ctl deps test test-unit test-integration test-asan test-tsan bench demo install clean
+.PHONY: all lib ctl deps test test-layers test-unit test-integration test-asan test-tsan bench demo install clean
 all: lib ctl
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL)
@@ -88,11 +90,21 @@ test-unit: $(UNIT_BIN)
 test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
 	BONSAI_BUILD=$(OUT) bash tests/integration/run.sh
 
+# Includes go down the module order only, and never outside the repository.
+test-layers:
+	$(Q)bash tests/tools/check_layers.sh
+
+# One suite at a time: the timing checks of the integration tests must not share the
+# two cores with the unit tests' fuzzers (builds inside each step still run in parallel).
 test: deps-check all
-	$(Q)$(MAKE) --no-print-directory test-unit test-integration
+	$(Q)$(MAKE) --no-print-directory test-layers
+	$(Q)$(MAKE) --no-print-directory test-unit
+	$(Q)$(MAKE) --no-print-directory test-integration
 	$(Q)$(MAKE) --no-print-directory test-fuzz
-	$(Q)$(MAKE) --no-print-directory MODE=asan test-unit test-integration-asan
-	$(Q)$(MAKE) --no-print-directory MODE=tsan test-unit test-integration-tsan
+	$(Q)$(MAKE) --no-print-directory MODE=asan test-unit
+	$(Q)$(MAKE) --no-print-directory MODE=asan test-integration-asan
+	$(Q)$(MAKE) --no-print-directory MODE=tsan test-unit
+	$(Q)$(MAKE) --no-print-directory MODE=tsan test-integration-tsan
 
 # Sanitizer builds: unit tests, plus the preload programs with the sanitized library
 # (the sanitizer runtime is preloaded first, as an uninstrumented host requires).

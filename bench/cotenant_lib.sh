@@ -203,7 +203,7 @@ ct_experiment() {
       --csv "$csv" --plotvars "$CT_RUNS/plotvars.gp" --what "$what" --require-stats \
       --lo "${CT_LO:-30}" --hi "${CT_HI:-60}" --target "${CT_TARGET:-5}" ||
     ct_die "the report failed"
-  gnuplot -e "load '$CT_RUNS/plotvars.gp'; png='$png'" "$CT_BENCH/cotenant_plot.gp" ||
+  gnuplot -e "load '$CT_RUNS/plotvars.gp'; png='$png'" "$CT_BENCH/plots/cotenant_plot.gp" ||
     ct_die "gnuplot failed"
   ct_say "wrote $csv and $png"
 }

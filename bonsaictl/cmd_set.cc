@@ -10,10 +10,10 @@
 #include "abi/limit_parse.h"
 #include "commands.h"
 #include "run_env.h"
-#include "runtime/clock.h"
 #include "shm/shm_slots.h"
 #include "shm_client.h"
 #include "stat_snapshot.h"
+#include "sys/clock.h"
 
 namespace bonsai::ctl {
 namespace {

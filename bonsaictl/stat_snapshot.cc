@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "abi/limit_parse.h"
-#include "runtime/clock.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
 #include "shm/shm_slots.h"
+#include "sys/clock.h"
 #include "shm_client.h"
 
 namespace bonsai::ctl {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The YAML configuration (DESIGN.md "The YAML configuration"): yaml-cpp -> Config,
+// The YAML configuration (docs/config.md): yaml-cpp -> Config,
 // with every problem reported as a Diag at the line and column of the offending
 // value. Nothing is applied here; `check`, `load` and `run -c` use the result.
 #pragma once

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Two panels like the BONSAI paper's Figures 5 and 12: per-second MB/s of tenants A and B,
 # (a) without limits, (b) with B capped by bonsai (cap as a dotted line).
-# Usage: gnuplot -e "load 'VARS.gp'; png='OUT.png'" bench/cotenant_plot.gp
+# Usage: gnuplot -e "load 'VARS.gp'; png='OUT.png'" bench/plots/cotenant_plot.gp
 #   VARS.gp (written by cotenant_report.py) sets csv, bstart, duration, cap, ymax, title_a, title_b, what.
 
 set terminal pngcairo size 1000,760 font "DejaVu Sans,11" noenhanced

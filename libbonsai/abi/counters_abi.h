@@ -4,12 +4,14 @@
 // counters and bumps them with unlocked one-instruction adds; threads beyond the
 // owned lanes share the last lane with locked adds. Readers sum the lanes. Slow-path
 // counters (throttled, wait, wire bytes of compressed sockets) are plain atomics.
+// The layout is ABI: every ShmSlot publishes one (abi/shm_abi.h); bump
+// BONSAI_ABI_VERSION on any change.
 #pragma once
 #include <atomic>
 #include <cstdint>
 
 #include "abi/calls.h"
-#include "runtime/lane_add.h"
+#include "sys/lane_add.h"
 
 namespace bonsai {
 

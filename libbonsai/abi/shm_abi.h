@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "abi/bucket_state.h"
 #include "abi/calls.h"
+#include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
-#include "bucket/token_bucket.h"
-#include "runtime/counters.h"
 
 #define BONSAI_ABI_VERSION 3  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 
+#include "abi/bucket_state.h"
 #include "abi/limits_abi.h"
 
 namespace bonsai {
@@ -29,14 +30,6 @@ struct BucketParams {
   bool per_call;             // a call-rate bucket: each call costs one unit
   uint64_t max_ahead_ns;     // the furthest a legitimate tat can be ahead of now
 };
-
-// Shared state: one cache line so buckets never share one.
-struct alignas(64) BucketState {
-  std::atomic<uint64_t> tat_ns;  // theoretical arrival time (host CLOCK_MONOTONIC ns:
-                                 // see shm/shm_clock.h for processes in a time namespace)
-  char pad_[56];
-};
-static_assert(sizeof(BucketState) == 64);
 
 inline constexpr uint64_t kDefaultDepthNs = 10'000'000;  // default depth: 10 ms of rate
 inline constexpr uint64_t kBatchNs = 1'000'000;          // a thread's prepaid batch: 1 ms

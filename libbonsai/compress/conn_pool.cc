@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-#include "runtime/raw_syscall.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai::compress {
 

@@ -20,8 +20,8 @@
 #include "interpose/wrap.h"
 #include "log/blog.h"
 #include "log/out_file.h"
-#include "runtime/clock.h"
-#include "runtime/raw_syscall.h"
+#include "sys/clock.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai::compress {
 

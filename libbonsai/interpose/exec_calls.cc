@@ -24,7 +24,7 @@
 #include "log/blog.h"
 #include "runtime/exec_env.h"
 #include "shm/shm_fd.h"
-#include "runtime/raw_syscall.h"
+#include "sys/raw_syscall.h"
 
 using namespace bonsai;
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "runtime/raw_syscall.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {

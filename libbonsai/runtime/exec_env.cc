@@ -16,9 +16,9 @@
 #include <unistd.h>
 
 #include "log/blog.h"
-#include "runtime/env.h"
-#include "runtime/raw_syscall.h"
 #include "shm/shm_fd.h"
+#include "sys/env.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {

@@ -3,7 +3,6 @@
 // no allocation, no locks, no exceptions; on anything unexpected it runs unlimited
 // and says so once.
 #include "runtime/limiter.h"
-#include "runtime/env.h"
 #include "runtime/exec_env.h"
 
 #include <cerrno>
@@ -14,14 +13,14 @@
 #include <unistd.h>
 
 #include "abi/limit_parse.h"
-#include "interpose/real.h"
 #include "log/blog.h"
-#include "runtime/clock.h"
 #include "runtime/stats_dump.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
 #include "shm/shm_clock.h"
+#include "sys/clock.h"
+#include "sys/env.h"
 
 namespace bonsai {
 

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <sys/types.h>
 
+#include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
 #include "bucket/token_bucket.h"
-#include "runtime/counters.h"
 #include "runtime/options.h"
 
 namespace bonsai {

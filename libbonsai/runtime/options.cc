@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Loading the options table from the environment (constructor only).
 #include "runtime/options.h"
-#include "runtime/env.h"
 
 #include <cstdlib>
 #include <cstring>
 
 #include "log/blog.h"
+#include "sys/env.h"
 
 namespace bonsai {
 namespace {

@@ -2,7 +2,6 @@
 // Writing the per-process counters as JSON at exit (see stats_dump.h).
 // No allocation: a static buffer, raw system calls.
 #include "runtime/stats_dump.h"
-#include "runtime/env.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -13,7 +12,8 @@
 #include "log/blog.h"
 #include "log/out_file.h"
 #include "runtime/limiter.h"
-#include "runtime/raw_syscall.h"
+#include "sys/env.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {

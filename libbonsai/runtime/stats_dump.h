@@ -5,7 +5,7 @@
 #pragma once
 #include <cstddef>
 
-#include "runtime/counters.h"
+#include "abi/counters_abi.h"
 
 namespace bonsai {
 

@@ -7,7 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "runtime/clock.h"
+#include "sys/clock.h"
 
 namespace bonsai {
 namespace {

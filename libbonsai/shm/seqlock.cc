@@ -8,7 +8,7 @@
 
 #include <ctime>
 
-#include "runtime/clock.h"
+#include "sys/clock.h"
 
 namespace bonsai {
 namespace {

@@ -17,6 +17,7 @@
 #include "shm/shm_name.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
+#include "sys/raw_open.h"
 
 namespace bonsai {
 namespace {

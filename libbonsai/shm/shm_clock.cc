@@ -4,8 +4,8 @@
 
 #include <fcntl.h>
 
-#include "runtime/raw_syscall.h"
-#include "shm/shm_proc.h"
+#include "sys/raw_open.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {

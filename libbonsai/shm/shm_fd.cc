@@ -9,7 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "runtime/raw_syscall.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 

@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <fcntl.h>
 
-#include "runtime/raw_syscall.h"
+#include "sys/raw_open.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {
@@ -22,17 +23,6 @@ long read_small(const char* path, char* buf, size_t cap) noexcept {
 }
 
 }  // namespace
-
-long raw_open(const char* path, int flags, int mode) noexcept {
-#ifdef SYS_open
-  return raw_syscall3(SYS_open, reinterpret_cast<long>(path), flags, mode);
-#else
-  long r = ::syscall(SYS_openat, AT_FDCWD, path, flags, mode);
-  return r < 0 ? -errno : r;
-#endif
-}
-
-void raw_close(int fd) noexcept { raw_syscall3(SYS_close, fd, 0, 0); }
 
 ProcStatus proc_status(int pid, uint64_t& start_time) noexcept {
   start_time = 0;

@@ -20,9 +20,4 @@ void proc_comm(int pid, char* out, size_t cap) noexcept;
 // A slot's identity check: is `pid` alive and still the process that started at `start_time`?
 bool proc_is(int pid, uint64_t start_time) noexcept;
 
-// open(2) / close(2) without going through libc's (interposed) symbols.
-// @return fd or -errno.
-long raw_open(const char* path, int flags, int mode) noexcept;
-void raw_close(int fd) noexcept;
-
 }  // namespace bonsai

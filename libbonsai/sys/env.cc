@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Environment lookup usable before libc's `environ` exists (see env.h).
-#include "runtime/env.h"
+#include "sys/env.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "runtime/raw_syscall.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Helpers shared by the t_ctl_*.sh tests (sourced, not run: not executable): the
+# Helpers shared by the ctl and shm tests (sourced, not run: named outside run.sh's t_*.sh glob): the
 # bonsaictl binary, reading `bonsaictl stat --json`, the segment's file name.
 . "$(dirname "$0")/lib.sh"
 CTL=$BONSAI_BUILD/bonsaictl

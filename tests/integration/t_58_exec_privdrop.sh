@@ -3,7 +3,7 @@
 # Issue #8.7: privilege drops stay in the service: `run -- setpriv --reuid=65534 ... dd`
 # holds the cap (the segment, root's and 0600, is reached through the inherited
 # BONSAI_SHM_FD), also with a scrubbed environment, and is counted in the service.
-. "$(dirname "$0")/t_ctl_lib.sh"
+. "$(dirname "$0")/ctl_lib.sh"
 need_cmd setpriv dd
 [ "$(id -u)" = 0 ] || skip "needs root to change uid (CI runs as root)"
 cap=$((2 * MiB))

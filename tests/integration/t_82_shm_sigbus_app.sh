@@ -4,7 +4,7 @@
 # after start-up (sigaction or signal) must not replace the segment guard. The program's
 # own faults still reach its handler; a truncated segment does not kill it.
 # sanitized: yes
-. "$(dirname "$0")/t_ctl_lib.sh"
+. "$(dirname "$0")/ctl_lib.sh"
 need_prog sigbus_app
 for how in sigaction signal; do
   name=bus$how

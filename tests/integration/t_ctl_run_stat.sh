@@ -3,7 +3,7 @@
 # bonsaictl run + stat --json (issue 3): a dd under `run -l write=2MiB/s` is seen
 # attached while it runs and folded into the exited totals after; its rate holds;
 # the segment is mode 0600; a shell's forked children get slots of their own.
-. "$(dirname "$0")/t_ctl_lib.sh"
+. "$(dirname "$0")/ctl_lib.sh"
 need_cmd dd python3
 
 timed dd "$CTL" run -s web -l 'write=2MiB/s' -- dd if=/dev/zero of=/dev/null bs=4k count=1024 status=none

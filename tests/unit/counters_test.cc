@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Unit tests of libbonsai/runtime/counters.h and lane_add.h: per-thread counter lanes
+// Unit tests of libbonsai/abi/counters_abi.h and sys/lane_add.h: per-thread counter lanes
 // summed by counters_total (with the wire bytes of compressed sockets), zeroed by
 // counters_reset, and the unlocked lane_add.
 #include <catch2/catch.hpp>
@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/counters.h"
-#include "runtime/lane_add.h"
+#include "abi/counters_abi.h"
+#include "sys/lane_add.h"
 
 using namespace bonsai;
 

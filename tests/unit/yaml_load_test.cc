@@ -46,7 +46,7 @@ std::string rules_of(const ServiceConfig& s) {
 
 }  // namespace
 
-TEST_CASE("yaml: the DESIGN example loads with its limits, scope and compression") {
+TEST_CASE("yaml: the docs/config.md example loads with its limits, scope and compression") {
   Loaded l = load(R"(version: 1
 services:
   video:

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The include-order check (`make test-layers`, run by `make test`): libbonsai's modules
+# form one-way layers, lowest first:
+#
+#   sys <- abi <- bucket <- log <- shm <- runtime <- compress <- interpose
+#
+# A file in libbonsai/M/ may include its own module and lower ones only; bonsaictl/
+# may include its own files and sys, abi, bucket, log, shm, compress (it links those,
+# never runtime or interpose). Every quoted include anywhere in the sources must name
+# a file inside the repository. Prints each offence as FILE:LINE: text and exits 1.
+# Pure bash and grep. Usage: tests/tools/check_layers.sh [REPO_ROOT]
+set -u
+ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
+cd "$ROOT" || exit 2
+
+ORDER=(sys abi bucket log shm runtime compress interpose)
+declare -A ALLOWED
+below=""
+for m in "${ORDER[@]}"; do
+  below="$below $m"
+  ALLOWED[$m]="$below"
+done
+ALLOWED[bonsaictl]=" sys abi bucket log shm compress bonsaictl"
+
+# Normalizes a relative path (a/./b/../c -> a/c) into REPLY; "" if it climbs above ".".
+# (Results go through REPLY, not $(...): no fork per include.)
+normalize() {
+  local IFS=/ part out=()
+  REPLY=""
+  for part in $1; do
+    case $part in
+      '' | .) ;;
+      ..) ((${#out[@]})) || return; unset 'out[${#out[@]}-1]' ;;
+      *) out+=("$part") ;;
+    esac
+  done
+  REPLY="${out[*]}"
+}
+
+# The module a repository path belongs to, into REPLY ("" if none).
+module_of() {
+  case $1 in
+    libbonsai/*/*) REPLY=${1#libbonsai/}; REPLY=${REPLY%%/*} ;;
+    bonsaictl/*) REPLY=bonsaictl ;;
+    *) REPLY="" ;;
+  esac
+}
+
+bad=0
+while IFS= read -r hit; do
+  file=${hit%%:*}; rest=${hit#*:}; line=${rest%%:*}; text=${rest#*:}
+  inc=${text#*\"}; inc=${inc%%\"*}
+  dir=${file%/*}
+  # The compiler's search order: the including file's directory, then -Ilibbonsai, -Itests.
+  target=""
+  case $inc in
+    /*) ;;
+    *)
+      for base in "$dir" libbonsai tests; do
+        normalize "$base/$inc"
+        if [ -n "$REPLY" ] && [ -f "$REPLY" ]; then target=$REPLY; break; fi
+      done ;;
+  esac
+  if [ -z "$target" ]; then
+    echo "$file:$line: names no file inside the repository: $text"
+    bad=1
+    continue
+  fi
+  module_of "$file"; from=$REPLY
+  module_of "$target"; to=$REPLY
+  [ -z "$from" ] && continue            # tests, bench: any repository file
+  [ "$from" = "$to" ] && continue
+  allowed=${ALLOWED[$from]:-}
+  if [ -z "$allowed" ]; then
+    echo "$file:$line: module '$from' is not in the layer order (tests/tools/check_layers.sh): $text"
+    bad=1
+  elif [ -z "$to" ] || [[ " $allowed " != *" $to "* ]]; then
+    echo "$file:$line: '$from' may not include '${to:-$target}' (order: ${ORDER[*]}; $from may use:$allowed): $text"
+    bad=1
+  fi
+done < <(grep -rn --include='*.h' --include='*.cc' --include='*.c' --include='*.hpp' --include='*.cpp' \
+           -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' libbonsai bonsaictl tests bench 2>/dev/null)
+
+if [ "$bad" = 0 ]; then
+  echo "layers: ok (${ORDER[*]}; bonsaictl:${ALLOWED[bonsaictl]})"
+fi
+exit "$bad"
