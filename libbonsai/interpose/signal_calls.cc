@@ -12,6 +12,10 @@
 #include "interpose/real.h"
 #include "shm/shm_guard.h"
 
+// Not in TSan builds: the TSan runtime calls sigaction() while it initialises, and an
+// instrumented wrapper then crashes inside it (the guard still works; only a handler
+// installed later by the application replaces it there).
+#if !defined(__SANITIZE_THREAD__)
 extern "C" {
 #pragma GCC visibility push(default)
 
@@ -46,3 +50,4 @@ sighandler_t signal(int sig, sighandler_t handler) {
 
 #pragma GCC visibility pop
 }  // extern "C"
+#endif
