@@ -149,3 +149,9 @@ timed_ok() {
   [ "$(cat "$T/$1.rc" 2>/dev/null)" = 0 ] || fail "$1 exited $(cat "$T/$1.rc" 2>/dev/null)"
   cat "$T/$1.secs"
 }
+
+# nobody_loads_lib: true if user nobody (65534) can read the library (a checkout under a
+# private directory, such as mktemp -d, keeps a dropped child from loading it at all).
+nobody_loads_lib() {
+  [ "$(id -u)" = 0 ] && setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$LIB" 2>/dev/null
+}

@@ -22,7 +22,7 @@ elif mode == "user":
 print("%.4f" % (time.monotonic() - t))
 PY
 modes="subprocess posix_spawn"
-if [ "$(id -u)" = 0 ]; then modes="$modes user"; else note "SKIP (not root): subprocess.run(user=65534)"; fi
+if nobody_loads_lib; then modes="$modes user"; else note "SKIP (not root, or nobody cannot read $LIB): subprocess.run(user=65534)"; fi
 for scope in process service; do
   for mode in $modes; do
     secs=$("$CTL" run -s py --scope $scope -l 'write=2MiB/s' -- python3 "$T/svc.py" $mode) || fail "$mode failed"
