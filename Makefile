@@ -40,6 +40,8 @@ LIB_LDLIBS  := -ldl -lpthread -lrt
 # Compression (libbonsai/compress): Debian's shared libzstd/liblz4 (they export the
 # static-context API we use); see docs/compression.md.
 LIB_LDLIBS  += -lzstd -llz4
+# The io_uring guard (BONSAI_IO_URING=deny, libbonsai/runtime/uring_guard.cc): libseccomp.
+LIB_LDLIBS  += -lseccomp
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
@@ -136,7 +138,7 @@ test-fuzz: $(FUZZ_BIN)
 # ---- packages ----
 DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
                 fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace \
-                clang-14 libclang-rt-14-dev
+                clang-14 libclang-rt-14-dev liburing-dev
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

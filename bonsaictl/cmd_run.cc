@@ -18,7 +18,7 @@ namespace bonsai::ctl {
 namespace {
 
 struct RunOptions {
-  std::string file, service, scope;
+  std::string file, service, scope, io_uring;
   std::vector<std::string> limits;
   Args command;
 };
@@ -36,6 +36,8 @@ RunOptions run_parse(const Args& args) {
     else if (a == "-s" || a == "--service") o.service = option_value(args, i);
     else if (a == "-l" || a == "--limit") o.limits.push_back(option_value(args, i));
     else if (a == "--scope") o.scope = option_value(args, i);
+    else if (a == "--io-uring") o.io_uring = option_value(args, i);
+    else if (a.rfind("--io-uring=", 0) == 0) o.io_uring = a.substr(sizeof("--io-uring=") - 1);
     else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
     else break;  // the command, without "--"
   }
@@ -44,6 +46,8 @@ RunOptions run_parse(const Args& args) {
   if (o.command.empty()) usage_error("no command given (put it after --)");
   if (!o.scope.empty() && o.scope != "process" && o.scope != "service")
     usage_error(fmt::format("bad --scope '{}' (process or service)", o.scope));
+  if (!o.io_uring.empty() && o.io_uring != "deny" && o.io_uring != "allow")
+    usage_error(fmt::format("bad --io-uring '{}' (deny or allow)", o.io_uring));
   return o;
 }
 
@@ -66,6 +70,7 @@ int cmd_run(const Args& args) {
   bool have_limits = false;
   ShmScope scope = o.scope == "service" ? ShmScope::Service : ShmScope::Process;
   CompressionConfig compression;
+  std::string io_uring;  // the file's io_uring:
   if (!o.file.empty()) {
     std::vector<Diag> diags;
     Config cfg = yaml_load_file(o.file, diags);
@@ -76,6 +81,7 @@ int cmd_run(const Args& args) {
     have_limits = true;
     if (o.scope.empty()) scope = s->scope;
     compression = s->compression;
+    io_uring = s->io_uring;
   }
   if (!o.limits.empty()) {
     std::string text;
@@ -115,6 +121,7 @@ int cmd_run(const Args& args) {
   if (std::string w = privdrop_warning(lib, geteuid()); !w.empty())
     fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
   export_compression(compression);
+  io_uring_export(o.io_uring, io_uring);  // both checked already
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -125,7 +132,7 @@ int cmd_run(const Args& args) {
 }  // namespace
 
 extern const Command kCmdRun{
-    "run", "run [-c FILE] -s SERVICE [-l LIMIT]... [--scope process|service] -- CMD [ARGS]",
+    "run", "run [-c FILE] -s SERVICE [-l LIMIT]... [--scope process|service] [--io-uring deny|allow] -- CMD [ARGS]",
     "Prepares SERVICE's segment (creating it if needed) and runs CMD under libbonsai:\n"
     "libbonsai.so (next to bonsaictl, or BONSAI_LIB) goes in front of LD_PRELOAD, whose\n"
     "other entries are kept, and BONSAI_SERVICE=SERVICE is set; children inherit both.\n"
@@ -133,6 +140,11 @@ extern const Command kCmdRun{
     "  -l LIMIT   a limit in the BONSAI_LIMITS grammar (repeatable); replaces the\n"
     "             file's rules that share a call with it\n"
     "  --scope S  process (each process its own buckets) or service (shared)\n"
+    "  --io-uring deny|allow\n"
+    "             deny: io_uring_setup fails (ENOSYS) in CMD and its children, so\n"
+    "             io_uring users fall back to limited calls (sets no_new_privs\n"
+    "             unless root: setuid programs then gain no privileges); default:\n"
+    "             the file's io_uring, else as inherited (BONSAI_IO_URING)\n"
     "Without -c and -l an existing service keeps its limits (a new one has none).\n"
     "Warns when CMD is statically linked or setuid: such programs ignore LD_PRELOAD.\n"
     "exit status: CMD's own once it runs; 1 runtime failure, 2 usage or configuration error\n",

@@ -163,6 +163,14 @@ std::string privdrop_warning(const std::string& lib, unsigned euid) {
   return "";
 }
 
+bool io_uring_export(const std::string& flag, const std::string& file) {
+  const std::string& v = flag.empty() ? file : flag;
+  if (v.empty()) return true;
+  if (v != "deny" && v != "allow") return false;
+  setenv("BONSAI_IO_URING", v.c_str(), 1);  // "allow" also overrides a deny the caller exported
+  return true;
+}
+
 bool limits_merge(LimitSet& base, const LimitSet& extra, std::string& why) {
   CallMask replaced = 0;
   for (uint32_t i = 0; i < extra.count; ++i) replaced |= extra.rules[i].calls;

@@ -35,6 +35,12 @@ int segment_fd_handoff(const std::string& path, std::string& why);
 // (run as root with a library other users cannot read), else "".
 std::string privdrop_warning(const std::string& lib, unsigned euid);
 
+// BONSAI_IO_URING for the launched tree: `flag` (--io-uring) wins over `file` (the
+// service's `io_uring:`); both empty leaves the inherited value alone. "deny" makes
+// the library deny io_uring_setup (ENOSYS) in the tree. @return false (nothing set)
+// if the value is neither deny nor allow.
+bool io_uring_export(const std::string& flag, const std::string& file);
+
 // Rules of `extra` replace the rules of `base` that share a call with them; the
 // others are kept. @return false (and `why`) if the result holds too many rules.
 bool limits_merge(LimitSet& base, const LimitSet& extra, std::string& why);

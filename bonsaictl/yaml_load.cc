@@ -254,7 +254,7 @@ struct Loader {
     }
     if (node.IsNull()) return cfg.services.push_back(std::move(svc));
     if (!node.IsMap()) return error(node.Mark(), fmt::format("service '{}' must be a mapping", svc.name));
-    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression"};
+    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "io_uring"};
     YAML::Mark owner[kCallCount][kFdKindCount];
     for (auto& row : owner)
       for (auto& m : row) m = YAML::Mark::null_mark();
@@ -275,6 +275,10 @@ struct Loader {
         for (const auto& item : v) rule(item, svc, owner);
       } else if (k == "compression") {
         compression_load(v, file, svc.compression, diags);
+      } else if (k == "io_uring") {
+        std::string s = v.IsScalar() ? v.Scalar() : "";
+        if (s == "deny" || s == "allow") svc.io_uring = s;
+        else error(v.Mark(), fmt::format("bad io_uring '{}' (deny or allow)", s));
       } else {
         unknown_key(kv.first, fmt::format("service '{}'", svc.name), kKeys);
       }

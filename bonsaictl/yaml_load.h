@@ -29,6 +29,7 @@ struct ServiceConfig {
   LimitSet limits{};
   std::vector<YAML::Mark> rule_marks;  // one per rule in `limits`
   CompressionConfig compression;
+  std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
 };
 
 // Input bounds: a configuration file is read up to this size (a larger one, or an

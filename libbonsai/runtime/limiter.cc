@@ -15,6 +15,7 @@
 #include "abi/limit_parse.h"
 #include "log/blog.h"
 #include "runtime/stats_dump.h"
+#include "runtime/uring_guard.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
@@ -114,6 +115,9 @@ bool limiter_init_once() noexcept {
     errno = saved_errno;
     return true;
   }
+  // BONSAI_IO_URING=deny: io_uring_setup fails with ENOSYS here and in children (set-up
+  // only: libseccomp allocates; fails open, said once).
+  uring_guard_from_env();
   exec_env_capture();  // what exec/spawn hand down (interpose/exec_calls.cc)
   shm_fd_configure(env_get("BONSAI_SHM_FD"), env_get("BONSAI_SHM_UID"));
   limits_from_env();

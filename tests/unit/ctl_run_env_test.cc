@@ -4,6 +4,7 @@
 // system, and merging -l rules into a file's limits.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,4 +128,23 @@ TEST_CASE("run: warns when a privilege-dropping child could not load the library
   CHECK(privdrop_warning(lib, 0).find("not readable") != std::string::npos);
   unlink(lib.c_str());
   rmdir(dir);
+}
+
+TEST_CASE("run: --io-uring wins over the file's io_uring; neither leaves BONSAI_IO_URING alone", "[ctl][run]") {
+  auto value = [] {
+    const char* v = std::getenv("BONSAI_IO_URING");
+    return std::string(v ? v : "(unset)");
+  };
+  unsetenv("BONSAI_IO_URING");
+  CHECK(io_uring_export("", ""));
+  CHECK(value() == "(unset)");
+  CHECK(io_uring_export("", "deny"));
+  CHECK(value() == "deny");
+  CHECK(io_uring_export("allow", "deny"));  // also overrides an inherited deny
+  CHECK(value() == "allow");
+  CHECK(io_uring_export("deny", "allow"));
+  CHECK(value() == "deny");
+  CHECK_FALSE(io_uring_export("off", ""));
+  CHECK(value() == "deny");  // unchanged
+  unsetenv("BONSAI_IO_URING");
 }

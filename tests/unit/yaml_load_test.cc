@@ -253,3 +253,16 @@ TEST_CASE("yaml: files that are not files: a directory, /dev/zero, an empty FIFO
   unlink(fifo.c_str());
   rmdir(dir);
 }
+
+TEST_CASE("yaml: io_uring per service: deny, allow, absent, and a bad value at its line and column") {
+  Loaded l = load("version: 1\nservices:\n  a:\n    io_uring: deny\n  b:\n    io_uring: allow\n  c:\n    scope: service\n");
+  REQUIRE(l.diags.empty());
+  CHECK(l.cfg.find("a")->io_uring == "deny");
+  CHECK(l.cfg.find("b")->io_uring == "allow");
+  CHECK(l.cfg.find("c")->io_uring.empty());
+  CHECK(only_error("version: 1\nservices:\n  web:\n    io_uring: no\n") ==
+        "services.yaml:4:15: bad io_uring 'no' (deny or allow)");
+  CHECK(only_error("version: 1\nservices:\n  web:\n    io_uring: [deny]\n").rfind("services.yaml:4:15: bad io_uring ''", 0) == 0);
+  CHECK(only_error("version: 1\nservices:\n  web:\n    io_ring: deny\n") ==
+        "services.yaml:4:5: unknown key 'io_ring' in service 'web' (did you mean 'io_uring'?)");
+}
