@@ -136,16 +136,17 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
                              reinterpret_cast<mmsghdr*>(b), static_cast<unsigned int>(c), static_cast<int>(d),
                              nr == SYS_sendmmsg, mm);
     }
-    // Zero-copy calls: clamped to a chunk like the named ones (callers loop).
+    // Zero-copy calls: clamped to a chunk and charged on both sides like the named ones.
     case SYS_sendfile:  // (out, in, offset*, count)
-      return wrap::zero_copy(CallId::sendfile, fd, static_cast<size_t>(d),
+      return wrap::zero_copy(CallId::sendfile, fd, wrap::source_call(reinterpret_cast<const void*>(c)),
+                             static_cast<int>(b), static_cast<size_t>(d),
                              [&](size_t len) { return raw(nr, a, b, c, static_cast<long>(len), e, f); });
     case SYS_splice:  // (in, off_in*, out, off_out*, len, flags)
     case SYS_copy_file_range:
       return wrap::zero_copy(nr == SYS_splice ? CallId::splice : CallId::copy_file_range, static_cast<int>(c),
-                             static_cast<size_t>(e), [&](size_t len) { return raw(nr, a, b, c, d, static_cast<long>(len), f); });
+                             wrap::source_call(reinterpret_cast<const void*>(b)), fd, static_cast<size_t>(e), [&](size_t len) { return raw(nr, a, b, c, d, static_cast<long>(len), f); });
     case SYS_tee:  // (in, out, len, flags)
-      return wrap::zero_copy(CallId::tee, static_cast<int>(b), static_cast<size_t>(c),
+      return wrap::zero_copy(CallId::tee, static_cast<int>(b), CallId::read, fd, static_cast<size_t>(c),
                              [&](size_t len) { return raw(nr, a, b, static_cast<long>(len), d, e, f); });
     case SYS_vmsplice:  // (fd, iov, count, flags): the named wrapper's page-aligned clamp
       return ::vmsplice(fd, reinterpret_cast<const iovec*>(b), static_cast<size_t>(c), static_cast<unsigned>(d));

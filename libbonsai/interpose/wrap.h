@@ -23,6 +23,14 @@ inline bool passthrough(CallId id) noexcept {
   return v && v->table.bucket_of[static_cast<size_t>(id)][0] == kNoBucket;
 }
 
+// The same for a zero-copy call, which is also charged as a read (`src`) of its
+// source: both lookups in the one view.
+inline bool passthrough2(CallId id, CallId src) noexcept {
+  const LimitsView* v = g_limiter.fast_view.load(std::memory_order_acquire);
+  return v && v->table.bucket_of[static_cast<size_t>(id)][0] == kNoBucket &&
+         v->table.bucket_of[static_cast<size_t>(src)][0] == kNoBucket;
+}
+
 // A call with no size to shape (metadata calls, vectored calls): one real call.
 // `call()` makes the real call and returns bytes moved (or -1).
 template <typename Ret, typename Call>
@@ -370,29 +378,67 @@ inline ssize_t transfer(CallId id, int fd, size_t n, bool cancellable, bool is_w
   return transfer_slow(id, fd, n, cancellable, is_write, msg_flags, call);
 }
 
+// The bucket `call` on `fd` has in the view of ticket `t` (no second refresh, so both
+// tickets of one call index the same view and the same thread credit).
+inline Ticket ticket_in_view(const Ticket& t, CallId call, int fd) noexcept {
+  Ticket s{t.view, kNoBucket, call, 0};
+  const LimitsView* v = t.view;
+  if (!v || call == CallId::count_) return s;
+  auto c = static_cast<size_t>(call);
+  if (!v->table.fd_sensitive) [[likely]] {
+    s.bucket = v->table.bucket_of[c][0];
+  } else {
+    FdKind k = fd < 0 ? FdKind::None : fd_kind_of(fd);
+    s.bucket = v->table.bucket_of[c][static_cast<size_t>(k)];
+  }
+  if (s.bucket != kNoBucket && t_thread.credit_view != v) [[unlikely]] thread_credit_reset(v);
+  return s;
+}
+
+// The read side of a zero-copy call: the source is read like `read` (or `pread` when
+// the call is given an offset pointer for it).
+inline CallId source_call(const void* in_off) noexcept { return in_off ? CallId::pread : CallId::read; }
+
 // A zero-copy call (sendfile, splice, tee, copy_file_range): the caller loops on
 // short results, so a limited call is simply clamped to one chunk. The clamp also
-// tames cp's ~2^63-byte copy_file_range requests.
+// tames cp's ~2^63-byte copy_file_range requests. Its bytes leave `in_fd` and enter
+// `out_fd`: the call is charged as a write under its own name on `out_fd` and as a read
+// (`src`, CallId::count_: no source descriptor, vmsplice) on `in_fd`. Both buckets must
+// allow it: the smaller chunk, a wait on each, both charged with what moved; when both
+// sides fall in one bucket it is charged once. Counted once, under its own name.
 template <typename Call>
-[[gnu::noinline]] ssize_t zero_copy_slow(CallId id, int out_fd, size_t n, Call& call) {
+[[gnu::noinline]] ssize_t zero_copy_slow(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call& call) {
   if (!limiter_active()) [[unlikely]] return call(n);
   Ticket t = ticket_for(id, out_fd);
+  Ticket s = ticket_in_view(t, src, in_fd);
+  if (s.bucket == t.bucket) s.bucket = kNoBucket;  // one bucket: charged once
   size_t chunk = ticket_chunk(t);
+  size_t schunk = ticket_chunk(s);
+  if (schunk < chunk) chunk = schunk;
+  ticket_wait(s, false);
   ticket_wait(t, false);
   ssize_t r = call(n < chunk ? n : chunk);
+  int err = errno;
+  ticket_charge(s, r);
+  t.waited_ns += s.waited_ns;
   ticket_done(t, r);
+  errno = err;
   return r;
 }
 
 template <typename Call>
-inline ssize_t zero_copy(CallId id, int out_fd, size_t n, Call&& call) {
-  return zero_copy_slow(id, out_fd, n, call);
+inline ssize_t zero_copy(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call&& call) {
+  return zero_copy_slow(id, out_fd, src, in_fd, n, call);
 }
 
 // First statement of every wrapper: the fast path, a tail call into glibc made
 // before anything (a lambda, a frame) is built for the slow path.
 #define BONSAI_FAST(id, name, args)                                                  \
   if (::bonsai::wrap::passthrough(::bonsai::CallId::id)) [[likely]] return ::bonsai::real::name args
+
+// The same for a zero-copy call: neither its own bucket nor `src`'s (its source read).
+#define BONSAI_FAST_ZC(id, src, name, args)                                          \
+  if (::bonsai::wrap::passthrough2(::bonsai::CallId::id, src)) [[likely]] return ::bonsai::real::name args
 
 // The same for a transfer of `n` bytes, with one look at the limits: also goes ahead
 // on this thread's prepaid credit (one unlocked subtraction after the call) when no
