@@ -35,7 +35,7 @@ CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
-UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt
+UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp
 LIB_LDLIBS  := -ldl -lpthread -lrt
 # Compression (libbonsai/compress): Debian's shared libzstd/liblz4 (they export the
 # static-context API we use); see docs/compression.md.
@@ -65,10 +65,11 @@ $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CTL_CXXFLAGS) -c $< -o $@
 
-# bonsaictl checks compression settings with the library's own grammar.
+# bonsaictl checks compression settings with the library's own grammar; its supervisor
+# (run --supervise) uses libseccomp.
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt -lseccomp
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc

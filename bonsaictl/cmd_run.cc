@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // `bonsaictl run [-c FILE] -s SERVICE [-l LIMIT]... [--scope S] -- CMD [ARGS]`:
 // prepare the service's segment, put libbonsai.so in front of LD_PRELOAD, set
-// BONSAI_SERVICE (and BONSAI_COMPRESS_* from the file), and exec CMD.
+// BONSAI_SERVICE (and BONSAI_COMPRESS_* from the file), and exec CMD; or, for a
+// program LD_PRELOAD cannot reach (static, Go) or with --supervise, start a
+// supervisor and exec CMD under its seccomp filter (sv_launch.h).
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -10,8 +12,11 @@
 
 #include "abi/limit_parse.h"
 #include "commands.h"
+#include "launch_kind.h"
 #include "run_env.h"
+#include "shm/seqlock.h"
 #include "shm_client.h"
+#include "sv_launch.h"
 #include "yaml_load.h"
 
 namespace bonsai::ctl {
@@ -19,6 +24,7 @@ namespace {
 
 struct RunOptions {
   std::string file, service, scope, io_uring;
+  int supervise = -1;  // --supervise 1, --no-supervise 0, else by the kind of program
   std::vector<std::string> limits;
   Args command;
 };
@@ -36,6 +42,8 @@ RunOptions run_parse(const Args& args) {
     else if (a == "-s" || a == "--service") o.service = option_value(args, i);
     else if (a == "-l" || a == "--limit") o.limits.push_back(option_value(args, i));
     else if (a == "--scope") o.scope = option_value(args, i);
+    else if (a == "--supervise") o.supervise = 1;
+    else if (a == "--no-supervise") o.supervise = 0;
     else if (a == "--io-uring") o.io_uring = option_value(args, i);
     else if (a.rfind("--io-uring=", 0) == 0) o.io_uring = a.substr(sizeof("--io-uring=") - 1);
     else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
@@ -94,34 +102,64 @@ int cmd_run(const Args& args) {
     if (!limits_merge(limits, extra, why)) usage_error("-l: " + why);
     have_limits = true;
   }
-  std::string lib = library_find();
   std::string path = command_resolve(o.command[0]);
   if (path.empty()) runtime_error(fmt::format("command not found: {}", o.command[0]));
-  if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
+  LaunchInfo kind = launch_inspect(path);
+  bool supervise = o.supervise == 1 || (o.supervise == -1 && launch_needs_supervisor(kind));
+  if (supervise && kind.kind == LaunchKind::Setuid)
+    runtime_error(fmt::format("cannot supervise {}: it {}, and a supervised program runs with no_new_privs, which "
+                              "would take its privileges away; run it with --no-supervise (NO LIMITS WILL APPLY)",
+                              kind.program, kind.what));
+  std::string lib = supervise ? "" : library_find();
+  if (!supervise)
+    if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
   auto seg = Segment::open(o.service, true, scope);
   if (have_limits) seg->write_limits(limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
+  SvPlan plan{o.service, {}, true};
+  if (supervise) {
+    uint64_t seq;
+    seg->check();
+    if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
+  }
   seg.reset();
 
-  const char* old = std::getenv("LD_PRELOAD");
-  setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
-  setenv("BONSAI_SERVICE", o.service.c_str(), 1);
-  unsetenv("BONSAI_LEAVE");  // run means join, whatever the caller's shell exports
-  // The segment as an inherited descriptor, and its owner: a child that changes uid
-  // (setpriv, su, runuser) finds it without a lookup by name or a permission check.
-  setenv("BONSAI_SHM_UID", std::to_string(geteuid()).c_str(), 1);
-  std::string why;
-  if (int fd = segment_fd_handoff(segment_path(o.service), why); fd >= 0) {
-    setenv("BONSAI_SHM_FD", std::to_string(fd).c_str(), 1);
-  } else {
+  if (supervise) {
+    // The filter charges everything: a libbonsai.so in this tree (the caller's own
+    // LD_PRELOAD) must not charge the same calls twice.
+    if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);
+    setenv("BONSAI_LEAVE", "1", 1);
+    unsetenv("BONSAI_SERVICE");
     unsetenv("BONSAI_SHM_FD");
-    fmt::print(stderr, "bonsaictl run: WARNING: {}: a child that changes uid will run without limits\n", why);
+    const std::string& u = o.io_uring.empty() ? io_uring : o.io_uring;
+    plan.deny_io_uring = u != "allow";
+    if (plan.limits.count == 0) {
+      fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: {} runs unsupervised (a supervised "
+                 "program sees only the limits named when it starts)\n", o.service, path);
+    } else {
+      sv_launch(plan);
+    }
+  } else {
+    const char* old = std::getenv("LD_PRELOAD");
+    setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
+    setenv("BONSAI_SERVICE", o.service.c_str(), 1);
+    unsetenv("BONSAI_LEAVE");  // run means join, whatever the caller's shell exports
+    // The segment as an inherited descriptor, and its owner: a child that changes uid
+    // (setpriv, su, runuser) finds it without a lookup by name or a permission check.
+    setenv("BONSAI_SHM_UID", std::to_string(geteuid()).c_str(), 1);
+    std::string why;
+    if (int fd = segment_fd_handoff(segment_path(o.service), why); fd >= 0) {
+      setenv("BONSAI_SHM_FD", std::to_string(fd).c_str(), 1);
+    } else {
+      unsetenv("BONSAI_SHM_FD");
+      fmt::print(stderr, "bonsaictl run: WARNING: {}: a child that changes uid will run without limits\n", why);
+    }
+    if (std::string w = privdrop_warning(lib, geteuid()); !w.empty())
+      fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
+    export_compression(compression);
+    io_uring_export(o.io_uring, io_uring);  // both checked already
   }
-  if (std::string w = privdrop_warning(lib, geteuid()); !w.empty())
-    fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
-  export_compression(compression);
-  io_uring_export(o.io_uring, io_uring);  // both checked already
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -132,7 +170,8 @@ int cmd_run(const Args& args) {
 }  // namespace
 
 extern const Command kCmdRun{
-    "run", "run [-c FILE] -s SERVICE [-l LIMIT]... [--scope process|service] [--io-uring deny|allow] -- CMD [ARGS]",
+    "run", "run [-c FILE] -s SERVICE [-l LIMIT]... [--scope process|service] [--io-uring deny|allow]\n"
+    "           [--supervise|--no-supervise] -- CMD [ARGS]",
     "Prepares SERVICE's segment (creating it if needed) and runs CMD under libbonsai:\n"
     "libbonsai.so (next to bonsaictl, or BONSAI_LIB) goes in front of LD_PRELOAD, whose\n"
     "other entries are kept, and BONSAI_SERVICE=SERVICE is set; children inherit both.\n"
@@ -145,8 +184,14 @@ extern const Command kCmdRun{
     "             io_uring users fall back to limited calls (sets no_new_privs\n"
     "             unless root: setuid programs then gain no privileges); default:\n"
     "             the file's io_uring, else as inherited (BONSAI_IO_URING)\n"
+    "  --supervise     charge CMD's system calls from a supervisor process (seccomp user\n"
+    "                  notification) instead of LD_PRELOAD; the default for statically\n"
+    "                  linked and Go programs, which LD_PRELOAD cannot reach. The tree\n"
+    "                  runs with no_new_privs (unless root) and io_uring denied (unless\n"
+    "                  --io-uring allow); it sees the calls limited when it starts\n"
+    "  --no-supervise  never supervise (a static or Go CMD then runs WITHOUT LIMITS)\n"
     "Without -c and -l an existing service keeps its limits (a new one has none).\n"
-    "Warns when CMD is statically linked or setuid: such programs ignore LD_PRELOAD.\n"
+    "Warns when CMD is setuid (or static/Go with --no-supervise): LD_PRELOAD cannot reach it.\n"
     "exit status: CMD's own once it runs; 1 runtime failure, 2 usage or configuration error\n",
     cmd_run};
 

@@ -8,9 +8,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <cstdlib>
-#include <elf.h>
 #include <fmt/core.h>
-#include <fstream>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -31,21 +29,6 @@ std::string self_dir() {
   if (n <= 0) return ".";
   std::string p(buf, static_cast<size_t>(n));
   return p.substr(0, p.rfind('/'));
-}
-
-// @return 1 dynamic (has PT_INTERP), 0 static, -1 not an ELF file.
-template <class Ehdr, class Phdr>
-int elf_dynamic(std::ifstream& f) {
-  Ehdr eh;
-  f.seekg(0);
-  if (!f.read(reinterpret_cast<char*>(&eh), sizeof eh)) return -1;
-  for (unsigned i = 0; i < eh.e_phnum; ++i) {
-    Phdr ph;
-    f.seekg(static_cast<std::streamoff>(eh.e_phoff + i * eh.e_phentsize));
-    if (!f.read(reinterpret_cast<char*>(&ph), sizeof ph)) return -1;
-    if (ph.p_type == PT_INTERP) return 1;
-  }
-  return 0;
 }
 
 }  // namespace
@@ -81,6 +64,22 @@ std::string preload_value(const std::string& lib, const std::string& existing) {
   return out;
 }
 
+std::string preload_without_bonsai(const std::string& existing) {
+  std::string out, item;
+  auto flush = [&] {
+    size_t slash = item.rfind('/');
+    std::string base = slash == std::string::npos ? item : item.substr(slash + 1);
+    if (!item.empty() && base != "libbonsai.so") out += (out.empty() ? "" : ":") + item;
+    item.clear();
+  };
+  for (char ch : existing) {
+    if (ch == ':' || ch == ' ') flush();
+    else item += ch;
+  }
+  flush();
+  return out;
+}
+
 std::string command_resolve(const std::string& cmd) {
   if (cmd.find('/') != std::string::npos) return access(cmd.c_str(), X_OK) == 0 ? cmd : "";
   const char* path = std::getenv("PATH");
@@ -94,32 +93,6 @@ std::string command_resolve(const std::string& cmd) {
     if (is_file(p) && access(p.c_str(), X_OK) == 0) return p;
     start = end + 1;
   }
-  return "";
-}
-
-std::string preload_warning(const std::string& path) {
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0) return "";
-  if (st.st_mode & (S_ISUID | S_ISGID))
-    return fmt::format("{} is set{}id: the loader ignores LD_PRELOAD for it, so NO LIMITS WILL APPLY", path,
-                       (st.st_mode & S_ISUID) ? "u" : "g");
-  std::ifstream f(path, std::ios::binary);
-  char head[EI_NIDENT] = {};
-  if (!f.read(head, sizeof head)) return "";
-  if (head[0] == '#' && head[1] == '!') {
-    f.seekg(2);
-    std::string line;
-    std::getline(f, line);
-    size_t b = line.find_first_not_of(" \t");
-    if (b == std::string::npos) return "";
-    std::string interp = line.substr(b, line.find_first_of(" \t", b) - b);
-    std::string w = interp.find('/') == std::string::npos ? "" : preload_warning(interp);
-    return w.empty() ? "" : fmt::format("{} runs {}, and {}", path, interp, w);
-  }
-  if (std::string_view(head, 4) != std::string_view(ELFMAG, SELFMAG)) return "";
-  int dyn = head[EI_CLASS] == ELFCLASS64 ? elf_dynamic<Elf64_Ehdr, Elf64_Phdr>(f) : elf_dynamic<Elf32_Ehdr, Elf32_Phdr>(f);
-  if (dyn == 0)
-    return fmt::format("{} is statically linked: LD_PRELOAD cannot reach it, so NO LIMITS WILL APPLY", path);
   return "";
 }
 

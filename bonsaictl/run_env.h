@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What `run` needs besides the segment: where libbonsai.so is, the LD_PRELOAD value
-// (ours first, everything already there kept), whether a command can be limited at
-// all (static and setuid programs ignore LD_PRELOAD), and merging -l rules into a
-// file's limits.
+// (ours first, everything already there kept), the segment descriptor handed down,
+// and merging -l rules into a file's limits (what kind of program it is: launch_kind.h).
 #pragma once
 #include <string>
 #include <vector>
@@ -19,12 +18,11 @@ std::string library_find();
 // an earlier copy of `lib` dropped.
 std::string preload_value(const std::string& lib, const std::string& existing);
 
+// `existing` without any libbonsai.so entry (supervised trees: the filter charges).
+std::string preload_without_bonsai(const std::string& existing);
+
 // Resolves `cmd` like execvp (PATH search when it has no '/'). @return "" if not found.
 std::string command_resolve(const std::string& cmd);
-
-// @return a plain warning if `path` cannot be limited (setuid/setgid, statically
-// linked; for a #! script, its interpreter), else "".
-std::string preload_warning(const std::string& path);
 
 // The descriptor a launched tree inherits (BONSAI_SHM_FD): the segment at `path`
 // opened read-write, inheritable, at a high number (shm_fd_floor). Checked: a

@@ -87,8 +87,9 @@ std::string stat_json(const ServiceStat& s) {
   out += ",\"processes\":[";
   for (size_t i = 0; i < s.processes.size(); ++i) {
     const ProcStat& p = s.processes[i];
-    out += fmt::format("{}{{\"pid\":{},\"comm\":\"{}\",\"limits_seq\":{},\"calls\":{}}}", i ? "," : "", p.pid,
-                       json_escape(p.comm), p.limits_seq, calls_json(p.calls));
+    out += fmt::format("{}{{\"pid\":{},\"comm\":\"{}\",\"supervised\":{},\"limits_seq\":{},\"calls\":{}}}",
+                       i ? "," : "", p.pid, json_escape(p.comm), p.supervised ? "true" : "false", p.limits_seq,
+                       calls_json(p.calls));
   }
   out += fmt::format("],\"uncounted_processes\":{}", s.uncounted_processes);
   out += fmt::format(",\"exited\":{{\"processes\":{},\"calls\":{}}}", s.exited_processes, calls_json(s.exited));
@@ -114,7 +115,7 @@ std::string stat_table(const ServiceStat& s) {
   if (wire) out += fmt::format(" {:>11}", "WIRE");
   if (rate) out += fmt::format(" {:>12} {:>9}", fmt::format("RATE/{:.1f}s", s.interval_s), "CALLS/s");
   out += "\n";
-  for (const auto& p : s.processes) table_rows(out, fmt::format("{} {}", p.pid, p.comm), p.calls, rate, wire);
+  for (const auto& p : s.processes) table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, p.supervised ? " (supervised)" : ""), p.calls, rate, wire);
   if (s.exited_processes) table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire);
   table_rows(out, "total", s.total, rate, wire);
   return out;

@@ -25,6 +25,7 @@ struct ProcStat {
   uint64_t start_time = 0;
   std::string comm;
   uint64_t limits_seq = 0;  // the limits this process has installed
+  bool supervised = false;  // charged by a supervisor (`run --supervise`), not the library
   CallStats calls{};
 };
 

@@ -12,8 +12,9 @@
 #include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
 
-#define BONSAI_ABI_VERSION 3  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 4  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
+                              // 4: ShmSlot::flags (kSlotSupervised)
 
 namespace bonsai {
 
@@ -77,6 +78,10 @@ struct alignas(64) ShmExited {
   std::atomic<uint64_t> wire_bytes[kCallCount];  // compressed sockets only
 };
 
+// ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
+// which claimed the slot on its behalf and charges its system calls from outside.
+inline constexpr uint32_t kSlotSupervised = 1;
+
 // One attached process. The first line is the slot's identity (written at claim,
 // read by bonsaictl); the counters that follow start on their own cache lines.
 struct alignas(64) ShmSlot {
@@ -87,7 +92,7 @@ struct alignas(64) ShmSlot {
   std::atomic<uint64_t> attached_unix_ns;
   char comm[16];                    // /proc/PID/comm at attach, NUL-terminated
   std::atomic<uint32_t> waiting;    // threads asleep in a limiter wait (bonsaictl set --wait)
-  uint32_t pad_;
+  std::atomic<uint32_t> flags;      // kSlot* bits (0 for a process running the library)
   ProcessCounters counters;
 };
 

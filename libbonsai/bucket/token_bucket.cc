@@ -66,3 +66,17 @@ uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint
 }
 
 }  // namespace bonsai
+
+namespace bonsai {
+
+void bucket_give_back(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
+  uint64_t cost = bucket_cost_ns(p, units);
+  uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    if (tat <= now_ns) return;  // nothing owed any more: the units were never waited for
+    next = tat - cost > now_ns && tat > cost ? tat - cost : now_ns;
+  } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+}
+
+}  // namespace bonsai

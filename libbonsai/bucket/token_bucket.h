@@ -57,6 +57,11 @@ uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept;
 // now + max_ahead_ns + cost. Cost: one CAS loop on the shared line.
 uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
 
+// Returns `units` taken earlier that were not used (a write that moved less than it
+// paid for): tat goes back by their cost, never below `now` (an idle bucket's clock
+// restarts at now anyway, so nothing is gained by going further).
+void bucket_give_back(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
+
 // When a taker whose take returned `tat` may go: 0 if within `slack_ns` of now
 // (the debt is carried), else the absolute time to wait until.
 inline uint64_t bucket_eligible(const BucketParams& p, uint64_t tat, uint64_t now_ns, uint64_t slack_ns) noexcept {

@@ -24,6 +24,7 @@ void slot_free(ShmSlot& slot) {
   slot.pid.store(0, std::memory_order_relaxed);
   slot.start_time.store(0, std::memory_order_relaxed);
   slot.waiting.store(0, std::memory_order_relaxed);
+  slot.flags.store(0, std::memory_order_relaxed);
   slot.state.store(st(SlotState::Free), std::memory_order_release);
 }
 
@@ -55,6 +56,7 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* c
     slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
     slot.attached_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
     slot.waiting.store(0, std::memory_order_relaxed);
+    slot.flags.store(0, std::memory_order_relaxed);
     comm_copy(slot, comm);
     counters_reset(slot.counters);
     slot.state.store(st(SlotState::Live), std::memory_order_release);

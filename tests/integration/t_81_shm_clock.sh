@@ -29,7 +29,11 @@ check_both() {
   check_rate "$name: two processes, one cap" "$((d1 + d2))" "$secs" $((4 * MiB)) 0.80 1.20
 }
 
-dd_in() { "$CTL" run -s "$1" --scope service -l 'write=4MiB/s' -- "${@:2}" dd if=/dev/zero of=/dev/null bs=4k count=100000000 status=none; }
+# A count unique to this run: the dd under `unshare --time` is unshare's child, which a
+# kill of the background job does not reach; the cleanup finds it by its command line.
+DD_COUNT=$((100000000 + $$))
+dd_in() { "$CTL" run -s "$1" --scope service -l 'write=4MiB/s' -- "${@:2}" dd if=/dev/zero of=/dev/null bs=4k count=$DD_COUNT status=none; }
+cleanup_hooks+=("pkill -f 'of=/dev/null bs=4k count=$DD_COUNT' 2>/dev/null")
 
 # (b) garbage clock
 dd_in garbage & p1=$!

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../../bonsaictl/launch_kind.h"
 #include "../../bonsaictl/run_env.h"
 #include "abi/limit_parse.h"
 

@@ -460,3 +460,20 @@ TEST_CASE("token_bucket: a caller whose clock is a day ahead does not stall the 
   CHECK(normal.waited_ns <= 20 * kSec);
   CHECK(skewed.waited_ns <= 20 * kSec);
 }
+
+TEST_CASE("token_bucket: units given back are as if never taken, never below now", "[token_bucket]") {
+  Rule r{};
+  r.calls = call_bit(CallId::write);
+  r.rate = 1000;  // 1000 B/s: 1 ms per byte
+  BucketParams p = bucket_params(r);
+  BucketState s{};
+  uint64_t now = 1'000'000'000;
+  uint64_t tat = bucket_take(s, p, 500, now);
+  CHECK(tat == now + 500'000'000);
+  bucket_give_back(s, p, 200, now);
+  CHECK(s.tat_ns.load() == now + 300'000'000);
+  bucket_give_back(s, p, 10'000, now);  // more than owed: the clock stops at now
+  CHECK(s.tat_ns.load() == now);
+  bucket_give_back(s, p, 10, now + 5);  // idle: nothing changes
+  CHECK(s.tat_ns.load() == now);
+}

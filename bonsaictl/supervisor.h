@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// The supervisor of `bonsaictl run --supervise`: holds a seccomp user-notification
+// listener for a launched tree (every process and thread that inherited its filter)
+// and charges each notified system call to the service's buckets -- the very buckets,
+// counters and limits of its shared-memory segment the library uses -- before it
+// answers CONTINUE. It never sees a call's result: a call is charged at the thread's
+// next notification by what its I/O counters say moved (rchar/wchar), or, for calls
+// the kernel does not count there, by what it asked for, cut to what its source
+// holds. See docs/limits.md "Supervised programs".
+#pragma once
+#include <string>
+
+#include "shm_client.h"
+
+namespace bonsai::ctl {
+
+struct SupervisorStats {
+  uint64_t notifications = 0;
+  uint64_t deferred = 0;
+};
+
+// Serves `notify_fd` until no task uses the filter any more. Processes get slots of
+// `seg` marked supervised; they are released when the processes end. @return counts.
+SupervisorStats supervise(int notify_fd, Segment& seg);
+
+}  // namespace bonsai::ctl

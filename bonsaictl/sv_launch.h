@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// Starting a supervised program (`bonsaictl run --supervise`): the calling process,
+// about to exec the command, forks the supervisor (detached: its own session, not a
+// child of the command), installs a seccomp filter on itself through libseccomp that
+// notifies the system calls the service's limits name, hands the listener over and
+// waits until the supervisor serves it. The command then inherits the filter, and so
+// does everything it starts.
+#pragma once
+#include <string>
+
+#include "abi/limits_abi.h"
+
+namespace bonsai::ctl {
+
+struct SvPlan {
+  std::string service;
+  LimitSet limits{};      // the limits in force at launch: they choose the calls notified
+  bool deny_io_uring = true;
+};
+
+// Does the above. Throws CtlError(1) with one line saying why when the kernel or the
+// environment refuses seccomp, or the supervisor cannot start: nothing is started then.
+void sv_launch(const SvPlan& plan);
+
+// The flags of the one sendmsg() the filter lets through unnotified (the listener's
+// hand-over on descriptor kHandoffFd): a combination no program sends with.
+inline constexpr int kHandoffFd = 1017;
+
+}  // namespace bonsai::ctl

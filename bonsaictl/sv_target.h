@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// What the supervisor reads about a supervised thread from outside: its process,
+// its I/O counters, the kind of one of its descriptors, its memory (iovec and
+// msghdr arrays) and how many bytes wait on one of its sockets or pipes. Each
+// answer may fail (the thread died, another user's process, a kernel without
+// pidfd_getfd): callers fall back to what the call asked for.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <sys/types.h>
+
+#include "abi/calls.h"
+
+namespace bonsai::ctl {
+
+// The thread group (process) of thread `tid`, from /proc/TID/status. @return -1 if gone.
+int sv_tgid_of(int tid);
+
+// The per-thread I/O counters file /proc/TGID/task/TID/io, opened once per thread.
+// @return an fd (O_CLOEXEC) or -1.
+int sv_io_open(int tgid, int tid);
+
+struct SvIo {
+  uint64_t rchar = 0, wchar = 0;
+};
+// Re-reads an open io file. @return false if the thread is gone.
+bool sv_io_read(int fd, SvIo& io);
+
+// The kind of descriptor `fd` of process `tgid` (stat of /proc/TGID/fd/FD).
+// Unknown (gone, no permission): File.
+FdKind sv_fd_kind(int tgid, int fd);
+
+// Copies `len` bytes at `addr` in thread `tid`'s memory. @return false on any failure.
+bool sv_mem_read(int tid, uint64_t addr, void* out, size_t len);
+
+// Total length of an iovec array of `count` entries at `addr` in `tid`'s memory.
+// @return false if it cannot be read (or the kernel would refuse it).
+bool sv_iov_total(int tid, uint64_t addr, uint64_t count, uint64_t& total);
+
+// A copy of descriptor `fd` of the process behind `pidfd` (pidfd_getfd), or -1.
+int sv_fd_copy(int pidfd, int fd);
+
+// Bytes queued for reading on a socket or pipe (FIONREAD on a copy). @return -1 unknown.
+long sv_bytes_queued(int fd_copy);
+
+}  // namespace bonsai::ctl

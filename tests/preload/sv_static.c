@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT
+   sv_static MODE ...: a statically linked program (LD_PRELOAD cannot reach it) for the
+   supervised-mode tests. Modes:
+     write PATH BYTES          write() BYTES in 64 KiB calls
+     read PATH                 read() to EOF in 64 KiB calls (a pipe's short reads too)
+     pread PATH                pread() to EOF in 64 KiB calls
+     threads N PATH BYTES      N threads each write() BYTES/N to PATH (O_APPEND)
+     fork N PATH BYTES         N child processes each write() BYTES/N to PATH (O_APPEND)
+     send BYTES                sendto() BYTES over a socketpair in 64 KiB calls; a child
+                               recvfrom()s them (both supervised)
+     exec PROG ARGS...         execv() PROG (a dynamic program stays supervised)
+   Prints "bytes=N secs=S" (the bytes this process moved). */
+// build-flags: -static -pthread
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "preload_util.h"
+
+static char buf[65536];
+
+static long long write_all(int fd, long long total) {
+  long long done = 0;
+  while (done < total) {
+    size_t n = total - done < (long long)sizeof buf ? (size_t)(total - done) : sizeof buf;
+    ssize_t w = write(fd, buf, n);
+    if (w <= 0) die("write");
+    done += w;
+  }
+  return done;
+}
+
+struct job {
+  const char* path;
+  long long bytes;
+};
+
+static void* thread_main(void* arg) {
+  struct job* j = arg;
+  int fd = open(j->path, O_WRONLY | O_APPEND);
+  if (fd < 0) die("open %s", j->path);
+  write_all(fd, j->bytes);
+  close(fd);
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: %s write|read|pread|threads|fork|send|exec ...\n", argv[0]);
+    return 2;
+  }
+  const char* mode = argv[1];
+  memset(buf, 's', sizeof buf);
+  double t0 = now_s();
+  long long moved = 0;
+  if (!strcmp(mode, "write") && argc == 4) {
+    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) die("open %s", argv[2]);
+    moved = write_all(fd, size_arg(argv[3]));
+  } else if ((!strcmp(mode, "read") || !strcmp(mode, "pread")) && argc == 3) {
+    int fd = strcmp(argv[2], "-") ? open(argv[2], O_RDONLY) : 0;
+    if (fd < 0) die("open %s", argv[2]);
+    for (;;) {
+      ssize_t r = mode[0] == 'p' ? pread(fd, buf, sizeof buf, moved) : read(fd, buf, sizeof buf);
+      if (r < 0) die("read");
+      if (r == 0) break;
+      moved += r;
+    }
+  } else if ((!strcmp(mode, "threads") || !strcmp(mode, "fork")) && argc == 5) {
+    int n = atoi(argv[2]);
+    if (n < 1 || n > 64) die("bad N");
+    int fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) die("open %s", argv[3]);
+    close(fd);
+    struct job j = {argv[3], size_arg(argv[4]) / n};
+    if (mode[0] == 't') {
+      pthread_t t[64];
+      for (int i = 0; i < n; ++i) pthread_create(&t[i], NULL, thread_main, &j);
+      for (int i = 0; i < n; ++i) pthread_join(t[i], NULL);
+    } else {
+      for (int i = 0; i < n; ++i)
+        if (fork() == 0) {
+          thread_main(&j);
+          _exit(0);
+        }
+      for (int i = 0; i < n; ++i) {
+        int st;
+        if (wait(&st) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) die("child failed");
+      }
+    }
+    moved = j.bytes * n;
+  } else if (!strcmp(mode, "send") && argc == 3) {
+    long long total = size_arg(argv[2]);
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv)) die("socketpair");
+    pid_t kid = fork();
+    if (kid == 0) {
+      close(sv[0]);
+      long long got = 0;
+      for (;;) {
+        ssize_t r = recvfrom(sv[1], buf, sizeof buf, 0, NULL, NULL);
+        if (r < 0) die("recvfrom");
+        if (r == 0) break;
+        got += r;
+      }
+      _exit(got == total ? 0 : 3);
+    }
+    close(sv[1]);
+    while (moved < total) {
+      size_t n = total - moved < (long long)sizeof buf ? (size_t)(total - moved) : sizeof buf;
+      ssize_t w = sendto(sv[0], buf, n, 0, NULL, 0);
+      if (w <= 0) die("sendto");
+      moved += w;
+    }
+    close(sv[0]);
+    int st;
+    if (waitpid(kid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) die("receiver lost data");
+  } else if (!strcmp(mode, "exec") && argc >= 3) {
+    execv(argv[2], argv + 2);
+    die("execv %s", argv[2]);
+  } else {
+    fprintf(stderr, "bad arguments\n");
+    return 2;
+  }
+  report(moved, now_s() - t0);
+  return 0;
+}
