@@ -68,11 +68,21 @@ struct Proc {
   BucketState own[kMaxRules]{};  // scope process
 };
 
+// Units a thread owes a bucket and has not taken yet. One call may owe far more than a
+// bucket takes at once (a 1 GiB write: the library would have cut it up, the supervisor
+// cannot), so debt is taken in pieces of ~100 ms of rate, each when the last is paid.
+struct Debt {
+  uint8_t bucket = kNoBucket;
+  uint64_t units = 0;
+};
+constexpr int kDebts = 4;
+
 struct Thread {
   int tid = 0, tgid = 0;
   int io_fd = -1;
   SvIo io{};
   Owed owed{};
+  Debt debt[kDebts]{};
 };
 
 // A call held back: until `deadline` (its buckets' debt is paid), or, a receive that
@@ -100,7 +110,10 @@ class Loop {
   Thread* thread_get(int tid);
   Proc* proc_get(int tgid);
   void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
-  void charge(Proc& p, uint8_t bucket, uint64_t moved, uint64_t now);
+  void charge(Thread& th, uint8_t bucket, uint64_t moved);
+  void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
+  void pay(Thread& th, Proc& p, uint64_t now);
+  uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
   void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
   uint64_t eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now);
   BucketState& state(Proc& p, uint8_t bucket);
@@ -137,7 +150,10 @@ void Loop::view_refresh() {
   // New rules renumber the buckets: calls owed under the old ones are dropped, this
   // supervisor's per-process buckets start afresh, held calls go (they are charged
   // under the new limits from their next call on), as in the library.
-  for (auto& [tid, th] : threads_) th.owed.active = false;
+  for (auto& [tid, th] : threads_) {
+    th.owed.active = false;
+    for (Debt& d : th.debt) d.units = 0;
+  }
   for (auto& [pid, p] : procs_) {
     for (auto& b : p.own) bucket_reset_clock(b);
     if (p.slot) p.slot->seen_seq.store(seq, std::memory_order_release);
@@ -185,11 +201,59 @@ BucketState& Loop::state(Proc& p, uint8_t bucket) {
   return p.own[bucket];
 }
 
-void Loop::charge(Proc& p, uint8_t bucket, uint64_t moved, uint64_t now) {
+void Loop::charge(Thread& th, uint8_t bucket, uint64_t moved) {
   if (bucket == kNoBucket || !view_.usable || bucket >= view_.set.count) return;
-  const BucketParams& bp = view_.params[bucket];
-  uint64_t units = bp.per_call ? 1 : moved;
-  if (units) bucket_take(state(p, bucket), bp, units, now);
+  uint64_t units = view_.params[bucket].per_call ? 1 : moved;
+  if (!units) return;
+  Debt* free_slot = nullptr;
+  for (Debt& d : th.debt) {
+    if (d.units && d.bucket == bucket) return void(d.units += units);
+    if (!d.units && !free_slot) free_slot = &d;
+  }
+  if (!free_slot) free_slot = &th.debt[0];  // more buckets than slots: cannot happen (2 per call)
+  free_slot->bucket = bucket;
+  free_slot->units += units;
+}
+
+void Loop::give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now) {
+  if (bucket == kNoBucket || !view_.usable || bucket >= view_.set.count) return;
+  for (Debt& d : th.debt)
+    if (d.units && d.bucket == bucket) {  // not taken yet: forgotten first
+      uint64_t k = std::min(units, d.units);
+      d.units -= k;
+      units -= k;
+    }
+  if (units) bucket_give_back(state(p, bucket), view_.params[bucket], units, now);
+}
+
+void Loop::pay(Thread& th, Proc& p, uint64_t now) {
+  for (Debt& d : th.debt) {
+    if (!d.units) continue;
+    if (!view_.usable || d.bucket >= view_.set.count) {
+      d.units = 0;
+      continue;
+    }
+    const BucketParams& bp = view_.params[d.bucket];
+    uint64_t piece = std::max<uint64_t>(1, static_cast<uint64_t>(bp.batch) * 100);  // ~100 ms of rate
+    uint64_t k = std::min(d.units, piece);
+    bucket_take(state(p, d.bucket), bp, k, now);
+    d.units -= k;
+  }
+}
+
+// When the call may go: its buckets' debt paid down to the depth, and nothing this
+// thread owes them left untaken. Takes further pieces while the buckets allow them.
+uint64_t Loop::hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now) {
+  for (int round = 0; round < 64; ++round) {
+    pay(th, p, now);
+    uint64_t at = eligible_at(p, bucket, now);
+    if (at) return at;
+    bool owing = false;
+    for (const Debt& d : th.debt)
+      if (d.units && (d.bucket == bucket[0] || d.bucket == bucket[1])) owing = true;
+    if (!owing) return 0;
+  }
+  return now + 1'000'000;  // a huge debt on an idle bucket: look again in 1 ms
 }
 
 void Loop::count(Proc& p, CallId call, uint64_t calls, uint64_t bytes) {
@@ -227,13 +291,13 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
   uint64_t now = mono_ns();
   for (uint8_t b : o.bucket) {
     if (b == kNoBucket || !view_.usable || b >= view_.set.count) continue;
-    const BucketParams& bp = view_.params[b];
-    if (bp.per_call) {  // one call: a write paid it when it went
-      if (o.moved == SvMoved::ReadChar) bucket_take(state(p, b), bp, 1, now);
+    if (view_.params[b].per_call) {  // one call: a prepaid write paid it when it went
+      if (!o.prepaid && o.moved == SvMoved::ReadChar) charge(th, b, 1);
+      if (!o.prepaid && o.moved == SvMoved::WriteChar) charge(th, b, 1);
     } else if (moved > o.prepaid) {
-      bucket_take(state(p, b), bp, moved - o.prepaid, now);
+      charge(th, b, moved - o.prepaid);
     } else if (moved < o.prepaid) {
-      bucket_give_back(state(p, b), bp, o.prepaid - moved, now);
+      give_back(th, p, b, o.prepaid - moved, now);
     }
   }
 }
@@ -337,11 +401,14 @@ void Loop::handle(const seccomp_notif& req) {
   if (sc->moved == SvMoved::ReadChar) {  // what it moved shows at its next call
     th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, 0, view_.seq};
   } else if (sc->moved == SvMoved::WriteChar) {
-    // A write pays what it asks before it goes (the next call gives back what it did not
-    // move), so that a process's last write is paid too.
-    uint64_t prepaid = asked == UINT64_MAX ? 0 : asked;
-    charge(*p, h.bucket[0], prepaid, now);
-    charge(*p, h.bucket[1], prepaid, now);
+    // A write from memory pays what it asks before it goes (the next call gives back what
+    // it did not move), so that a process's last write is paid too. A zero-copy call asks
+    // for an upper bound (cp and Go ask for 1 GiB and more): it pays what moved, after.
+    uint64_t prepaid = asked == UINT64_MAX || sc->src_fd_arg >= 0 ? 0 : asked;
+    if (prepaid) {
+      charge(*th, h.bucket[0], prepaid);
+      charge(*th, h.bucket[1], prepaid);
+    }
     count(*p, call, 0, prepaid);  // corrected to what moved at its next call
     th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, prepaid, view_.seq};
   } else {
@@ -368,12 +435,12 @@ void Loop::handle(const seccomp_notif& req) {
       }
       if (copy >= 0) ::close(copy);
     }
-    charge(*p, h.bucket[0], est, now);
-    charge(*p, h.bucket[1], est, now);
+    charge(*th, h.bucket[0], est);
+    charge(*th, h.bucket[1], est);
     count(*p, call, 0, est);
   }
-  if (!limited) return respond(req.id);
-  h.deadline = eligible_at(*p, h.bucket, now);
+  if (!limited) return pay(*th, *p, now), respond(req.id);
+  h.deadline = hold_until(*th, *p, h.bucket, now);
   if (!h.deadline) return respond(req.id);
   hold(h, *p);
 }
@@ -425,19 +492,28 @@ SupervisorStats Loop::run() {
     for (size_t i = 0; i < held_.size();) {
       Held& h = held_[i];
       bool go = h.deadline && now >= h.deadline;
+      if (go) {  // paid down: unless this thread still owes its buckets a piece
+        auto pit = procs_.find(h.tgid);
+        auto tit = threads_.find(h.tid);
+        if (pit != procs_.end() && tit != threads_.end()) {
+          h.deadline = hold_until(tit->second, pit->second, h.bucket, now);
+          go = !h.deadline;
+        }
+      }
       if (!go && h.wait_fd >= 0) {
         pollfd one{h.wait_fd, POLLIN, 0};
         if (::poll(&one, 1, 0) > 0) {  // data (or EOF, an error): charge what is there
           auto pit = procs_.find(h.tgid);
+          auto tit = threads_.find(h.tid);
           long q = sv_bytes_queued(h.wait_fd);
           uint64_t est = q > 0 ? std::min<uint64_t>(h.asked, static_cast<uint64_t>(q)) : 0;
           ::close(h.wait_fd);
           h.wait_fd = -1;
-          if (pit != procs_.end()) {
-            charge(pit->second, h.bucket[0], est, now);
-            charge(pit->second, h.bucket[1], est, now);
+          if (pit != procs_.end() && tit != threads_.end()) {
+            charge(tit->second, h.bucket[0], est);
+            charge(tit->second, h.bucket[1], est);
             count(pit->second, h.call, 0, est);
-            h.deadline = eligible_at(pit->second, h.bucket, now);
+            h.deadline = hold_until(tit->second, pit->second, h.bucket, now);
           }
           go = !h.deadline;
         } else if (seccomp_notify_id_valid(fd_, h.id) != 0) {  // interrupted or killed
