@@ -41,6 +41,7 @@ other() {  # NAME SCRIPT ARGS...
 other cotenant_buffered cotenant.sh buffered
 other cotenant_socket cotenant.sh socket
 other ctl_targets ctl_targets.sh
+other supervised supervised.sh
 other compress compress_bench.sh
 
 bash "$BENCH_DIR/plot.sh"

@@ -9,7 +9,8 @@
      send BYTES                sendto() BYTES over a socketpair in 64 KiB calls; a child
                                recvfrom()s them (both supervised)
      exec PROG ARGS...         execv() PROG (a dynamic program stays supervised)
-   Prints "bytes=N secs=S" (the bytes this process moved). */
+     calls N                   N one-byte write()s to /dev/null (the cost of a call)
+   Prints "bytes=N secs=S" (the bytes this process moved); calls adds "ns_per_call=". */
 // build-flags: -static -pthread
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -118,6 +119,15 @@ int main(int argc, char** argv) {
     close(sv[0]);
     int st;
     if (waitpid(kid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st)) die("receiver lost data");
+  } else if (!strcmp(mode, "calls") && argc == 3) {
+    long long n = size_arg(argv[2]);
+    int fd = open("/dev/null", O_WRONLY);
+    if (fd < 0 || n < 1) die("open /dev/null");
+    for (long long i = 0; i < n; ++i)
+      if (write(fd, buf, 1) != 1) die("write");
+    double secs = now_s() - t0;
+    printf("bytes=%lld secs=%.4f ns_per_call=%.1f\n", n, secs, secs * 1e9 / (double)n);
+    return 0;
   } else if (!strcmp(mode, "exec") && argc >= 3) {
     execv(argv[2], argv + 2);
     die("execv %s", argv[2]);
