@@ -35,7 +35,7 @@ CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
-UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp
+UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohttpd
 LIB_LDLIBS  := -ldl -lpthread -lrt
 # Compression (libbonsai/compress): Debian's shared libzstd/liblz4 (they export the
 # static-context API we use); see docs/compression.md.
@@ -66,10 +66,10 @@ $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	$(call say,CXX,$<)$(CXX) $(CTL_CXXFLAGS) -c $< -o $@
 
 # bonsaictl checks compression settings with the library's own grammar; its supervisor
-# (run --supervise) uses libseccomp.
+# (run --supervise) uses libseccomp, its exporter (serve) libmicrohttpd.
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt -lseccomp
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc
@@ -139,7 +139,8 @@ test-fuzz: $(FUZZ_BIN)
 # ---- packages ----
 DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
                 fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace \
-                clang-14 libclang-rt-14-dev liburing-dev golang-go
+                clang-14 libclang-rt-14-dev liburing-dev golang-go \
+                libmicrohttpd-dev prometheus
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -7,11 +7,13 @@
 #include <fmt/core.h>
 #include <memory>
 #include <thread>
+#include <unistd.h>
 
 #include "commands.h"
 #include "shm_client.h"
-#include "stat_snapshot.h"
 #include "stat_format.h"
+#include "stat_prometheus.h"
+#include "stat_snapshot.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -19,6 +21,8 @@ namespace {
 struct StatOptions {
   std::vector<std::string> services;
   bool json = false;
+  bool prometheus = false;
+  int pid = 0;  // --pid: which service this process is attached to
   double watch_s = 0;
   long count = -1;  // intervals to print with --watch; -1: until interrupted
 };
@@ -28,6 +32,14 @@ StatOptions stat_parse(const Args& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
     if (a == "--json") o.json = true;
+    else if (a == "--prometheus") o.prometheus = true;
+    else if (a == "--pid") {
+      std::string v = option_value(args, i);
+      char* end = nullptr;
+      long pid = std::strtol(v.c_str(), &end, 10);
+      if (!end || *end || pid <= 0 || pid > (1L << 22)) usage_error(fmt::format("bad --pid '{}'", v));
+      o.pid = static_cast<int>(pid);
+    }
     else if (a == "--watch" || a == "-w") {
       std::string v = option_value(args, i);
       char* end = nullptr;
@@ -40,6 +52,9 @@ StatOptions stat_parse(const Args& args) {
     } else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
     else o.services.push_back(a);
   }
+  if (o.prometheus && (o.json || o.watch_s > 0 || o.pid))
+    usage_error("--prometheus prints one exposition: not with --json, --watch or --pid");
+  if (o.pid && o.watch_s > 0) usage_error("--pid looks a process up once: not with --watch");
   return o;
 }
 
@@ -96,8 +111,59 @@ int refresh(Watched& w, bool watching) {
   return 0;
 }
 
+// Every named (or every) service's snapshot; problems said on stderr, `status` set.
+std::vector<ServiceStat> snapshots(const std::vector<std::string>& names, int& status) {
+  std::vector<ServiceStat> out;
+  for (const auto& name : names) {
+    try {
+      auto seg = Segment::open(name, false);
+      out.push_back(stat_snapshot(*seg));
+    } catch (const CtlError& e) {
+      fmt::print(stderr, "bonsaictl stat: {}\n", e.what());
+      status = e.code;
+    }
+  }
+  return out;
+}
+
+int stat_prometheus(const StatOptions& o) {
+  int status = kExitOk;
+  std::vector<ServiceStat> stats = snapshots(o.services.empty() ? services_list() : o.services, status);
+  std::vector<LabeledStat> labeled;
+  for (const auto& s : stats) labeled.push_back({&s, ""});
+  fmt::print("{}", prometheus_text(labeled));
+  return status;
+}
+
+int stat_pid(const StatOptions& o) {
+  int status = kExitOk;
+  for (const ServiceStat& s : snapshots(o.services.empty() ? services_list() : o.services, status))
+    for (const ProcStat& p : s.processes) {
+      if (p.pid != o.pid) continue;
+      if (o.json) {
+        ServiceStat one = s;
+        one.processes = {p};
+        fmt::print("{}\n", stat_json(one));
+      } else {
+        fmt::print("pid {} ({}{}) is attached to service {} of {} (scope {}, limits #{})\n", p.pid, p.comm,
+                   p.supervised ? ", supervised" : "", s.service, user_text(geteuid()),
+                   s.scope == ShmScope::Service ? "service" : "process", p.limits_seq);
+        ServiceStat one = s;
+        one.processes = {p};
+        one.exited_processes = 0;
+        one.total = p.calls;
+        fmt::print("{}", stat_table(one));
+      }
+      return kExitOk;
+    }
+  fmt::print(stderr, "bonsaictl stat: pid {} is not attached to any service of {}\n", o.pid, user_text(geteuid()));
+  return kExitRuntime;
+}
+
 int cmd_stat(const Args& args) {
   StatOptions o = stat_parse(args);
+  if (o.prometheus) return stat_prometheus(o);
+  if (o.pid) return stat_pid(o);
   bool all = o.services.empty();
   if (all) o.services = services_list();
   bool watching = o.watch_s > 0;
@@ -156,17 +222,21 @@ int cmd_stat(const Args& args) {
 }  // namespace
 
 extern const Command kCmdStat{
-    "stat", "stat [SERVICE...] [--json] [--watch SECS [--count N]]",
+    "stat", "stat [SERVICE...] [--json | --prometheus] [--watch SECS [--count N]] [--pid PID]",
     "Prints each service's accounting (all services if none is named): per attached\n"
     "process, for exited processes and in total, per call: calls, bytes, throttled\n"
     "(calls that waited) and time waited. Dead processes' slots are reclaimed first.\n"
     "  --json        one JSON document per service per line (docs/stat-json.md)\n"
+    "  --prometheus  the Prometheus text format, for node_exporter's textfile collector\n"
+    "                (docs/metrics.md)\n"
+    "  --pid PID     the service process PID is attached to, and its counters\n"
     "  --watch SECS  print again every SECS with rates over the interval\n"
     "  --count N     with --watch: stop after N intervals\n"
     "With --watch a removed segment is dropped (said once) and a segment re-created under\n"
     "the same name is followed; without SERVICE, services created meanwhile join.\n"
     "A damaged segment is reported with how to recover (rm --force, then load or run).\n"
-    "exit status: 0 ok, 1 no such service or unusable segment, 2 usage error\n",
+    "exit status: 0 ok, 1 no such service or unusable segment (or --pid: not attached),\n"
+    "2 usage error\n",
     cmd_stat};
 
 }  // namespace bonsai::ctl
