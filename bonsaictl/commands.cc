@@ -11,7 +11,7 @@ namespace bonsai::ctl {
 namespace {
 
 constexpr std::string_view kVersion = "0.2.0";
-const Command* const kTable[] = {&kCmdRun, &kCmdStat, &kCmdSet, &kCmdLoad, &kCmdCheck, &kCmdCheckLimits, &kCmdLs, &kCmdRm, &kCmdServe};
+const Command* const kTable[] = {&kCmdRun, &kCmdStat, &kCmdSet, &kCmdLoad, &kCmdCheck, &kCmdCheckLimits, &kCmdLs, &kCmdRm, &kCmdServe, &kCmdTop};
 
 void usage(FILE* out) {
   fmt::print(out, "usage: bonsaictl COMMAND [ARGS]   (bonsaictl COMMAND --help for details)\n");
