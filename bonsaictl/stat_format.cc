@@ -3,26 +3,32 @@
 #include "stat_format.h"
 
 #include <fmt/core.h>
+#include <nlohmann/json.hpp>
 
 namespace bonsai::ctl {
 namespace {
 
+using Json = nlohmann::ordered_json;  // keys in the order written (docs/stat-json.md)
+
 const char* scope_name(ShmScope s) { return s == ShmScope::Service ? "service" : "process"; }
 
-std::string calls_json(const CallStats& cs) {
-  std::string out = "{";
-  bool first = true;
+// Rates with one decimal, as numbers (nlohmann would print every digit of a double).
+double one_decimal(double v) { return static_cast<double>(static_cast<int64_t>(v * 10 + (v < 0 ? -0.5 : 0.5))) / 10; }
+
+Json calls_json(const CallStats& cs) {
+  Json out = Json::object();
   for (size_t c = 0; c < kCallCount; ++c) {
     const CallStat& s = cs[c];
     if (!s.calls && !s.bytes && !s.throttled && s.calls_per_s <= 0) continue;
-    out += fmt::format("{}\"{}\":{{\"calls\":{},\"bytes\":{},\"throttled\":{},\"wait_ns\":{}", first ? "" : ",",
-                       call_name(static_cast<CallId>(c)), s.calls, s.bytes, s.throttled, s.wait_ns);
-    if (s.wire_bytes) out += fmt::format(",\"wire_bytes\":{}", s.wire_bytes);  // compressed sockets only
-    if (s.calls_per_s >= 0) out += fmt::format(",\"calls_per_s\":{:.1f},\"bytes_per_s\":{:.1f}", s.calls_per_s, s.bytes_per_s);
-    out += "}";
-    first = false;
+    Json one = {{"calls", s.calls}, {"bytes", s.bytes}, {"throttled", s.throttled}, {"wait_ns", s.wait_ns}};
+    if (s.wire_bytes) one["wire_bytes"] = s.wire_bytes;  // compressed sockets only
+    if (s.calls_per_s >= 0) {
+      one["calls_per_s"] = one_decimal(s.calls_per_s);
+      one["bytes_per_s"] = one_decimal(s.bytes_per_s);
+    }
+    out[std::string(call_name(static_cast<CallId>(c)))] = std::move(one);
   }
-  return out + "}";
+  return out;
 }
 
 // Any wire bytes (compressed sockets) to show? Then the table has a WIRE column.
@@ -53,14 +59,15 @@ void table_rows(std::string& out, const std::string& who, const CallStats& cs, b
 
 }  // namespace
 
+std::string json_dump(const Json& j) {
+  // Bytes that are not UTF-8 (a name read from an untrusted segment) become U+FFFD
+  // instead of an exception.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 std::string json_escape(const std::string& s) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\', out += static_cast<char>(ch);
-    else if (ch < 0x20 || ch >= 0x7f) out += fmt::format("\\u{:04x}", ch);
-    else out += static_cast<char>(ch);
-  }
-  return out;
+  std::string q = json_dump(Json(s));
+  return q.substr(1, q.size() - 2);
 }
 
 std::string human_bytes(double b) {
@@ -78,24 +85,18 @@ std::string human_ns(uint64_t ns) {
 }
 
 std::string stat_json(const ServiceStat& s) {
-  std::string out = fmt::format("{{\"service\":\"{}\",\"scope\":\"{}\",\"time_unix_ns\":{},\"limits_seq\":{},\"limits\":[",
-                                json_escape(s.service), scope_name(s.scope), s.time_unix_ns, s.limits_seq);
-  auto lim = limits_text(s.limits);
-  for (size_t i = 0; i < lim.size(); ++i) out += fmt::format("{}\"{}\"", i ? "," : "", json_escape(lim[i]));
-  out += "]";
-  if (s.interval_s > 0) out += fmt::format(",\"interval_s\":{:.3f}", s.interval_s);
-  out += ",\"processes\":[";
-  for (size_t i = 0; i < s.processes.size(); ++i) {
-    const ProcStat& p = s.processes[i];
-    out += fmt::format("{}{{\"pid\":{},\"comm\":\"{}\",\"supervised\":{},\"limits_seq\":{},\"calls\":{}}}",
-                       i ? "," : "", p.pid, json_escape(p.comm), p.supervised ? "true" : "false", p.limits_seq,
-                       calls_json(p.calls));
-  }
-  out += fmt::format("],\"uncounted_processes\":{}", s.uncounted_processes);
-  out += fmt::format(",\"exited\":{{\"processes\":{},\"calls\":{}}}", s.exited_processes, calls_json(s.exited));
-  out += fmt::format(",\"total\":{{\"processes\":{},\"calls\":{}}}}}", s.processes.size() + s.exited_processes,
-                     calls_json(s.total));
-  return out;
+  Json doc = {{"service", s.service}, {"scope", scope_name(s.scope)}, {"time_unix_ns", s.time_unix_ns},
+              {"limits_seq", s.limits_seq}, {"limits", limits_text(s.limits)}};
+  if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
+  Json procs = Json::array();
+  for (const ProcStat& p : s.processes)
+    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised}, {"limits_seq", p.limits_seq},
+                     {"calls", calls_json(p.calls)}});
+  doc["processes"] = std::move(procs);
+  doc["uncounted_processes"] = s.uncounted_processes;
+  doc["exited"] = {{"processes", s.exited_processes}, {"calls", calls_json(s.exited)}};
+  doc["total"] = {{"processes", s.processes.size() + s.exited_processes}, {"calls", calls_json(s.total)}};
+  return json_dump(doc);
 }
 
 std::string stat_table(const ServiceStat& s) {

@@ -14,7 +14,8 @@ std::string stat_json(const ServiceStat& s);
 // A multi-line table ending in a newline.
 std::string stat_table(const ServiceStat& s);
 
-// "1.50 MiB", "312 B"; "12.0 ms" for nanoseconds; JSON string escaping.
+// "1.50 MiB", "312 B"; "12.0 ms" for nanoseconds; a JSON string's contents (nlohmann-json:
+// valid UTF-8 kept, invalid bytes as U+FFFD, controls escaped).
 std::string human_bytes(double bytes);
 std::string human_ns(uint64_t ns);
 std::string json_escape(const std::string& s);

@@ -64,10 +64,32 @@ LimitSet limits_read_checked(Segment& handle, uint64_t& seq) {
   return set;
 }
 
+// Length of the valid UTF-8 sequence at s[i] (a printable character: no C0 or C1
+// control, no overlong form, no surrogate), or 0.
+static size_t utf8_printable(const unsigned char* s, size_t i, size_t n) {
+  unsigned char b = s[i];
+  if (b >= 0x20 && b < 0x7f) return 1;
+  size_t len = b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+  if (!len || i + len > n) return 0;
+  uint32_t cp = b & (0xff >> (len + 1));
+  for (size_t k = 1; k < len; ++k) {
+    if ((s[i + k] & 0xc0) != 0x80) return 0;
+    cp = (cp << 6) | (s[i + k] & 0x3f);
+  }
+  static const uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp < 0xa0)) return 0;
+  return len;
+}
+
 std::string comm_text(const char* comm, size_t cap) {
-  std::string out(comm, strnlen(comm, cap));
-  for (char& c : out)
-    if (c < 0x20 || c > 0x7e) c = '?';
+  size_t n = strnlen(comm, cap);
+  const auto* s = reinterpret_cast<const unsigned char*>(comm);
+  std::string out;
+  for (size_t i = 0; i < n;) {
+    size_t len = utf8_printable(s, i, n);
+    if (len) out.append(comm + i, len), i += len;
+    else out += '?', ++i;
+  }
   return out;
 }
 

@@ -54,7 +54,8 @@ ServiceStat stat_snapshot(Segment& seg);
 // @return the limits; `seq` their sequence number.
 LimitSet limits_read_checked(Segment& seg, uint64_t& seq);
 
-// `comm` as read from a slot, with bytes that are not printable ASCII as '?'.
+// `comm` as read from a slot: printable UTF-8 kept ("dé"), every other byte (controls,
+// C1 controls, a sequence the kernel cut at 15 bytes, garbage) as '?'.
 std::string comm_text(const char* comm, size_t cap);
 
 // Fills the rates of `cur` from the counts since `prev` (same service).

@@ -8,7 +8,7 @@ need_cmd dd python3 curl promtool prometheus
 
 # (a) the text format, checked by promtool, while a capped dd runs
 "$CTL" run -s web -l 'writes=4MiB/s,open=100/s,read=1MiB/s:fd=pipe' -- \
-  dd if=/dev/zero of=/dev/null bs=64k count=64 status=none &
+  dd if=/dev/zero of=/dev/null bs=64k count=192 status=none &
 dd_pid=$!
 wait_attached web 1
 "$CTL" stat --prometheus > "$T/prom.txt" || fail "stat --prometheus failed"
@@ -34,7 +34,18 @@ wait "$dd_pid"
 "$CTL" stat --prometheus > "$T/prom2.txt"
 a=$(sed -n 's/^bonsai_bytes_total{service="web",call="write"} //p' "$T/prom.txt")
 b=$(sed -n 's/^bonsai_bytes_total{service="web",call="write"} //p' "$T/prom2.txt")
-[ "$b" -ge "$a" ] && [ "$b" = $((64 * 65536)) ] || fail "write bytes went from $a to $b (4 MiB expected)"
+[ "$b" -ge "$a" ] && [ "$b" = $((192 * 65536)) ] || fail "write bytes went from $a to $b (12 MiB expected)"
+
+# (b2) a process name in UTF-8 comes out of stat --json as that name (nlohmann-json)
+cp "$(command -v dd)" "$T/dé"
+"$CTL" run -s utf -l 'write=1MiB/s' -- "$T/dé" if=/dev/zero of=/dev/null bs=64k count=32 status=none &
+utf_pid=$!
+wait_attached utf 1
+"$CTL" stat utf --json | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.readline())
+assert d["processes"][0]["comm"] == "d\u00e9", d["processes"]' || fail "a UTF-8 process name is mangled: $("$CTL" stat utf --json)"
+wait "$utf_pid"
 
 # (c) serve + a real Prometheus server scraping it every second
 port=$(free_port)

@@ -143,7 +143,7 @@ TEST_CASE("ctl: stat JSON carries the docs/stat-json.md field names; rm refuses 
   s1.mono_ns = s0.mono_ns + 500'000'000;  // half a second later
   stat_rates(s0, s1);
   CHECK(s1.total[static_cast<size_t>(CallId::write)].bytes_per_s == Approx(2000));
-  CHECK(stat_json(s1).find("\"interval_s\":0.500") != std::string::npos);
+  CHECK(stat_json(s1).find("\"interval_s\":0.5") != std::string::npos);
   CHECK(stat_table(s1).find("total") != std::string::npos);
   CHECK(run_ctl({"rm", "svc"}) == 1);
   CHECK(seg_exists("svc"));
@@ -159,7 +159,9 @@ TEST_CASE("ctl: units for people") {
   CHECK(human_ns(999) == "999 ns");
   CHECK(human_ns(2'500'000) == "2.5 ms");
   CHECK(human_ns(3'000'000'000) == "3.00 s");
-  CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\u000a");
+  CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\n");
+  CHECK(json_escape("d\xc3\xa9") == "d\xc3\xa9");     // UTF-8 stays UTF-8
+  CHECK(json_escape("x\xff") == "x\xef\xbf\xbd");       // not UTF-8: U+FFFD
 }
 
 TEST_CASE("ctl: another user's segment is refused (root too), and so is one others can open") {
@@ -187,4 +189,8 @@ TEST_CASE("ctl: stat says how many processes found no free slot") {
         std::string::npos);
   // A comm with control bytes is shown with '?' (it is untrusted too).
   CHECK(comm_text("a\x1b[2Jb\xff", 16) == "a?[2Jb?");
+  CHECK(comm_text("d\xc3\xa9", 16) == "d\xc3\xa9");       // "dé" is a name, not garbage
+  CHECK(comm_text("\xc2\x9b" "2J", 16) == "??2J");          // C1 CSI: a terminal escape
+  CHECK(comm_text("ab\xe2\x82", 16) == "ab??");             // cut mid-character by the kernel
+  CHECK(comm_text("\xc0\xaf", 16) == "??");                 // overlong
 }
