@@ -20,6 +20,7 @@
 #include "bucket/token_bucket.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
+#include "shm/shm_guard.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
 #include "sv_syscalls.h"
@@ -130,21 +131,39 @@ class Loop {
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
   SupervisorStats stats_;
+  bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
   uint64_t last_sweep_ = 0;
 };
 
 void Loop::view_refresh() {
   ShmSegment& s = seg_.seg();
+  if (!lost_ && shm_guard_lost(&s)) {
+    // As the library does: the limits in force stay, with this supervisor's own
+    // buckets (the zeroed mapping reads as scope `process`); counts go nowhere.
+    lost_ = true;
+    fmt::print(stderr, "bonsaictl supervisor ({}): the service's segment was truncated or damaged: keeping the "
+               "limits in force with the supervisor's own buckets; restart the service to rejoin it\n",
+               seg_.service());
+    for (auto& [pid, p] : procs_) p.slot = nullptr;
+  }
+  if (lost_) return;
   uint64_t seq_now = s.limits.seq.load(std::memory_order_acquire);
   if (view_.seq == seq_now && view_.seq) return;
   View v;
   uint64_t seq = 0;
   if (!seqlock_read(s.limits, v.set, seq, 100)) return;  // a writer is busy: next time
   v.seq = seq;
-  if (limits_problem(v.set) == nullptr && bucket_table_build(v.set, v.table, nullptr)) {
-    for (uint32_t r = 0; r < v.set.count; ++r) v.params[r] = bucket_params(v.set.rules[r]);
-    v.usable = true;
+  const char* problem = limits_problem(v.set);
+  if (!problem && !bucket_table_build(v.set, v.table, nullptr)) problem = "two rules share a call";
+  if (problem) {  // as the library: the limits in force stay (none at first)
+    if (view_.seq != seq)
+      fmt::print(stderr, "bonsaictl supervisor ({}): the service's limits changed but are unusable ({}); keeping "
+                 "the old ones\n", seg_.service(), problem);
+    view_.seq = seq;
+    return;
   }
+  for (uint32_t r = 0; r < v.set.count; ++r) v.params[r] = bucket_params(v.set.rules[r]);
+  v.usable = true;
   bool changed = view_.seq != 0;
   view_ = v;
   // New rules renumber the buckets: calls owed under the old ones are dropped, this
@@ -175,7 +194,7 @@ Proc* Loop::proc_get(int tgid) {
   p.start_time = start;
   char comm[16] = {};
   proc_comm(tgid, comm, sizeof comm);
-  p.slot = slot_claim(seg_.seg(), tgid, start, comm, view_.seq, unix_now_ns());
+  p.slot = lost_ ? nullptr : slot_claim(seg_.seg(), tgid, start, comm, view_.seq, unix_now_ns());
   if (p.slot) p.slot->flags.store(kSlotSupervised, std::memory_order_release);
   p.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0));
   return &p;
@@ -485,6 +504,9 @@ SupervisorStats Loop::run() {
   seccomp_notif* req = nullptr;
   seccomp_notif_resp* resp = nullptr;
   if (seccomp_notify_alloc(&req, &resp) != 0) return stats_;
+  // A truncated segment must not kill the supervisor (SIGBUS): its service would then
+  // see every limited call fail.
+  shm_guard_register(&seg_.seg(), sizeof(ShmSegment));
   std::vector<pollfd> fds;
   for (;;) {
     uint64_t now = mono_ns();

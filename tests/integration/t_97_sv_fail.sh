@@ -3,7 +3,8 @@
 # Supervised mode when things go wrong (issue 9): seccomp refused (a container policy)
 # -> run says so in one line, exits 1 and starts nothing, unless --no-supervise (which
 # keeps the NO LIMITS warning); a supervisor killed mid-run does not leave the service
-# hung; a setuid program is not supervised (and says why); io_uring is denied in a
+# hung; a segment truncated under the supervisor does not harm the service; a
+# setuid program is not supervised (and says why); io_uring is denied in a
 # supervised tree by default, allowed on request.
 . "$(dirname "$0")/ctl_lib.sh"
 need_prog sv_static no_seccomp uring_read
@@ -32,6 +33,18 @@ kill -0 "$pid" 2>/dev/null && { kill -KILL "$pid"; fail "the service hung after 
 rc=0; wait "$pid" || rc=$?
 [ "$rc" != 0 ] || fail "the service reported success although its writes could not go on"
 note "service ended with status $rc after its supervisor was killed"
+
+# (b2) the segment truncated under the supervisor (SIGBUS territory): it keeps the
+# limits with its own buckets, says so, and the service completes at the cap
+"$CTL" run -s trunc -l 'writes=4MiB/s' -- "$P" write "$T/o6" 8M > "$T/trunc.out" 2> "$T/trunc.err" &
+pid=$!
+wait_attached trunc 1
+truncate -s 0 "$(seg_file trunc)"
+wait "$pid" || fail "the service failed after its segment was truncated: $(cat "$T/trunc.err")"
+grep -q 'truncated or damaged' "$T/trunc.err" || fail "the supervisor did not say the segment was lost: $(cat "$T/trunc.err")"
+check_rate "supervised write after truncation, cap 4 MiB/s" $((8 * MiB)) "$(field "$(cat "$T/trunc.out")" secs)" \
+  $((4 * MiB)) 0.85 1.3
+rm -f "$(seg_file trunc)"
 
 # (c) setuid: not supervised, and --supervise says why
 cp "$P" "$T/suid" && chmod u+s "$T/suid"
