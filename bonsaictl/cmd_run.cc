@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/core.h>
+#include <grp.h>
+#include <pwd.h>
 #include <unistd.h>
 
 #include "abi/limit_parse.h"
@@ -57,6 +59,19 @@ RunOptions run_parse(const Args& args) {
   if (!o.io_uring.empty() && o.io_uring != "deny" && o.io_uring != "allow")
     usage_error(fmt::format("bad --io-uring '{}' (deny or allow)", o.io_uring));
   return o;
+}
+
+// Drops to --user's identity for good (groups, gid, uid), after the segment is theirs.
+void become_user() {
+  const std::string& name = ctl_user_name();
+  if (initgroups(name.c_str(), ctl_gid()) != 0 || setgid(ctl_gid()) != 0 || setuid(ctl_uid()) != 0)
+    runtime_error(fmt::format("cannot become {}: {}", user_text(ctl_uid()), std::strerror(errno)));
+  if (setuid(0) == 0) runtime_error("could not drop root for good");  // paranoia: the drop must stick
+  if (const passwd* pw = getpwuid(ctl_uid())) {
+    setenv("HOME", pw->pw_dir, 1);
+    setenv("USER", pw->pw_name, 1);
+    setenv("LOGNAME", pw->pw_name, 1);
+  }
 }
 
 void export_compression(const CompressionConfig& c) {
@@ -147,7 +162,7 @@ int cmd_run(const Args& args) {
     unsetenv("BONSAI_LEAVE");  // run means join, whatever the caller's shell exports
     // The segment as an inherited descriptor, and its owner: a child that changes uid
     // (setpriv, su, runuser) finds it without a lookup by name or a permission check.
-    setenv("BONSAI_SHM_UID", std::to_string(geteuid()).c_str(), 1);
+    setenv("BONSAI_SHM_UID", std::to_string(ctl_uid()).c_str(), 1);
     std::string why;
     if (int fd = segment_fd_handoff(segment_path(o.service), why); fd >= 0) {
       setenv("BONSAI_SHM_FD", std::to_string(fd).c_str(), 1);
@@ -160,6 +175,7 @@ int cmd_run(const Args& args) {
     export_compression(compression);
     io_uring_export(o.io_uring, io_uring);  // both checked already
   }
+  if (ctl_other_user()) become_user();  // --user: the command runs as that user
   std::vector<char*> argv;
   for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);

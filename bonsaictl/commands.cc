@@ -2,10 +2,14 @@
 // The table of subcommands and the dispatcher (see commands.h).
 #include "commands.h"
 
+#include <cstdlib>
 #include <fmt/core.h>
+#include <pwd.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include "diag.h"
+#include "shm_client.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -17,6 +21,7 @@ void usage(FILE* out) {
   fmt::print(out, "usage: bonsaictl COMMAND [ARGS]   (bonsaictl COMMAND --help for details)\n");
   for (const Command* c : kTable) fmt::print(out, "  bonsaictl {}\n", c->synopsis);
   fmt::print(out,
+             "every command: --user NAME (root only) addresses NAME's services; run also runs CMD as NAME\n"
              "environment: BONSAI_SHM_PREFIX (segment namespace), BONSAI_LIB (libbonsai.so to preload)\n"
              "exit status: 0 success, 1 runtime failure, 2 usage or configuration error\n");
 }
@@ -42,6 +47,37 @@ std::string option_value(const Args& args, size_t& i) {
   return args[++i];
 }
 
+namespace {
+
+// `--user NAME|UID` before any "--", taken out of `args`: every command then addresses
+// that user's services. Root only (a user's segments are private to them).
+void user_option_take(Args& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--") return;
+    std::string who;
+    if (args[i] == "--user" || args[i] == "-u") {
+      if (i + 1 >= args.size()) usage_error(fmt::format("option {} needs a value", args[i]));
+      who = args[i + 1];
+      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
+    } else if (args[i].rfind("--user=", 0) == 0) {
+      who = args[i].substr(7);
+      args.erase(args.begin() + static_cast<long>(i));
+    } else {
+      continue;
+    }
+    const passwd* pw = getpwnam(who.c_str());
+    if (!pw && !who.empty() && who.find_first_not_of("0123456789") == std::string::npos)
+      pw = getpwuid(static_cast<uid_t>(std::strtoul(who.c_str(), nullptr, 10)));
+    if (!pw) usage_error(fmt::format("--user: no user '{}'", who));
+    if (geteuid() != 0 && pw->pw_uid != geteuid())
+      runtime_error(fmt::format("--user {}: only root can address another user's services", who));
+    ctl_target_user(pw->pw_uid, pw->pw_gid, pw->pw_name);
+    return;
+  }
+}
+
+}  // namespace
+
 int ctl_main(int argc, char** argv) {
   if (argc < 2) return usage(stderr), kExitUsage;
   std::string_view name = argv[1];
@@ -64,6 +100,7 @@ int ctl_main(int argc, char** argv) {
   Args args(argv + 2, argv + argc);
   if (wants_help(args)) return fmt::print("usage: bonsaictl {}\n{}", cmd->synopsis, cmd->help), kExitOk;
   try {
+    user_option_take(args);
     return cmd->run(args);
   } catch (const CtlError& e) {
     fmt::print(stderr, "bonsaictl {}: {}\n", cmd->name, e.what());

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "diag.h"
+#include "shm_client.h"
 #include "shm/shm_fd.h"
 
 namespace bonsai::ctl {
@@ -103,7 +104,7 @@ int segment_fd_handoff(const std::string& path, std::string& why) {
     return -1;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ctl_uid() || (st.st_mode & 077)) {
     ::close(fd);
     why = fmt::format("{} is not a private file of this user", path);
     return -1;

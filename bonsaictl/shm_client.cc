@@ -31,7 +31,22 @@ std::string shm_prefix() {
   return prefix;
 }
 
-unsigned ctl_uid() { return static_cast<unsigned>(geteuid()); }
+namespace {
+// `--user NAME` (root only): whose services every command addresses.
+struct TargetUser {
+  bool set = false;
+  unsigned uid = 0, gid = 0;
+  std::string name;
+};
+TargetUser g_target;
+}  // namespace
+
+void ctl_target_user(unsigned uid, unsigned gid, const std::string& name) { g_target = {true, uid, gid, name}; }
+bool ctl_other_user() { return g_target.set && g_target.uid != static_cast<unsigned>(geteuid()); }
+unsigned ctl_gid() { return g_target.set ? g_target.gid : static_cast<unsigned>(getegid()); }
+const std::string& ctl_user_name() { return g_target.name; }
+
+unsigned ctl_uid() { return g_target.set ? g_target.uid : static_cast<unsigned>(geteuid()); }
 
 uint64_t unix_now_ns() {
   timespec ts;
@@ -95,6 +110,12 @@ int segment_create(const std::string& path, const std::string& service, ShmScope
   if (fd < 0) runtime_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
   void* m = MAP_FAILED;
   struct stat st;
+  if (ctl_other_user() && fchown(fd, ctl_uid(), ctl_gid()) != 0) {  // root, for another user (--user)
+    int e = errno;
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    runtime_error(fmt::format("cannot give {} to {}: {}", tmp, user_text(ctl_uid()), std::strerror(e)));
+  }
   if (fstat(fd, &st) == 0 && st.st_uid == ctl_uid() && S_ISREG(st.st_mode) && fchmod(fd, 0600) == 0 &&
       ftruncate(fd, sizeof(ShmSegment)) == 0)
     m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);

@@ -15,7 +15,13 @@
 namespace bonsai::ctl {
 
 std::string shm_prefix();          // BONSAI_SHM_PREFIX or ""
-unsigned ctl_uid();                // the effective uid names the segments
+unsigned ctl_uid();                // the uid that names the segments: the effective one, or --user's
+unsigned ctl_gid();                // its group (for segments root makes for another user)
+// `--user NAME` (root only, bonsaictl/commands.cc): address NAME's services; segments
+// root creates for it are owned by it (mode 0600), so its processes attach as usual.
+void ctl_target_user(unsigned uid, unsigned gid, const std::string& name);
+bool ctl_other_user();             // --user names someone other than the effective user
+const std::string& ctl_user_name();
 std::string segment_path(const std::string& service);  // /dev/shm/<prefix>bonsai.<uid>.<service>
 uint64_t unix_now_ns();
 
