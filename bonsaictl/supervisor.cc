@@ -101,7 +101,7 @@ struct Held {
 
 class Loop {
  public:
-  Loop(int fd, Segment& seg) : fd_(fd), seg_(seg) {}
+  Loop(int fd, Segment& seg, std::vector<int> notified) : fd_(fd), seg_(seg), notified_(std::move(notified)) {}
   SupervisorStats run();
 
  private:
@@ -124,8 +124,11 @@ class Loop {
   void sweep(uint64_t now);
   void proc_drop(Proc& p);
 
+  void say_unseen(const LimitSet& set);
+
   int fd_;
   Segment& seg_;
+  std::vector<int> notified_;  // what the filter notifies (fixed at launch)
   View view_;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, Proc> procs_;
@@ -164,6 +167,7 @@ void Loop::view_refresh() {
   }
   for (uint32_t r = 0; r < v.set.count; ++r) v.params[r] = bucket_params(v.set.rules[r]);
   v.usable = true;
+  if (view_.seq) say_unseen(v.set);
   bool changed = view_.seq != 0;
   view_ = v;
   // New rules renumber the buckets: calls owed under the old ones are dropped, this
@@ -182,6 +186,17 @@ void Loop::view_refresh() {
     for (auto& h : held_) release(h, nullptr, now);
     held_.clear();
   }
+}
+
+// New limits on system calls the filter does not notify cannot reach this tree: say so.
+void Loop::say_unseen(const LimitSet& set) {
+  std::string missing;
+  for (int nr : sv_notified_syscalls(set))
+    if (std::find(notified_.begin(), notified_.end(), nr) == notified_.end())
+      if (const SvSyscall* sc = sv_syscall(nr)) missing += (missing.empty() ? "" : ", ") + std::string(sc->name);
+  if (!missing.empty())
+    fmt::print(stderr, "bonsaictl supervisor ({}): the new limits name system calls this supervised program was "
+               "not started with ({}): they apply to it only after a restart\n", seg_.service(), missing);
 }
 
 Proc* Loop::proc_get(int tgid) {
@@ -590,8 +605,8 @@ SupervisorStats Loop::run() {
 
 }  // namespace
 
-SupervisorStats supervise(int notify_fd, Segment& seg) {
-  Loop loop(notify_fd, seg);
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified) {
+  Loop loop(notify_fd, seg, notified);
   return loop.run();
 }
 

@@ -9,6 +9,7 @@
 // holds. See docs/limits.md "Supervised programs".
 #pragma once
 #include <string>
+#include <vector>
 
 #include "shm_client.h"
 
@@ -20,7 +21,8 @@ struct SupervisorStats {
 };
 
 // Serves `notify_fd` until no task uses the filter any more. Processes get slots of
-// `seg` marked supervised; they are released when the processes end. @return counts.
-SupervisorStats supervise(int notify_fd, Segment& seg);
+// `seg` marked supervised; they are released when the processes end. `notified`: the
+// system calls the filter notifies (new limits on others are said to need a restart).
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified);
 
 }  // namespace bonsai::ctl

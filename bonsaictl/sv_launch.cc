@@ -125,7 +125,8 @@ bool listener_send(int sock, int fd) {
 // The supervisor process: detached from the terminal (a Ctrl-C meant for the command
 // must not take its supervisor away first), stdin/stdout closed, stderr kept for its
 // one-line complaints.
-[[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service) {
+[[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service,
+                                     const std::vector<int>& notified) {
   setsid();
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
   signal(SIGPIPE, SIG_IGN);
@@ -151,7 +152,7 @@ bool listener_send(int sock, int fd) {
   answer_give(answer, 1, "");
   munmap(answer, sizeof *answer);
   try {
-    supervise(listener, *seg);
+    supervise(listener, *seg, notified);
   } catch (const std::exception& e) {
     fmt::print(stderr, "bonsaictl supervisor ({}): {}; the service's limited calls now fail (ENOSYS)\n", service,
                e.what());
@@ -182,7 +183,7 @@ void sv_launch(const SvPlan& plan) {
   if (mid == 0) {  // twice, so that the supervisor is not a child of the command
     close(kHandoffFd);
     pid_t sv = fork();
-    if (sv == 0) supervisor_process(sp[1], answer, plan.service);
+    if (sv == 0) supervisor_process(sp[1], answer, plan.service, nrs);
     _exit(sv < 0 ? 1 : 0);
   }
   close(sp[1]);
