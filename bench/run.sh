@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `make bench`: accuracy, cost, CPU while throttled and peers side by side, plus the
-# co-tenant, control-plane and compression benchmarks where present; CSV and PNG in
+# co-tenant, control-plane, compression and fio engine benchmarks where present; CSV and PNG in
 # bench/results/, a summary table on stdout, docs/benchmarks.md regenerated.
 # BENCH=quick (default, ~5 min) | full (30+ min). BONSAI_BUILD=build dir. BENCH_DOC=0: keep docs.
 source "$(dirname "$0")/lib/common.sh"
@@ -43,6 +43,7 @@ other cotenant_socket cotenant.sh socket
 other ctl_targets ctl_targets.sh
 other supervised supervised.sh
 other compress compress_bench.sh
+other fio_engines fio_engines.sh
 
 bash "$BENCH_DIR/plot.sh"
 echo "duration: $(( $(date +%s) - start )) s" >>"$RES/machine.txt"

@@ -28,6 +28,43 @@ std::string compression_level_problem(std::string_view level) {
   return {};
 }
 
+namespace {
+
+// The policy as the library will read it (compress/grammar.cc policy_parse), against
+// the section's levels; none given: any level is one.
+bool policy_ok(const std::string& p, const std::vector<std::string>& levels) {
+  if (p.empty()) return false;  // the library reads an empty setting as the default; a YAML value must name one
+  compress::LevelList list{};
+  list.levels[list.count++] = {compress::Method::Raw, 0};
+  auto add = [&](const std::string& text) {
+    compress::LevelList one{};
+    if (compress::levels_parse(text.c_str(), one)) return;
+    for (uint8_t i = 1; i < one.count && list.count < compress::kMaxLevels; ++i) list.levels[list.count++] = one.levels[i];
+  };
+  if (!levels.empty()) {
+    for (const auto& l : levels) add(l);
+  } else if (size_t colon = p.find(':'); colon != std::string::npos) {
+    add(p.substr(colon + 1));
+  }
+  compress::PolicyConfig cfg{};
+  return compress::policy_parse(p.c_str(), list, cfg) == nullptr;
+}
+
+// "datarate, queue or fixed:LEVEL with LEVEL in levels", from the policy table.
+std::string policy_choices() {
+  std::string s;
+  bool level = false;
+  for (size_t i = 0; i < compress::kPolicyCount; ++i) {
+    const compress::PolicyName& p = compress::kPolicyNames[i];
+    s += i == 0 ? "" : i + 1 == compress::kPolicyCount ? " or " : ", ";
+    s += p.name;
+    if (p.takes_level) s += ":LEVEL", level = true;
+  }
+  return level ? s + " with LEVEL in levels" : s;
+}
+
+}  // namespace
+
 void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,
                       std::vector<Diag>& diags) {
   out.present = true;
@@ -74,17 +111,8 @@ void compression_load(const YAML::Node& node, const std::string& file, Compressi
   }
   if (has_policy) {
     const std::string& p = out.policy;
-    bool ok = p == "datarate" || p == "queue";
-    if (p.rfind("fixed:", 0) == 0) {
-      ok = compression_level_problem(p.substr(6)).empty();
-      if (ok && !out.levels.empty()) {
-        ok = false;
-        for (const auto& l : out.levels) ok = ok || l == p.substr(6);
-      }
-    }
-    if (!ok)
-      diags.push_back(diag_at(file, policy_node.Mark(),
-                              fmt::format("bad policy '{}' (datarate, queue or fixed:LEVEL with LEVEL in levels)", p)));
+    if (!policy_ok(p, out.levels))
+      diags.push_back(diag_at(file, policy_node.Mark(), fmt::format("bad policy '{}' ({})", p, policy_choices())));
   }
 }
 

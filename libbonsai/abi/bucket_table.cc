@@ -4,25 +4,41 @@
 
 namespace bonsai {
 
-bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* conflict) noexcept {
+void bucket_table_clear(BucketTable& table) noexcept {
   for (auto& row : table.bucket_of)
     for (auto& cell : row) cell = kNoBucket;
   table.fd_sensitive = false;
-  uint32_t n = set.count < kMaxRules ? set.count : kMaxRules;
-  for (uint32_t r = 0; r < n; ++r) {
-    const Rule& rule = set.rules[r];
-    for (size_t c = 0; c < kCallCount; ++c) {
-      if (!(rule.calls & (CallMask{1} << c))) continue;
-      for (size_t k = 0; k < kFdKindCount; ++k) {
-        if (!(rule.fd_mask & (1u << k))) continue;
-        uint8_t& cell = table.bucket_of[c][k];
-        if (cell != kNoBucket) {
-          if (conflict) *conflict = {static_cast<CallId>(c), cell, static_cast<uint8_t>(r)};
-          return false;
-        }
-        cell = static_cast<uint8_t>(r);
+}
+
+bool bucket_table_conflict(const BucketTable& table, const Rule& rule, uint8_t index,
+                           TableConflict* conflict) noexcept {
+  for (size_t c = 0; c < kCallCount; ++c) {
+    if (!(rule.calls & (CallMask{1} << c))) continue;
+    for (size_t k = 0; k < kFdKindCount; ++k) {
+      if (!(rule.fd_mask & (1u << k))) continue;
+      uint8_t cell = table.bucket_of[c][k];
+      if (cell != kNoBucket) {
+        if (conflict) *conflict = {static_cast<CallId>(c), cell, index};
+        return true;
       }
     }
+  }
+  return false;
+}
+
+void bucket_table_claim(BucketTable& table, const Rule& rule, uint8_t index) noexcept {
+  for (size_t c = 0; c < kCallCount; ++c)
+    if (rule.calls & (CallMask{1} << c))
+      for (size_t k = 0; k < kFdKindCount; ++k)
+        if (rule.fd_mask & (1u << k)) table.bucket_of[c][k] = index;
+}
+
+bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* conflict) noexcept {
+  bucket_table_clear(table);
+  uint32_t n = set.count < kMaxRules ? set.count : kMaxRules;
+  for (uint32_t r = 0; r < n; ++r) {
+    if (bucket_table_conflict(table, set.rules[r], static_cast<uint8_t>(r), conflict)) return false;
+    bucket_table_claim(table, set.rules[r], static_cast<uint8_t>(r));
   }
   for (size_t c = 0; c < kCallCount; ++c)
     for (size_t k = 1; k < kFdKindCount; ++k)

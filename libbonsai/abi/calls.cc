@@ -2,6 +2,8 @@
 // Names, directions and groups of the calls bonsai can limit.
 #include "abi/calls.h"
 
+#include "abi/edit_distance.h"
+
 namespace bonsai {
 namespace {
 
@@ -25,24 +27,6 @@ constexpr CallMask mask_of_dir(CallDir d) {
 }
 
 constexpr std::string_view kGroupNames[] = {"reads", "writes"};
-
-size_t edit_distance(std::string_view a, std::string_view b) {
-  if (a.size() > 31 || b.size() > 31) return 99;
-  size_t row[32];
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      size_t up = row[j];
-      size_t sub = diag + (a[i - 1] == b[j - 1] ? 0 : 1);
-      size_t best = sub < up + 1 ? sub : up + 1;
-      row[j] = best < row[j - 1] + 1 ? best : row[j - 1] + 1;
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
 
 }  // namespace
 

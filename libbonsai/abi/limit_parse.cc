@@ -4,6 +4,7 @@
 #include "abi/limit_parse.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 namespace bonsai {
@@ -243,6 +244,25 @@ bool limit_parse(std::string_view text, LimitSet& out, ParseError& err) noexcept
                   static_cast<int>(rule_text[conflict.first_rule].size()), rule_text[conflict.first_rule].data());
     return false;
   }
+  return true;
+}
+
+bool duration_parse(std::string_view text, uint64_t& ns) noexcept {
+  char s[64];
+  if (text.size() >= sizeof s) return false;
+  std::memcpy(s, text.data(), text.size());
+  s[text.size()] = '\0';
+  char* end = nullptr;
+  unsigned long long v = std::strtoull(s, &end, 10);
+  if (end == s) return false;
+  uint64_t mult = 1;
+  if (*end == '\0' || std::strcmp(end, "ns") == 0) mult = 1;
+  else if (std::strcmp(end, "us") == 0) mult = 1000;
+  else if (std::strcmp(end, "ms") == 0) mult = 1000000;
+  else if (std::strcmp(end, "s") == 0) mult = 1000000000;
+  else return false;
+  if (v > 60ull * 1000000000ull / mult) return false;  // more than a minute: a typo
+  ns = v * mult;
   return true;
 }
 

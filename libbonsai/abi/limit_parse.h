@@ -35,6 +35,10 @@ struct ParseError {
 // The same with the reason of a failure (offsets are into `text`).
 [[nodiscard]] bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit, ParseError& err) noexcept;
 
+// Parses a duration: a number of ns, or with a unit ("500us", "2ms", "1s"), at most a
+// minute (more is taken for a typo). @return true with `ns` set.
+[[nodiscard]] bool duration_parse(std::string_view text, uint64_t& ns) noexcept;
+
 // Formats a rule back into the language ("read+pread=10MiB/s:burst=256KiB").
 // @return characters written (excluding NUL), truncated to `cap`.
 size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept;

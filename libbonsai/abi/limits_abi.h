@@ -58,4 +58,15 @@ struct TableConflict {
 // claimed by two rules. Never allocates.
 bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* conflict) noexcept;
 
+// The overlap check, one rule at a time (bucket_table_build is these two in a loop;
+// bonsaictl's YAML loader uses them to place its diagnostics). Start from a table of
+// kNoBucket cells (bucket_table_clear).
+void bucket_table_clear(BucketTable& table) noexcept;
+// @return true, with `conflict` {call, rule holding it, `index`}, if a (call, fd kind)
+// pair of `rule` already has a bucket in `table` (the first in call order).
+bool bucket_table_conflict(const BucketTable& table, const Rule& rule, uint8_t index,
+                           TableConflict* conflict) noexcept;
+// Gives every (call, fd kind) pair of `rule` bucket `index`.
+void bucket_table_claim(BucketTable& table, const Rule& rule, uint8_t index) noexcept;
+
 }  // namespace bonsai

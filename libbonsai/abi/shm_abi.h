@@ -11,10 +11,12 @@
 #include "abi/calls.h"
 #include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
+#include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 4  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 5  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
+                              // 5: ShmSegment::wait_hist
 
 namespace bonsai {
 
@@ -35,7 +37,7 @@ inline constexpr uint64_t shm_layout_fingerprint() {
   return (uint64_t{kCallCount} << 0) ^ (uint64_t{kCounterLanes} << 8) ^ (uint64_t{kMaxRules} << 16) ^
          (uint64_t{kMaxSlots} << 24) ^ (uint64_t{sizeof(ProcessCounters)} << 32) ^
          (uint64_t{sizeof(LimitSet)} << 48) ^
-         (uint64_t{sizeof(CallLane)} << 56);
+         (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -101,6 +103,7 @@ struct ShmSegment {
   ShmLimits limits;
   BucketState buckets[kMaxRules];   // scope `service`: shared by every attached process
   ShmExited exited;
+  WaitHist wait_hist;               // the service's held calls, all processes together
   ShmSlot slots[kMaxSlots];
 };
 
@@ -118,7 +121,9 @@ static_assert(sizeof(ShmSlot) % 64 == 0 && sizeof(ShmExited) % 64 == 0);
 static_assert(offsetof(ShmSegment, limits) == 64);
 static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));
 static_assert(offsetof(ShmSegment, exited) == offsetof(ShmSegment, buckets) + 64 * kMaxRules);
-static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
+static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
+static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
+static_assert(sizeof(WaitHist) % 64 == 0);
 static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
 static_assert(sizeof(LimitSet) % 8 == 0, "the seqlock copies LimitSet in 64-bit words");
 

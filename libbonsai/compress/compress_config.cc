@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include "log/blog.h"
+#include "runtime/options.h"
 
 namespace bonsai::compress {
 namespace {
@@ -57,27 +58,27 @@ bool config_from_env(CompressConfig& cfg) noexcept {
   cfg = CompressConfig{};
   cfg.levels = levels_default();
   cfg.policy = PolicyConfig{PolicyKind::Datarate, 0, kDefaultPeriodNs, kDefaultAlpha};
-  if (const char* t = std::getenv("BONSAI_COMPRESS_TO"); t && *t)
+  if (const char* t = option_env(Opt::compress_to); t && *t)
     if (const char* err = dests_parse(t, cfg))
       blog(LogLevel::Error, "BONSAI_COMPRESS_TO: %s in '%s'; not compressing", err, t);
-  const char* acc = std::getenv("BONSAI_COMPRESS_ACCEPT");
+  const char* acc = option_env(Opt::compress_accept);
   cfg.accept = acc && (std::strcmp(acc, "1") == 0 || std::strcmp(acc, "true") == 0 || std::strcmp(acc, "yes") == 0);
-  if (const char* t = std::getenv("BONSAI_COMPRESS_LEVELS"); t && *t)
+  if (const char* t = option_env(Opt::compress_levels); t && *t)
     if (const char* err = levels_parse(t, cfg.levels)) {
       blog(LogLevel::Error, "BONSAI_COMPRESS_LEVELS: %s in '%s'; not compressing", err, t);
       cfg.nto = 0;
     }
-  if (const char* t = std::getenv("BONSAI_COMPRESS_POLICY"); t && *t)
+  if (const char* t = option_env(Opt::compress_policy); t && *t)
     if (const char* err = policy_parse(t, cfg.levels, cfg.policy)) {
       blog(LogLevel::Error, "BONSAI_COMPRESS_POLICY: %s in '%s'; not compressing", err, t);
       cfg.nto = 0;
     }
-  if (const char* t = std::getenv("BONSAI_COMPRESS_PERIOD_MS"); t && *t) {
+  if (const char* t = option_env(Opt::compress_period_ms); t && *t) {
     long ms = std::strtol(t, nullptr, 10);
     if (ms > 0 && ms <= 60000) cfg.policy.period_ns = static_cast<uint64_t>(ms) * 1'000'000;
     else blog(LogLevel::Warn, "BONSAI_COMPRESS_PERIOD_MS: want 1..60000, got '%s'", t);
   }
-  if (const char* t = std::getenv("BONSAI_COMPRESS_ALPHA"); t && *t) {
+  if (const char* t = option_env(Opt::compress_alpha); t && *t) {
     double a = std::strtod(t, nullptr);
     if (a > 0 && a < 1) cfg.policy.alpha = a;
     else blog(LogLevel::Warn, "BONSAI_COMPRESS_ALPHA: want 0..1, got '%s'", t);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The grammar of the compression settings (BONSAI_COMPRESS_LEVELS and
-// BONSAI_COMPRESS_TO), shared by the library and bonsaictl's `compression:` check so
-// that both accept exactly the same text. Pure: no I/O, no allocation, no codec.
+// The grammar of the compression settings (BONSAI_COMPRESS_LEVELS, BONSAI_COMPRESS_TO
+// and BONSAI_COMPRESS_POLICY, its names from compress/policy.h's table), shared by the
+// library and bonsaictl's `compression:` check so that both accept exactly the same
+// text. Pure: no I/O, no allocation, no codec.
 #include <arpa/inet.h>
 #include <cstring>
 #include <netinet/in.h>
@@ -67,7 +68,55 @@ const char* parse_one(const char* p, const char* end, Dest& d) {
   return nullptr;
 }
 
+// "unknown policy (datarate, queue, fixed:LEVEL)", from the table (built once).
+const char* unknown_policy() {
+  static char msg[160];
+  if (msg[0]) return msg;
+  size_t used = 0;
+  auto put = [&](const char* s) {
+    for (; *s && used + 1 < sizeof msg; ++s) msg[used++] = *s;
+  };
+  put("unknown policy (");
+  for (size_t i = 0; i < kPolicyCount; ++i) {
+    put(i ? ", " : "");
+    put(kPolicyNames[i].name);
+    if (kPolicyNames[i].takes_level) put(":LEVEL");
+  }
+  put(")");
+  msg[used] = '\0';
+  return msg;
+}
+
 }  // namespace
+
+const char* policy_parse(const char* text, const LevelList& levels, PolicyConfig& out) noexcept {
+  PolicyConfig c{PolicyKind{}, 0, kDefaultPeriodNs, kDefaultAlpha};  // the first row: the default
+  if (text && *text) {
+    size_t i = 0;
+    size_t len = 0;
+    for (; i < kPolicyCount; ++i) {
+      len = std::strlen(kPolicyNames[i].name);
+      if (std::strncmp(text, kPolicyNames[i].name, len) == 0 && text[len] == (kPolicyNames[i].takes_level ? ':' : '\0'))
+        break;
+    }
+    if (i == kPolicyCount) return unknown_policy();
+    c.kind = static_cast<PolicyKind>(i);
+    if (kPolicyNames[i].takes_level) {
+      LevelList one{};
+      if (levels_parse(text + len + 1, one) || one.count > 2) return "fixed:LEVEL needs one level";
+      Level want = one.count == 2 ? one.levels[1] : one.levels[0];
+      bool found = false;
+      for (uint8_t l = 0; l < levels.count && !found; ++l)
+        if (levels.levels[l].method == want.method && levels.levels[l].param == want.param) {
+          c.fixed_level = l;
+          found = true;
+        }
+      if (!found) return "fixed level is not in the level list";
+    }
+  }
+  out = c;
+  return nullptr;
+}
 
 const char* levels_parse(const char* text, LevelList& out) noexcept {
   LevelList l{};

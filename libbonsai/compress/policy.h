@@ -2,6 +2,9 @@
 // Choosing a connection's compression level: the policy configuration
 // (BONSAI_COMPRESS_POLICY: datarate | queue | fixed:LEVEL) and one state per
 // connection fed a report per chunk sent (and, for datarate, calibration samples).
+// The policies are a table, fio-style: one row each in BONSAI_POLICIES (its name, read
+// by the library and by bonsaictl's `compression:` check) and one file each,
+// compress/policy_NAME.cc, defining its PolicyOps (the code, library only).
 // Pure: time is passed in.
 #pragma once
 #include <cstdint>
@@ -12,7 +15,28 @@
 
 namespace bonsai::compress {
 
-enum class PolicyKind : uint8_t { Datarate, Queue, Fixed };
+// X(Kind, name, takes a level: "name:LEVEL"). The first row is the default.
+#define BONSAI_POLICIES(X)   \
+  X(Datarate, datarate, false) \
+  X(Queue, queue, false)       \
+  X(Fixed, fixed, true)
+
+enum class PolicyKind : uint8_t {
+#define BONSAI_X(kind, name, takes_level) kind,
+  BONSAI_POLICIES(BONSAI_X)
+#undef BONSAI_X
+};
+
+struct PolicyName {
+  const char* name;
+  bool takes_level;  // written "name:LEVEL", LEVEL one of the connection's levels
+};
+inline constexpr PolicyName kPolicyNames[] = {
+#define BONSAI_X(kind, name, takes_level) {#name, takes_level},
+    BONSAI_POLICIES(BONSAI_X)
+#undef BONSAI_X
+};
+inline constexpr size_t kPolicyCount = sizeof kPolicyNames / sizeof kPolicyNames[0];
 
 struct PolicyConfig {
   PolicyKind kind;
@@ -30,7 +54,8 @@ inline constexpr uint32_t kWarmChunks = 2;
 inline constexpr uint32_t kWarmSkipMax = 16;  // first chunks that did not wait, left out
 inline constexpr uint64_t kResampleNs = 1'000'000'000;
 
-// Parses "datarate", "queue", "fixed:zstd:3" (the level must be in `levels`).
+// Parses a policy of kPolicyNames: "datarate", "queue", "fixed:zstd:3" (the level
+// must be in `levels`). compress/grammar.cc (bonsaictl links it too).
 // @return nullptr, or what is wrong.
 const char* policy_parse(const char* text, const LevelList& levels, PolicyConfig& out) noexcept;
 
@@ -57,6 +82,29 @@ struct PolicyState {
   DatarateState dr;
   QueueState q;
 };
+
+// What one policy does (its row of the table; compress/policy_NAME.cc).
+struct PolicyOps {
+  // After the common set-up (state zeroed, cfg copied, models initialised, level 0).
+  void (*init)(PolicyState& s) noexcept;
+  // One chunk's report. @return the level index for the next chunk.
+  uint8_t (*on_chunk)(PolicyState& s, const ChunkReport& r) noexcept;
+  // Whether to calibrate on the next chunk (nullptr: never).
+  bool (*wants_sample)(const PolicyState& s, uint64_t now_ns) noexcept;
+};
+#define BONSAI_X(kind, name, takes_level) extern const PolicyOps k##kind##Ops;
+BONSAI_POLICIES(BONSAI_X)
+#undef BONSAI_X
+
+// For the policies' on_chunk (policy.cc): a chunk changes nothing right after a level
+// change (`settle`: it carries the old level's debt). Else it is added to the period's
+// totals: @return true, with the period's application bytes per busy second in
+// `rate`, when the period is complete (busy time >= `period_ns`, >= `min_chunks`).
+bool policy_settling(PolicyState& s) noexcept;
+bool policy_period_add(PolicyState& s, const ChunkReport& r, uint64_t period_ns, uint32_t min_chunks,
+                       double& rate) noexcept;
+// Ends a complete period whose decision moved the level from `before`.
+void policy_period_end(PolicyState& s, uint8_t before) noexcept;
 
 void policy_init(PolicyState& s, const PolicyConfig& cfg, uint8_t nlevels) noexcept;
 

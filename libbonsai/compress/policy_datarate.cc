@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Hovestadt et al. Algorithm 1 (see policy_datarate.h). Numbers in comments refer
-// to the lines of the paper's listing; docs/compression.md lists the deviations.
+// to the lines of the paper's listing; docs/compression.md lists the deviations. At the
+// end, the `datarate` row of the policy table (compress/policy.h).
 #include "compress/policy_datarate.h"
+
+#include "compress/policy.h"
 
 namespace bonsai::compress {
 
@@ -96,5 +99,40 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
   s.pdr = cdr;
   return s.ccl;
 }
+
+
+// ---- the policy table's row (compress/policy.h) ----
+namespace {
+// The first chunk spends the bucket's initial depth: not measured.
+void datarate_policy_init(PolicyState& s) noexcept { s.settle = true; }
+
+uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
+  if (policy_settling(s)) return s.level;
+  // The first period measures the link: chunks that did not wait spend the bucket's
+  // initial depth (10 ms of rate) and would overstate it.
+  if (!s.dr.warm && r.blocked_ns == 0 && s.warm_skipped < kWarmSkipMax) {
+    ++s.warm_skipped;
+    return s.level;
+  }
+  // The first period and the period after a change (a probe) are short.
+  bool brief = !s.dr.warm || s.dr.probe_from >= 0;
+  double rate;
+  if (!policy_period_add(s, r, brief ? s.cfg.period_ns / 4 : s.cfg.period_ns, brief ? kWarmChunks : 0, rate))
+    return s.level;
+  uint8_t before = s.level;
+  model_observe(s.model, s.level, s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns);
+  s.level = datarate_next(s.dr, rate, s.cfg.alpha, s.model);
+  if (s.dr.dropped) s.sampled = false, s.dr.dropped = false;  // calibrate on the new data
+  policy_period_end(s, before);
+  return s.level;
+}
+
+// At the start and every kResampleNs.
+bool datarate_wants_sample(const PolicyState& s, uint64_t now_ns) noexcept {
+  return !s.sampled || now_ns - s.sampled_at_ns >= kResampleNs;
+}
+}  // namespace
+
+extern const PolicyOps kDatarateOps{datarate_policy_init, datarate_on_chunk, datarate_wants_sample};
 
 }  // namespace bonsai::compress

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
-// AdOC Figure 2 plus the divergence guard (see policy_queue.h).
+// AdOC Figure 2 plus the divergence guard (see policy_queue.h), and the `queue` row of
+// the policy table (compress/policy.h).
 #include "compress/policy_queue.h"
+
+#include "compress/policy.h"
 
 namespace bonsai::compress {
 namespace {
@@ -52,5 +55,32 @@ uint8_t queue_next(QueueState& s, int n, double visible_bw, uint64_t now_ns) noe
   s.level = static_cast<uint8_t>(next);
   return s.level;
 }
+
+
+// ---- the policy table's row (compress/policy.h) ----
+namespace {
+// AdOC's emission queue does not exist in a synchronous sender; its length is mapped
+// from the share of time the sender was blocked (bucket or full socket): 25% -> 10
+// packets, 50% -> 20, 75% -> 30 (Figure 2's thresholds).
+int queue_packets(uint64_t blocked_ns, uint64_t busy_ns) {
+  if (busy_ns == 0) return 0;
+  return static_cast<int>(40.0 * static_cast<double>(blocked_ns) / static_cast<double>(busy_ns));
+}
+constexpr uint64_t kQueueUpdateNs = 10'000'000;
+
+void queue_policy_init(PolicyState&) noexcept {}
+
+uint8_t queue_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
+  if (policy_settling(s)) return s.level;
+  double rate;
+  if (!policy_period_add(s, r, kQueueUpdateNs, 0, rate)) return s.level;
+  uint8_t before = s.level;
+  s.level = queue_next(s.q, queue_packets(s.acc_blocked_ns, s.acc_busy_ns), rate, r.now_ns);
+  policy_period_end(s, before);
+  return s.level;
+}
+}  // namespace
+
+extern const PolicyOps kQueueOps{queue_policy_init, queue_on_chunk, nullptr};
 
 }  // namespace bonsai::compress

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The hooks by which the wrappers hand a compressed socket to libbonsai/compress.
 // When compression is not configured each check is one load and one predictable
-// branch; everything else is noinline in compress_hooks.cc. Runs inside the host.
+// branch; everything else is noinline in the interpose/compress_*.cc files, one job
+// each: compress_setup (set-up, fork, exit), compress_stats (the stats line),
+// compress_fds (the fd table's state words), compress_classify (which sockets are
+// framed), compress_lock (a connection's lock), compress_framed (framed data calls),
+// compress_ready (readiness). Runs inside the host.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -18,6 +22,12 @@ namespace bonsai::compress {
 extern constinit bool g_tx_on;  // BONSAI_COMPRESS_TO names a destination
 extern constinit bool g_rx_on;  // BONSAI_COMPRESS_ACCEPT
 extern constinit bool g_on;     // either
+
+// ---- set-up and end (interpose/init.cc's constructor and destructor) ----
+// Reads the BONSAI_COMPRESS_* options; switches the hooks on if any is set.
+void hooks_init() noexcept;
+// Writes the BONSAI_COMPRESS_STATS line (at exit: our destructor).
+void hooks_at_exit() noexcept;
 
 // ---- checks (inline; per-descriptor state in compress/fd_table.h) ----
 // Is fd (state above plain) a framed stream to write to? Verifies that fd still
@@ -62,8 +72,6 @@ void on_close(int fd) noexcept __attribute__((noinline));
 // Any framed socket with bytes waiting in the library? (false: nothing to add)
 bool any_rx_pending() noexcept;
 bool fd_rx_pending(int fd) noexcept;
-// glibc's poll (resolved by poll_calls.cc).
-int poll_real(::pollfd* fds, nfds_t n, int timeout) noexcept;
 // epoll registrations of sockets, so epoll_wait can report pending ones.
 void epoll_note(int epfd, int op, int fd, uint32_t events, uint64_t data) noexcept;
 // Appends (events, data) of pending sockets registered with epfd for input.

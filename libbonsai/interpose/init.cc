@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: MIT
-// The library's constructor and destructor. Set-up also runs lazily from the first
-// wrapper call (another library's constructor may call write() before ours runs),
-// and reads the environment here because some workers (nginx) lose theirs later.
+// The library's one constructor and destructor, and the order of set-up: glibc's
+// functions (interpose/real.h), the limiter (runtime/limiter.h; it also runs lazily from
+// the first wrapper call: another library's constructor may call write() before ours
+// runs), then compression (interpose/compress_hooks.h). The environment is read here
+// because some workers (nginx) lose theirs later.
 #include <unistd.h>
 
 #include <atomic>
 
+#include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "runtime/limiter.h"
 #include "shm/shm_attach.h"
@@ -15,9 +18,15 @@ namespace {
 __attribute__((constructor(101))) void bonsai_constructor() {
   bonsai::real::resolve_all();
   bonsai::limiter_init_once();
+  bonsai::compress::hooks_init();
 }
 
-__attribute__((destructor)) void bonsai_destructor() { bonsai::process_exit_hooks(); }
+// At exit: the limiter's hooks (also run by _exit(), interpose/exit_calls.cc), then
+// compression's stats line (a normal exit only).
+__attribute__((destructor)) void bonsai_destructor() {
+  bonsai::process_exit_hooks();
+  bonsai::compress::hooks_at_exit();
+}
 
 }  // namespace
 

@@ -9,10 +9,7 @@
 
 using namespace bonsai;
 
-namespace {
-inline char* at(void* b, size_t off) { return static_cast<char*>(b) + off; }
-inline const char* at(const void* b, size_t off) { return static_cast<const char*>(b) + off; }
-}  // namespace
+using wrap::at;
 
 extern "C" {
 #pragma GCC visibility push(default)
@@ -50,7 +47,7 @@ ssize_t write(int fd, const void* buf, size_t n) {
 
 [[gnu::noinline]] static ssize_t pread_slow(int fd, void* buf, size_t n, off_t o) {
   return wrap::transfer(CallId::pread, fd, n, true, false, 0, [&](size_t off, size_t len) {
-    return real::pread(fd, at(buf, off), len, o + static_cast<off_t>(off));
+    return real::pread(fd, at(buf, off), len, at(o, off));
   });
 }
 ssize_t pread(int fd, void* buf, size_t n, off_t o) {
@@ -60,7 +57,7 @@ ssize_t pread(int fd, void* buf, size_t n, off_t o) {
 
 [[gnu::noinline]] static ssize_t pread64_slow(int fd, void* buf, size_t n, off64_t o) {
   return wrap::transfer(CallId::pread, fd, n, true, false, 0, [&](size_t off, size_t len) {
-    return real::pread64(fd, at(buf, off), len, o + static_cast<off64_t>(off));
+    return real::pread64(fd, at(buf, off), len, at(o, off));
   });
 }
 ssize_t pread64(int fd, void* buf, size_t n, off64_t o) {
@@ -70,7 +67,7 @@ ssize_t pread64(int fd, void* buf, size_t n, off64_t o) {
 
 [[gnu::noinline]] static ssize_t __pread_chk_slow(int fd, void* buf, size_t n, off_t o, size_t buflen) {
   return wrap::transfer(CallId::pread, fd, n, true, false, 0, [&](size_t off, size_t len) {
-    return real::__pread_chk(fd, at(buf, off), len, o + static_cast<off_t>(off), buflen - off);
+    return real::__pread_chk(fd, at(buf, off), len, at(o, off), buflen - off);
   });
 }
 ssize_t __pread_chk(int fd, void* buf, size_t n, off_t o, size_t buflen) {
@@ -80,7 +77,7 @@ ssize_t __pread_chk(int fd, void* buf, size_t n, off_t o, size_t buflen) {
 
 [[gnu::noinline]] static ssize_t __pread64_chk_slow(int fd, void* buf, size_t n, off64_t o, size_t buflen) {
   return wrap::transfer(CallId::pread, fd, n, true, false, 0, [&](size_t off, size_t len) {
-    return real::__pread64_chk(fd, at(buf, off), len, o + static_cast<off64_t>(off), buflen - off);
+    return real::__pread64_chk(fd, at(buf, off), len, at(o, off), buflen - off);
   });
 }
 ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t o, size_t buflen) {
@@ -90,7 +87,7 @@ ssize_t __pread64_chk(int fd, void* buf, size_t n, off64_t o, size_t buflen) {
 
 [[gnu::noinline]] static ssize_t pwrite_slow(int fd, const void* buf, size_t n, off_t o) {
   return wrap::transfer(CallId::pwrite, fd, n, true, true, 0, [&](size_t off, size_t len) {
-    return real::pwrite(fd, at(buf, off), len, o + static_cast<off_t>(off));
+    return real::pwrite(fd, at(buf, off), len, at(o, off));
   });
 }
 ssize_t pwrite(int fd, const void* buf, size_t n, off_t o) {
@@ -100,7 +97,7 @@ ssize_t pwrite(int fd, const void* buf, size_t n, off_t o) {
 
 [[gnu::noinline]] static ssize_t pwrite64_slow(int fd, const void* buf, size_t n, off64_t o) {
   return wrap::transfer(CallId::pwrite, fd, n, true, true, 0, [&](size_t off, size_t len) {
-    return real::pwrite64(fd, at(buf, off), len, o + static_cast<off64_t>(off));
+    return real::pwrite64(fd, at(buf, off), len, at(o, off));
   });
 }
 ssize_t pwrite64(int fd, const void* buf, size_t n, off64_t o) {

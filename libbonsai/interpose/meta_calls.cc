@@ -15,16 +15,35 @@
 
 using namespace bonsai;
 
-#define BONSAI_META(id, fd, cancel, expr)                                       \
-  (wrap::passthrough(CallId::id) ? (expr)                                      \
-                                 : wrap::simple<int>(CallId::id, fd, cancel, [&] { return expr; }, wrap::moved_none))
-
 namespace {
 // open's mode is only passed (and only read) when the flags ask for it.
 inline mode_t mode_arg(int flags, va_list ap) {
   return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE ? static_cast<mode_t>(va_arg(ap, int)) : 0;
 }
 }  // namespace
+
+// The slow paths (wrap.h BONSAI_SIMPLE_SLOW): (call id, glibc name, descriptor or -1,
+// cancellable, parameters, arguments).
+BONSAI_SIMPLE_SLOW(open, open, -1, true, (const char* p, int f, mode_t m), (p, f, m))
+BONSAI_SIMPLE_SLOW(open, open64, -1, true, (const char* p, int f, mode_t m), (p, f, m))
+BONSAI_SIMPLE_SLOW(open, __open_2, -1, true, (const char* p, int f), (p, f))
+BONSAI_SIMPLE_SLOW(open, __open64_2, -1, true, (const char* p, int f), (p, f))
+BONSAI_SIMPLE_SLOW(openat, openat, -1, true, (int d, const char* p, int f, mode_t m), (d, p, f, m))
+BONSAI_SIMPLE_SLOW(openat, openat64, -1, true, (int d, const char* p, int f, mode_t m), (d, p, f, m))
+BONSAI_SIMPLE_SLOW(openat, __openat_2, -1, true, (int d, const char* p, int f), (d, p, f))
+BONSAI_SIMPLE_SLOW(openat, __openat64_2, -1, true, (int d, const char* p, int f), (d, p, f))
+BONSAI_SIMPLE_SLOW(creat, creat, -1, true, (const char* p, mode_t m), (p, m))
+BONSAI_SIMPLE_SLOW(creat, creat64, -1, true, (const char* p, mode_t m), (p, m))
+BONSAI_SIMPLE_SLOW(close, close, fd, true, (int fd), (fd))
+BONSAI_SIMPLE_SLOW(connect, connect, fd, true, (int fd, const sockaddr* a, socklen_t l), (fd, a, l))
+BONSAI_SIMPLE_SLOW(accept, accept, fd, true, (int fd, sockaddr* a, socklen_t* l), (fd, a, l))
+BONSAI_SIMPLE_SLOW(accept4, accept4, fd, true, (int fd, sockaddr* a, socklen_t* l, int f), (fd, a, l, f))
+BONSAI_SIMPLE_SLOW(fsync, fsync, fd, true, (int fd), (fd))
+BONSAI_SIMPLE_SLOW(fdatasync, fdatasync, fd, true, (int fd), (fd))
+BONSAI_SIMPLE_SLOW(unlink, unlink, -1, false, (const char* p), (p))
+BONSAI_SIMPLE_SLOW(unlinkat, unlinkat, -1, false, (int d, const char* p, int f), (d, p, f))
+BONSAI_SIMPLE_SLOW(rename, rename, -1, false, (const char* a, const char* b), (a, b))
+BONSAI_SIMPLE_SLOW(mkdir, mkdir, -1, false, (const char* p, mode_t m), (p, m))
 
 extern "C" {
 #pragma GCC visibility push(default)
@@ -34,62 +53,104 @@ int open(const char* p, int f, ...) {
   va_start(ap, f);
   mode_t m = mode_arg(f, ap);
   va_end(ap);
-  return BONSAI_META(open, -1, true, real::open(p, f, m));
+  BONSAI_FAST(open, open, (p, f, m));
+  return open_slow(p, f, m);
 }
 int open64(const char* p, int f, ...) {
   va_list ap;
   va_start(ap, f);
   mode_t m = mode_arg(f, ap);
   va_end(ap);
-  return BONSAI_META(open, -1, true, real::open64(p, f, m));
+  BONSAI_FAST(open, open64, (p, f, m));
+  return open64_slow(p, f, m);
 }
-int __open_2(const char* p, int f) { return BONSAI_META(open, -1, true, real::__open_2(p, f)); }
-int __open64_2(const char* p, int f) { return BONSAI_META(open, -1, true, real::__open64_2(p, f)); }
+int __open_2(const char* p, int f) {
+  BONSAI_FAST(open, __open_2, (p, f));
+  return __open_2_slow(p, f);
+}
+int __open64_2(const char* p, int f) {
+  BONSAI_FAST(open, __open64_2, (p, f));
+  return __open64_2_slow(p, f);
+}
 
 int openat(int d, const char* p, int f, ...) {
   va_list ap;
   va_start(ap, f);
   mode_t m = mode_arg(f, ap);
   va_end(ap);
-  return BONSAI_META(openat, -1, true, real::openat(d, p, f, m));
+  BONSAI_FAST(openat, openat, (d, p, f, m));
+  return openat_slow(d, p, f, m);
 }
 int openat64(int d, const char* p, int f, ...) {
   va_list ap;
   va_start(ap, f);
   mode_t m = mode_arg(f, ap);
   va_end(ap);
-  return BONSAI_META(openat, -1, true, real::openat64(d, p, f, m));
+  BONSAI_FAST(openat, openat64, (d, p, f, m));
+  return openat64_slow(d, p, f, m);
 }
-int __openat_2(int d, const char* p, int f) { return BONSAI_META(openat, -1, true, real::__openat_2(d, p, f)); }
+int __openat_2(int d, const char* p, int f) {
+  BONSAI_FAST(openat, __openat_2, (d, p, f));
+  return __openat_2_slow(d, p, f);
+}
 int __openat64_2(int d, const char* p, int f) {
-  return BONSAI_META(openat, -1, true, real::__openat64_2(d, p, f));
+  BONSAI_FAST(openat, __openat64_2, (d, p, f));
+  return __openat64_2_slow(d, p, f);
 }
 
-int creat(const char* p, mode_t m) { return BONSAI_META(creat, -1, true, real::creat(p, m)); }
-int creat64(const char* p, mode_t m) { return BONSAI_META(creat, -1, true, real::creat64(p, m)); }
+int creat(const char* p, mode_t m) {
+  BONSAI_FAST(creat, creat, (p, m));
+  return creat_slow(p, m);
+}
+int creat64(const char* p, mode_t m) {
+  BONSAI_FAST(creat, creat64, (p, m));
+  return creat64_slow(p, m);
+}
 int close(int fd) {
   if (shm_fd_protected(fd)) [[unlikely]] return 0;  // the service segment stays open (shm/shm_fd.h)
   if (compress::g_on) [[unlikely]] compress::on_close(fd);
-  return BONSAI_META(close, fd, true, real::close(fd));
+  BONSAI_FAST(close, close, (fd));
+  return close_slow(fd);
 }
 int connect(int fd, const sockaddr* a, socklen_t l) {
   if (compress::g_on) [[unlikely]] return compress::connect_hooked(fd, a, l);
-  return BONSAI_META(connect, fd, true, real::connect(fd, a, l));
+  BONSAI_FAST(connect, connect, (fd, a, l));
+  return connect_slow(fd, a, l);
 }
 int accept(int fd, sockaddr* a, socklen_t* l) {
   if (compress::g_on) [[unlikely]] return compress::accept_hooked(fd, a, l, 0, false);
-  return BONSAI_META(accept, fd, true, real::accept(fd, a, l));
+  BONSAI_FAST(accept, accept, (fd, a, l));
+  return accept_slow(fd, a, l);
 }
 int accept4(int fd, sockaddr* a, socklen_t* l, int f) {
   if (compress::g_on) [[unlikely]] return compress::accept_hooked(fd, a, l, f, true);
-  return BONSAI_META(accept4, fd, true, real::accept4(fd, a, l, f));
+  BONSAI_FAST(accept4, accept4, (fd, a, l, f));
+  return accept4_slow(fd, a, l, f);
 }
-int fsync(int fd) { return BONSAI_META(fsync, fd, true, real::fsync(fd)); }
-int fdatasync(int fd) { return BONSAI_META(fdatasync, fd, true, real::fdatasync(fd)); }
-int unlink(const char* p) { return BONSAI_META(unlink, -1, false, real::unlink(p)); }
-int unlinkat(int d, const char* p, int f) { return BONSAI_META(unlinkat, -1, false, real::unlinkat(d, p, f)); }
-int rename(const char* a, const char* b) { return BONSAI_META(rename, -1, false, real::rename(a, b)); }
-int mkdir(const char* p, mode_t m) { return BONSAI_META(mkdir, -1, false, real::mkdir(p, m)); }
+int fsync(int fd) {
+  BONSAI_FAST(fsync, fsync, (fd));
+  return fsync_slow(fd);
+}
+int fdatasync(int fd) {
+  BONSAI_FAST(fdatasync, fdatasync, (fd));
+  return fdatasync_slow(fd);
+}
+int unlink(const char* p) {
+  BONSAI_FAST(unlink, unlink, (p));
+  return unlink_slow(p);
+}
+int unlinkat(int d, const char* p, int f) {
+  BONSAI_FAST(unlinkat, unlinkat, (d, p, f));
+  return unlinkat_slow(d, p, f);
+}
+int rename(const char* a, const char* b) {
+  BONSAI_FAST(rename, rename, (a, b));
+  return rename_slow(a, b);
+}
+int mkdir(const char* p, mode_t m) {
+  BONSAI_FAST(mkdir, mkdir, (p, m));
+  return mkdir_slow(p, m);
+}
 
 #pragma GCC visibility pop
 }  // extern "C"

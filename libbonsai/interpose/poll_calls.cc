@@ -3,51 +3,17 @@
 // and epoll_ctl. A framed socket whose decoded bytes wait inside the library has
 // nothing left in the kernel, so these report it readable themselves, or an
 // event-driven receiver would hang. Without BONSAI_COMPRESS_ACCEPT: one branch.
-#include <cerrno>
-#include <dlfcn.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 
 #include "interpose/compress_hooks.h"
+#include "interpose/real.h"
 
 using namespace bonsai;
 
 namespace {
-
-#define BONSAI_POLL_SYMBOLS(X)                                                                  \
-  X(int, poll, (pollfd * f, nfds_t n, int t))                                                   \
-  X(int, ppoll, (pollfd * f, nfds_t n, const timespec* t, const sigset_t* s))                   \
-  X(int, __poll_chk, (pollfd * f, nfds_t n, int t, size_t l))                                   \
-  X(int, __ppoll_chk, (pollfd * f, nfds_t n, const timespec* t, const sigset_t* s, size_t l))   \
-  X(int, select, (int n, fd_set* r, fd_set* w, fd_set* e, timeval* t))                          \
-  X(int, pselect, (int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* s)) \
-  X(int, epoll_wait, (int ep, epoll_event* ev, int max, int t))                                 \
-  X(int, epoll_pwait, (int ep, epoll_event* ev, int max, int t, const sigset_t* s))             \
-  X(int, epoll_ctl, (int ep, int op, int fd, epoll_event* ev))
-
-#define BONSAI_X(ret, name, params)                                                  \
-  using name##_fn = ret(*) params;                                                   \
-  constinit std::atomic<name##_fn> real_##name{nullptr};                             \
-  name##_fn get_##name() {                                                           \
-    name##_fn f = real_##name.load(std::memory_order_relaxed);                       \
-    if (!f) [[unlikely]] {                                                           \
-      f = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name));                      \
-      real_##name.store(f, std::memory_order_relaxed);                               \
-    }                                                                                \
-    return f;                                                                        \
-  }
-BONSAI_POLL_SYMBOLS(BONSAI_X)
-#undef BONSAI_X
-
-__attribute__((constructor(102))) void poll_calls_resolve() {
-  int saved = errno;
-#define BONSAI_X(ret, name, params) get_##name();
-  BONSAI_POLL_SYMBOLS(BONSAI_X)
-#undef BONSAI_X
-  errno = saved;
-}
 
 inline bool maybe_pending() { return compress::g_rx_on && compress::any_rx_pending(); }
 
@@ -108,58 +74,54 @@ constexpr timespec kZeroTs{0, 0};
 
 }  // namespace
 
-namespace bonsai::compress {
-int poll_real(::pollfd* fds, nfds_t n, int timeout) noexcept { return get_poll()(fds, n, timeout); }
-}  // namespace bonsai::compress
-
 extern "C" {
 #pragma GCC visibility push(default)
 
 int poll(pollfd* f, nfds_t n, int t) {
-  if (!maybe_pending()) [[likely]] return get_poll()(f, n, t);
-  return poll_merged(f, n, [&](bool b) { return get_poll()(f, n, b ? t : 0); }, true);
+  if (!maybe_pending()) [[likely]] return real::poll(f, n, t);
+  return poll_merged(f, n, [&](bool b) { return real::poll(f, n, b ? t : 0); }, true);
 }
 
 int __poll_chk(pollfd* f, nfds_t n, int t, size_t l) {
-  if (!maybe_pending()) [[likely]] return get___poll_chk()(f, n, t, l);
-  return poll_merged(f, n, [&](bool b) { return get___poll_chk()(f, n, b ? t : 0, l); }, true);
+  if (!maybe_pending()) [[likely]] return real::__poll_chk(f, n, t, l);
+  return poll_merged(f, n, [&](bool b) { return real::__poll_chk(f, n, b ? t : 0, l); }, true);
 }
 
 int ppoll(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending()) [[likely]] return get_ppoll()(f, n, t, s);
-  return poll_merged(f, n, [&](bool b) { return get_ppoll()(f, n, b ? t : &kZeroTs, s); }, true);
+  if (!maybe_pending()) [[likely]] return real::ppoll(f, n, t, s);
+  return poll_merged(f, n, [&](bool b) { return real::ppoll(f, n, b ? t : &kZeroTs, s); }, true);
 }
 
 int __ppoll_chk(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_t l) {
-  if (!maybe_pending()) [[likely]] return get___ppoll_chk()(f, n, t, s, l);
-  return poll_merged(f, n, [&](bool b) { return get___ppoll_chk()(f, n, b ? t : &kZeroTs, s, l); }, true);
+  if (!maybe_pending()) [[likely]] return real::__ppoll_chk(f, n, t, s, l);
+  return poll_merged(f, n, [&](bool b) { return real::__ppoll_chk(f, n, b ? t : &kZeroTs, s, l); }, true);
 }
 
 int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
-  if (!maybe_pending()) [[likely]] return get_select()(n, r, w, e, t);
+  if (!maybe_pending()) [[likely]] return real::select(n, r, w, e, t);
   return select_merged(n, r, [&](bool b) {
     timeval z{0, 0};
-    return get_select()(n, r, w, e, b ? t : &z);
+    return real::select(n, r, w, e, b ? t : &z);
   });
 }
 
 int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending()) [[likely]] return get_pselect()(n, r, w, e, t, s);
-  return select_merged(n, r, [&](bool b) { return get_pselect()(n, r, w, e, b ? t : &kZeroTs, s); });
+  if (!maybe_pending()) [[likely]] return real::pselect(n, r, w, e, t, s);
+  return select_merged(n, r, [&](bool b) { return real::pselect(n, r, w, e, b ? t : &kZeroTs, s); });
 }
 
 int epoll_wait(int ep, epoll_event* ev, int max, int t) {
-  if (!maybe_pending()) [[likely]] return get_epoll_wait()(ep, ev, max, t);
-  return epoll_merged(ep, ev, max, [&](bool b) { return get_epoll_wait()(ep, ev, max, b ? t : 0); });
+  if (!maybe_pending()) [[likely]] return real::epoll_wait(ep, ev, max, t);
+  return epoll_merged(ep, ev, max, [&](bool b) { return real::epoll_wait(ep, ev, max, b ? t : 0); });
 }
 
 int epoll_pwait(int ep, epoll_event* ev, int max, int t, const sigset_t* s) {
-  if (!maybe_pending()) [[likely]] return get_epoll_pwait()(ep, ev, max, t, s);
-  return epoll_merged(ep, ev, max, [&](bool b) { return get_epoll_pwait()(ep, ev, max, b ? t : 0, s); });
+  if (!maybe_pending()) [[likely]] return real::epoll_pwait(ep, ev, max, t, s);
+  return epoll_merged(ep, ev, max, [&](bool b) { return real::epoll_pwait(ep, ev, max, b ? t : 0, s); });
 }
 
 int epoll_ctl(int ep, int op, int fd, epoll_event* ev) {
-  int r = get_epoll_ctl()(ep, op, fd, ev);
+  int r = real::epoll_ctl(ep, op, fd, ev);
   if (compress::g_rx_on && r == 0) [[unlikely]]
     compress::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
   return r;

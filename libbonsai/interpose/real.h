@@ -7,13 +7,19 @@
 #include <atomic>
 #include <csignal>
 #include <cstdio>
+#include <poll.h>
 #include <spawn.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
 struct mmsghdr;
 struct timespec;
+struct aiocb;
+struct aiocb64;
+struct sigevent;
 
 namespace bonsai::real {
 
@@ -97,6 +103,16 @@ namespace bonsai::real {
   X(void, _exit, (int s), (s))                                                                     \
   X(void, _Exit, (int s), (s))                                                                     \
   X(long, syscall, (long nr, long a, long b, long c, long d, long e, long f), (nr, a, b, c, d, e, f)) \
+  X(int, aio_read, (aiocb* cb), (cb))                                                              \
+  X(int, aio_read64, (aiocb64* cb), (cb))                                                          \
+  X(int, aio_write, (aiocb* cb), (cb))                                                             \
+  X(int, aio_write64, (aiocb64* cb), (cb))                                                         \
+  X(int, lio_listio, (int m, aiocb* const* l, int n, sigevent* s), (m, l, n, s))                   \
+  X(int, lio_listio64, (int m, aiocb64* const* l, int n, sigevent* s), (m, l, n, s))               \
+  X(int, aio_error, (const aiocb* cb), (cb))                                                       \
+  X(int, aio_error64, (const aiocb64* cb), (cb))                                                   \
+  X(ssize_t, aio_return, (aiocb* cb), (cb))                                                        \
+  X(ssize_t, aio_return64, (aiocb64* cb), (cb))                                                    \
   BONSAI_REAL_EXEC_SYMBOLS(X)
 
 // exec and spawn (interpose/exec_calls.cc), close_range/closefrom (they skip the
@@ -117,7 +133,27 @@ namespace bonsai::real {
 // SIGBUS dispositions (interpose/signal_calls.cc keep the segment guard first).
 #define BONSAI_REAL_SIGNAL_SYMBOLS(X)                                                              \
   X(int, sigaction, (int s, const struct sigaction* a, struct sigaction* o), (s, a, o))            \
-  X(sighandler_t, signal, (int s, sighandler_t h), (s, h))
+  X(sighandler_t, signal, (int s, sighandler_t h), (s, h))                                        \
+  BONSAI_REAL_POLL_SYMBOLS(X)
+
+// Readiness (interpose/poll_calls.cc: framed sockets with decoded bytes waiting).
+#define BONSAI_REAL_POLL_SYMBOLS(X)                                                                \
+  X(int, poll, (pollfd* f, nfds_t n, int t), (f, n, t))                                            \
+  X(int, ppoll, (pollfd* f, nfds_t n, const timespec* t, const sigset_t* s), (f, n, t, s))         \
+  X(int, __poll_chk, (pollfd* f, nfds_t n, int t, size_t l), (f, n, t, l))                         \
+  X(int, __ppoll_chk, (pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_t l),      \
+    (f, n, t, s, l))                                                                               \
+  X(int, select, (int n, fd_set* r, fd_set* w, fd_set* e, timeval* t), (n, r, w, e, t))            \
+  X(int, pselect, (int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* s),  \
+    (n, r, w, e, t, s))                                                                            \
+  X(int, epoll_wait, (int ep, epoll_event* ev, int max, int t), (ep, ev, max, t))                  \
+  X(int, epoll_pwait, (int ep, epoll_event* ev, int max, int t, const sigset_t* s), (ep, ev, max, t, s)) \
+  X(int, epoll_ctl, (int ep, int op, int fd, epoll_event* ev), (ep, op, fd, ev))
+
+// Interposed names with no glibc pointer of their own: the exec l-forms and execv/execvp
+// are made from execve/execvpe (interpose/exec_calls.cc). With the table above, every
+// name bonsai.map exports (tests/tools/check_symbols.sh holds the three together).
+#define BONSAI_OWN_SYMBOLS(Y) Y(execl) Y(execle) Y(execlp) Y(execv) Y(execvp)
 
 #define BONSAI_X(ret, name, params, args)                                      \
   using name##_fn = ret(*) params;                                             \

@@ -15,23 +15,12 @@ namespace {
 struct FdInfo {
   mode_t mode = 0;
   bool nonblocking = false;
-  bool stream = true;  // for sockets: SOCK_STREAM
+  bool stream = true;  // for sockets: SOCK_STREAM (or unknown)
 };
 
 FdInfo fd_info(int fd) {
-  int saved = errno;
-  FdInfo info;
-  struct stat st;
-  if (fstat(fd, &st) == 0) info.mode = st.st_mode;
-  int fl = fcntl(fd, F_GETFL);
-  info.nonblocking = fl >= 0 && (fl & O_NONBLOCK);
-  if (S_ISSOCK(info.mode)) {
-    int type = 0;
-    socklen_t len = sizeof type;
-    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0) info.stream = type == SOCK_STREAM;
-  }
-  errno = saved;
-  return info;
+  FdFacts f = fd_facts(fd, kAskMode | kAskFlags | kAskSockType);  // runtime/fd_class.h
+  return FdInfo{f.mode, f.nonblocking, f.sock_type == 0 || f.sock_type == SOCK_STREAM};
 }
 
 }  // namespace

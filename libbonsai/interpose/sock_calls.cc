@@ -11,11 +11,7 @@
 
 using namespace bonsai;
 
-namespace {
-inline char* at(void* b, size_t off) { return static_cast<char*>(b) + off; }
-inline const char* at(const void* b, size_t off) { return static_cast<const char*>(b) + off; }
-
-}  // namespace
+using wrap::at;
 
 extern "C" {
 #pragma GCC visibility push(default)
@@ -52,7 +48,7 @@ ssize_t sendmsg(int fd, const msghdr* m, int f) {
 
 [[gnu::noinline]] static int sendmmsg_slow(int fd, mmsghdr* v, unsigned int n, int f) {
   auto call = [&](mmsghdr* p, unsigned int k, int fl) { return real::sendmmsg(fd, p, k, fl); };
-  return wrap::mmsg_slow(CallId::sendmmsg, fd, v, n, f, true, call);
+  return wrap::mmsg(CallId::sendmmsg, fd, v, n, f, true, call);
 }
 int sendmmsg(int fd, mmsghdr* v, unsigned int n, int f) {
   BONSAI_FAST(sendmmsg, sendmmsg, (fd, v, n, f));
@@ -118,7 +114,7 @@ ssize_t recvmsg(int fd, msghdr* m, int f) {
 
 [[gnu::noinline]] static int recvmmsg_slow(int fd, mmsghdr* v, unsigned int n, int f, struct timespec* tmo) {
   auto call = [&](mmsghdr* p, unsigned int k, int fl) { return real::recvmmsg(fd, p, k, fl, tmo); };
-  return wrap::mmsg_slow(CallId::recvmmsg, fd, v, n, f, false, call);
+  return wrap::mmsg(CallId::recvmmsg, fd, v, n, f, false, call);
 }
 int recvmmsg(int fd, mmsghdr* v, unsigned int n, int f, struct timespec* tmo) {
   if (f & MSG_PEEK) [[unlikely]] return real::recvmmsg(fd, v, n, f, tmo);

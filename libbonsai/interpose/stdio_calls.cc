@@ -19,8 +19,7 @@ using namespace bonsai;
 namespace {
 
 inline int fd_of(FILE* f) { return f ? fileno_unlocked(f) : -1; }
-inline char* at(void* b, size_t off) { return static_cast<char*>(b) + off; }
-inline const char* at(const void* b, size_t off) { return static_cast<const char*>(b) + off; }
+using wrap::at;
 
 // The FILE's lock for the pieces of one locking call, with cancellation off while
 // it is held: a piece cancelled inside glibc would leave our level of it taken.

@@ -65,7 +65,7 @@ long io_submit_limited(long a, long b, long c, long d, long e, long f) {
 }
 
 // Address `off` bytes into the caller's buffer (or file offset) `base`.
-inline long at(long base, size_t off) { return base + static_cast<long>(off); }
+using wrap::at;
 
 }  // namespace
 
@@ -110,7 +110,7 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
     case SYS_pwritev2:  // offset -1: the file position, which the pieces advance
       return vec(nr == SYS_preadv2 ? CallId::preadv : CallId::pwritev, nr == SYS_pwritev2,
                  (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, [&](const iovec* v, long k, size_t off) {
-                   return raw(nr, a, reinterpret_cast<long>(v), k, d == -1 ? d : at(d, off), e, f);
+                   return raw(nr, a, reinterpret_cast<long>(v), k, at(d, off), e, f);
                  });
     case SYS_sendto:
       return bytes(CallId::sendto, true, static_cast<int>(d),
@@ -132,9 +132,9 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
       auto mm = [&](mmsghdr* v, unsigned int k, int fl) {
         return static_cast<int>(raw(nr, a, reinterpret_cast<long>(v), k, fl, e, f));
       };
-      return wrap::mmsg_slow(nr == SYS_sendmmsg ? CallId::sendmmsg : CallId::recvmmsg, fd,
-                             reinterpret_cast<mmsghdr*>(b), static_cast<unsigned int>(c), static_cast<int>(d),
-                             nr == SYS_sendmmsg, mm);
+      return wrap::mmsg(nr == SYS_sendmmsg ? CallId::sendmmsg : CallId::recvmmsg, fd,
+                        reinterpret_cast<mmsghdr*>(b), static_cast<unsigned int>(c), static_cast<int>(d),
+                        nr == SYS_sendmmsg, mm);
     }
     // Zero-copy calls: clamped to a chunk and charged on both sides like the named ones.
     case SYS_sendfile:  // (out, in, offset*, count)

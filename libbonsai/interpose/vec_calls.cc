@@ -11,12 +11,7 @@
 
 using namespace bonsai;
 
-namespace {
-// File offset of a piece that starts `off` bytes into the call (-1: the file's own
-// position, which the pieces advance in turn; preadv2/pwritev2 only).
-template <typename Off>
-inline Off at(Off o, size_t off) { return o == -1 ? o : o + static_cast<Off>(off); }
-}  // namespace
+using wrap::at;
 
 extern "C" {
 #pragma GCC visibility push(default)
@@ -43,7 +38,7 @@ ssize_t writev(int fd, const iovec* v, int c) {
 
 [[gnu::noinline]] static ssize_t preadv_slow(int fd, const iovec* v, int c, off_t o) {
   return wrap::transfer_iov(CallId::preadv, fd, v, c, true, false, 0, [&](const iovec* p, long k, size_t off) {
-    return real::preadv(fd, p, static_cast<int>(k), o + static_cast<off_t>(off));
+    return real::preadv(fd, p, static_cast<int>(k), at(o, off));
   });
 }
 ssize_t preadv(int fd, const iovec* v, int c, off_t o) {
@@ -53,7 +48,7 @@ ssize_t preadv(int fd, const iovec* v, int c, off_t o) {
 
 [[gnu::noinline]] static ssize_t preadv64_slow(int fd, const iovec* v, int c, off64_t o) {
   return wrap::transfer_iov(CallId::preadv, fd, v, c, true, false, 0, [&](const iovec* p, long k, size_t off) {
-    return real::preadv64(fd, p, static_cast<int>(k), o + static_cast<off64_t>(off));
+    return real::preadv64(fd, p, static_cast<int>(k), at(o, off));
   });
 }
 ssize_t preadv64(int fd, const iovec* v, int c, off64_t o) {
@@ -63,7 +58,7 @@ ssize_t preadv64(int fd, const iovec* v, int c, off64_t o) {
 
 [[gnu::noinline]] static ssize_t pwritev_slow(int fd, const iovec* v, int c, off_t o) {
   return wrap::transfer_iov(CallId::pwritev, fd, v, c, true, true, 0, [&](const iovec* p, long k, size_t off) {
-    return real::pwritev(fd, p, static_cast<int>(k), o + static_cast<off_t>(off));
+    return real::pwritev(fd, p, static_cast<int>(k), at(o, off));
   });
 }
 ssize_t pwritev(int fd, const iovec* v, int c, off_t o) {
@@ -73,7 +68,7 @@ ssize_t pwritev(int fd, const iovec* v, int c, off_t o) {
 
 [[gnu::noinline]] static ssize_t pwritev64_slow(int fd, const iovec* v, int c, off64_t o) {
   return wrap::transfer_iov(CallId::pwritev, fd, v, c, true, true, 0, [&](const iovec* p, long k, size_t off) {
-    return real::pwritev64(fd, p, static_cast<int>(k), o + static_cast<off64_t>(off));
+    return real::pwritev64(fd, p, static_cast<int>(k), at(o, off));
   });
 }
 ssize_t pwritev64(int fd, const iovec* v, int c, off64_t o) {

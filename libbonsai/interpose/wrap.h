@@ -15,17 +15,36 @@
 
 namespace bonsai::wrap {
 
+// The wrapper family, one shape per kind of call, each a noinline template the
+// wrapper's slow path calls with a lambda making the real call:
+//   transfer      a buffer of n bytes (read, write, send, fread, syscall(SYS_read)...)
+//   transfer_iov  an iovec array (readv, preadv2...)
+//   transfer_msg  a msghdr (sendmsg, recvmsg)
+//   mmsg          an array of messages (sendmmsg, recvmmsg)
+//   zero_copy     bytes from one descriptor to another (sendfile, splice, tee...)
+//   simple        no size to shape, limited by call rate (open, fsync, connect...)
+// and the fast paths that come first in every wrapper: BONSAI_FAST, BONSAI_FAST_ZC,
+// BONSAI_FAST_CREDIT (below), BONSAI_SIMPLE_SLOW for a rate-only call's slow path.
+
+// Where a piece of a call starts, `off` bytes into it: the caller's buffer, or a file
+// offset (-1: the file's own position, which the pieces advance in turn).
+inline char* at(void* b, size_t off) noexcept { return static_cast<char*>(b) + off; }
+inline const char* at(const void* b, size_t off) noexcept { return static_cast<const char*>(b) + off; }
+template <typename Off>
+  requires std::is_integral_v<Off>
+inline Off at(Off o, size_t off) noexcept { return o == -1 ? o : static_cast<Off>(o + static_cast<Off>(off)); }
+
 // True when the call needs nothing from us: set up, no limit on it, nobody counting,
 // no limits that may change. Then the wrapper tail-calls glibc with no frame of its
 // own (the shapes below keep everything else in noinline slow paths).
-inline bool passthrough(CallId id) noexcept {
+inline bool unlimited(CallId id) noexcept {
   const LimitsView* v = g_limiter.fast_view.load(std::memory_order_acquire);
   return v && v->table.bucket_of[static_cast<size_t>(id)][0] == kNoBucket;
 }
 
 // The same for a zero-copy call, which is also charged as a read (`src`) of its
 // source: both lookups in the one view.
-inline bool passthrough2(CallId id, CallId src) noexcept {
+inline bool unlimited(CallId id, CallId src) noexcept {
   const LimitsView* v = g_limiter.fast_view.load(std::memory_order_acquire);
   return v && v->table.bucket_of[static_cast<size_t>(id)][0] == kNoBucket &&
          v->table.bucket_of[static_cast<size_t>(src)][0] == kNoBucket;
@@ -34,7 +53,7 @@ inline bool passthrough2(CallId id, CallId src) noexcept {
 // A call with no size to shape (metadata calls, vectored calls): one real call.
 // `call()` makes the real call and returns bytes moved (or -1).
 template <typename Ret, typename Call>
-[[gnu::noinline]] Ret simple_slow(CallId id, int fd, bool cancellable, Call& call, ssize_t (*moved_of)(Ret)) {
+[[gnu::noinline]] Ret simple(CallId id, int fd, bool cancellable, Call&& call, ssize_t (*moved_of)(Ret)) {
   if (!limiter_active()) [[unlikely]] return call();
   Ticket t = ticket_for(id, fd);
   ticket_wait(t, cancellable);
@@ -43,12 +62,6 @@ template <typename Ret, typename Call>
   return r;
 }
 
-template <typename Ret, typename Call>
-inline Ret simple(CallId id, int fd, bool cancellable, Call&& call, ssize_t (*moved_of)(Ret)) {
-  return simple_slow<Ret>(id, fd, cancellable, call, moved_of);
-}
-
-inline ssize_t moved_ssize(ssize_t r) { return r; }
 inline ssize_t moved_none(int r) { return r < 0 ? -1 : 0; }
 
 // How a transfer larger than one bucket chunk is made.
@@ -85,8 +98,8 @@ inline void ticket_refund(const Ticket& t, size_t n, ssize_t moved) noexcept {
 // `call(0, n)` must be exactly the caller's call. `splittable` false: a read that
 // must not be cut (it becomes Whole).
 template <typename Call>
-[[gnu::noinline]] ssize_t transfer_slow(CallId id, int fd, size_t n, bool cancellable, bool is_write,
-                                        int msg_flags, Call& call, bool splittable = true) {
+[[gnu::noinline]] ssize_t transfer(CallId id, int fd, size_t n, bool cancellable, bool is_write, int msg_flags,
+                                   Call&& call, bool splittable = true) {
   size_t whole = n;  // `call` may lower its length argument: never hand it `n`
   if (!limiter_active()) [[unlikely]] return call(size_t{0}, whole);
   Ticket t = ticket_for(id, fd);
@@ -202,8 +215,8 @@ class IovCursor {
 // `call(vec, count, off)` makes the real call on `vec`, which covers the caller's
 // bytes from `off` (vec == v and off == 0: the caller's own call).
 template <typename Call>
-[[gnu::noinline]] ssize_t transfer_iov_slow(CallId id, int fd, const iovec* v, long count, bool cancellable,
-                                            bool is_write, int msg_flags, Call& call) {
+[[gnu::noinline]] ssize_t transfer_iov(CallId id, int fd, const iovec* v, long count, bool cancellable,
+                                       bool is_write, int msg_flags, Call&& call) {
   size_t n;
   if (!iov_sum(v, count, n)) [[unlikely]] n = 0;  // the kernel refuses it: one call
   IovCursor cur(v, count);
@@ -214,13 +227,7 @@ template <typename Call>
     len = cur.piece(off, len, sub, k);
     return call(static_cast<const iovec*>(sub), static_cast<long>(k), off);
   };
-  return transfer_slow(id, fd, n, cancellable, is_write, msg_flags, piece);
-}
-
-template <typename Call>
-inline ssize_t transfer_iov(CallId id, int fd, const iovec* v, long count, bool cancellable, bool is_write,
-                            int msg_flags, Call&& call) {
-  return transfer_iov_slow(id, fd, v, count, cancellable, is_write, msg_flags, call);
+  return transfer(id, fd, n, cancellable, is_write, msg_flags, piece);
 }
 
 // sendmsg/recvmsg: the message's vector is cut up as above. Pieces after the first
@@ -229,7 +236,7 @@ inline ssize_t transfer_iov(CallId id, int fd, const iovec* v, long count, bool 
 // the call instead): ancillary data must arrive with the bytes it belongs to.
 // `call(msghdr*)` makes the real call.
 template <typename Msg, typename Call>
-[[gnu::noinline]] ssize_t transfer_msg_slow(CallId id, int fd, Msg* m, int flags, bool is_write, Call& call) {
+[[gnu::noinline]] ssize_t transfer_msg(CallId id, int fd, Msg* m, int flags, bool is_write, Call&& call) {
   if (!m) [[unlikely]] return call(m);  // EFAULT from the kernel
   size_t n;
   if (!iov_sum(m->msg_iov, static_cast<long>(m->msg_iovlen), n)) [[unlikely]] n = 0;
@@ -261,12 +268,7 @@ template <typename Msg, typename Call>
     return r;
   };
   bool splittable = is_write || !m->msg_control || !m->msg_controllen;
-  return transfer_slow(id, fd, n, true, is_write, flags, piece, splittable);
-}
-
-template <typename Msg, typename Call>
-inline ssize_t transfer_msg(CallId id, int fd, Msg* m, int flags, bool is_write, Call&& call) {
-  return transfer_msg_slow(id, fd, m, flags, is_write, call);
+  return transfer(id, fd, n, true, is_write, flags, piece, splittable);
 }
 
 // ---- sendmmsg / recvmmsg ----
@@ -292,7 +294,7 @@ inline size_t mmsg_bytes(const mmsghdr& m) {
 // MSG_WAITFORONE: later groups do not wait for data); otherwise only the first group
 // is made. `call(v, n, flags)` makes the real call.
 template <typename Call>
-[[gnu::noinline]] int mmsg_slow(CallId id, int fd, mmsghdr* v, unsigned int n, int f, bool is_write, Call& call) {
+[[gnu::noinline]] int mmsg(CallId id, int fd, mmsghdr* v, unsigned int n, int f, bool is_write, Call&& call) {
   if (!limiter_active()) [[unlikely]] return call(v, n, f);
   Ticket t = ticket_for(id, fd);
   size_t chunk = ticket_chunk(t);
@@ -350,15 +352,15 @@ template <typename Call>
 
 // The limited fast path: this thread still holds prepaid credit on the call's
 // bucket and the transfer is smaller than a batch, so no wait and no settling can
-// be needed. @return kPassThrough (no limit on the call: just call glibc), the
+// be needed. @return kUnlimited (no limit on the call: just call glibc), the
 // credit to spend after the call, or nullptr to take the full path.
-inline int64_t* const kPassThrough = reinterpret_cast<int64_t*>(alignof(int64_t) - 1);
+inline int64_t* const kUnlimited = reinterpret_cast<int64_t*>(alignof(int64_t) - 1);
 
 inline int64_t* credit_fast(CallId id, size_t n) noexcept {
   const LimitsView* v = g_limiter.fast_view.load(std::memory_order_acquire);
   if (!v) return nullptr;
   uint8_t b = v->table.bucket_of[static_cast<size_t>(id)][0];
-  if (b == kNoBucket) return kPassThrough;
+  if (b == kNoBucket) return kUnlimited;
   if (t_thread.credit_view != v) return nullptr;
   const BucketParams& p = v->params[b];
   int64_t* credit = &t_thread.credit[b];
@@ -370,12 +372,6 @@ inline int64_t* credit_fast(CallId id, size_t n) noexcept {
 inline ssize_t credit_spend(int64_t* credit, ssize_t r) noexcept {
   if (r > 0) lane_add(*credit, -r);
   return r;
-}
-
-template <typename Call>
-inline ssize_t transfer(CallId id, int fd, size_t n, bool cancellable, bool is_write, int msg_flags,
-                        Call&& call) {
-  return transfer_slow(id, fd, n, cancellable, is_write, msg_flags, call);
 }
 
 // The bucket `call` on `fd` has in the view of ticket `t` (no second refresh, so both
@@ -407,7 +403,7 @@ inline CallId source_call(const void* in_off) noexcept { return in_off ? CallId:
 // allow it: the smaller chunk, a wait on each, both charged with what moved; when both
 // sides fall in one bucket it is charged once. Counted once, under its own name.
 template <typename Call>
-[[gnu::noinline]] ssize_t zero_copy_slow(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call& call) {
+[[gnu::noinline]] ssize_t zero_copy(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call&& call) {
   if (!limiter_active()) [[unlikely]] return call(n);
   Ticket t = ticket_for(id, out_fd);
   Ticket s = ticket_in_view(t, src, in_fd);
@@ -426,33 +422,32 @@ template <typename Call>
   return r;
 }
 
-template <typename Call>
-inline ssize_t zero_copy(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call&& call) {
-  return zero_copy_slow(id, out_fd, src, in_fd, n, call);
-}
-
 // First statement of every wrapper: the fast path, a tail call into glibc made
 // before anything (a lambda, a frame) is built for the slow path.
 #define BONSAI_FAST(id, name, args)                                                  \
-  if (::bonsai::wrap::passthrough(::bonsai::CallId::id)) [[likely]] return ::bonsai::real::name args
+  if (::bonsai::wrap::unlimited(::bonsai::CallId::id)) [[likely]] return ::bonsai::real::name args
 
 // The same for a zero-copy call: neither its own bucket nor `src`'s (its source read).
 #define BONSAI_FAST_ZC(id, src, name, args)                                          \
-  if (::bonsai::wrap::passthrough2(::bonsai::CallId::id, src)) [[likely]] return ::bonsai::real::name args
+  if (::bonsai::wrap::unlimited(::bonsai::CallId::id, src)) [[likely]] return ::bonsai::real::name args
 
 // The same for a transfer of `n` bytes, with one look at the limits: also goes ahead
 // on this thread's prepaid credit (one unlocked subtraction after the call) when no
 // wait can be needed.
 #define BONSAI_FAST_CREDIT(id, name, n, args)                                        \
   if (int64_t* bonsai_credit_ = ::bonsai::wrap::credit_fast(::bonsai::CallId::id, n)) { \
-    if (bonsai_credit_ == ::bonsai::wrap::kPassThrough) return ::bonsai::real::name args; \
+    if (bonsai_credit_ == ::bonsai::wrap::kUnlimited) return ::bonsai::real::name args;   \
     return ::bonsai::wrap::credit_spend(bonsai_credit_, ::bonsai::real::name args);   \
   }
 
-inline size_t iov_total(const iovec* v, long count) {
-  size_t total = 0;
-  for (long i = 0; v && i < count; ++i) total += v[i].iov_len;
-  return total;
-}
+// The slow path of a call limited by call rate only (metadata calls): `name_slow`,
+// one real call between the wait and the charge. Its wrapper: BONSAI_FAST, then
+// `return name_slow(args)`.
+#define BONSAI_SIMPLE_SLOW(id, name, fd, cancellable, params, args)                   \
+  [[gnu::noinline]] static int name##_slow params {                                  \
+    return ::bonsai::wrap::simple<int>(::bonsai::CallId::id, fd, cancellable,         \
+                                       [&] { return ::bonsai::real::name args; },     \
+                                       ::bonsai::wrap::moved_none);                   \
+  }
 
 }  // namespace bonsai::wrap

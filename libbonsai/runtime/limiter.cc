@@ -53,7 +53,7 @@ void after_fork_in_child() {
 }
 
 void limits_from_env() {
-  const char* text = env_get("BONSAI_LIMITS");
+  const char* text = option_env(Opt::limits);
   if (!text || !*text) return;
   static LimitSet set;  // zero-initialised; the constructor runs once
   ParseError err;
@@ -105,11 +105,11 @@ bool limiter_init_once() noexcept {
     return expected == kActive;  // another thread (or this one, re-entered) is setting up
   int saved_errno = errno;
   g_limiter.pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
-  blog_set_level(env_get("BONSAI_LOG"));
+  blog_set_level(option_env(Opt::log));
   g_limiter.buckets = g_local_buckets;
   options_load(g_limiter.opts);
   // BONSAI_LEAVE=1: this process (and what it executes) left the service on purpose.
-  if (exec_env_leaving(env_get("BONSAI_LEAVE"))) {
+  if (exec_env_leaving(option_env(Opt::leave))) {
     g_limiter.state.store(kActive, std::memory_order_release);
     limiter_update_fast_view();
     errno = saved_errno;
@@ -119,19 +119,20 @@ bool limiter_init_once() noexcept {
   // only: libseccomp allocates; fails open, said once).
   uring_guard_from_env();
   exec_env_capture();  // what exec/spawn hand down (interpose/exec_calls.cc)
-  shm_fd_configure(env_get("BONSAI_SHM_FD"), env_get("BONSAI_SHM_UID"));
+  shm_fd_configure(option_env(Opt::shm_fd), option_env(Opt::shm_uid));
   limits_from_env();
   // Count only when someone can read the counts (BONSAI_STATS here; a service
   // segment's slot replaces this pointer when attached).
   if (stats_path_from_env()) g_limiter.counters = &g_local_counters;
   // BONSAI_SERVICE: the service segment's limits replace BONSAI_LIMITS and are
   // watched for live changes (see shm/shm_attach.h); on any problem, fail open.
-  if (const char* service = env_get("BONSAI_SERVICE"); service && *service) {
+  if (const char* service = option_env(Opt::service); service && *service) {
     static ShmAttach att;  // zero-initialised; the constructor runs once
     char why[320];
-    if (shm_attach(service, env_get("BONSAI_SHM_PREFIX"), att, why, sizeof why)) {
+    if (shm_attach(service, option_env(Opt::shm_prefix), att, why, sizeof why)) {
       if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
       g_limiter.counters = att.counters ? att.counters : &g_local_counters;
+      g_limiter.wait_hist = att.wait_hist;
       if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
       limiter_uninstall();
       if (att.limits_problem) blog(LogLevel::Warn, "service '%s': %s; running unlimited", service, att.limits_problem);
@@ -156,18 +157,6 @@ bool limiter_init_once() noexcept {
   g_limiter.state.store(kActive, std::memory_order_release);
   limiter_update_fast_view();
   return true;
-}
-
-FdKind fd_kind_of(int fd) noexcept {
-  int saved = errno;
-  struct stat st;
-  FdKind k = FdKind::File;
-  if (fstat(fd, &st) == 0) {
-    if (S_ISSOCK(st.st_mode)) k = FdKind::Socket;
-    else if (S_ISFIFO(st.st_mode)) k = FdKind::Pipe;
-  }
-  errno = saved;
-  return k;
 }
 
 namespace {

@@ -10,7 +10,9 @@
 
 #include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
+#include "abi/wait_hist.h"
 #include "bucket/token_bucket.h"
+#include "runtime/fd_class.h"
 #include "runtime/options.h"
 
 namespace bonsai {
@@ -33,6 +35,7 @@ struct Limiter {
   std::atomic<int> state;               // LimiterState
   std::atomic<const LimitsView*> view;  // limits in force, or nullptr
   BucketState* buckets;                 // kMaxRules states (process memory or shm)
+  WaitHist* wait_hist;                  // the service's histogram of waits (shm), or nullptr
   ProcessCounters* counters;            // this process's counters (process memory or shm);
                                         // nullptr when nobody reads them (nothing is counted)
   LimitsWatch watch;
@@ -45,7 +48,7 @@ struct Limiter {
   Options opts;
 };
 
-enum LimiterState : int { kUninit = 0, kIniting = 1, kActive = 2, kPassthrough = 3 };
+enum LimiterState : int { kUninit = 0, kIniting = 1, kActive = 2 };
 
 extern constinit Limiter g_limiter;
 
@@ -69,7 +72,6 @@ inline bool limiter_active() noexcept {
   return false;
 }
 
-FdKind fd_kind_of(int fd) noexcept;     // one fstat; only when limits are fd-sensitive
 void limiter_refresh_slow() noexcept __attribute__((noinline));
 void thread_credit_reset(const LimitsView* v) noexcept __attribute__((noinline));
 unsigned thread_lane_assign() noexcept __attribute__((noinline));
@@ -152,6 +154,7 @@ inline void ticket_count(const Ticket& t, ssize_t moved) noexcept {
   if (t.waited_ns) [[unlikely]] {
     pc->throttled[c].fetch_add(1, std::memory_order_relaxed);
     pc->wait_ns[c].fetch_add(t.waited_ns, std::memory_order_relaxed);
+    wait_hist_add(g_limiter.wait_hist, t.call, t.waited_ns);
   }
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Writing the per-process counters as JSON at exit (see stats_dump.h).
+// Writing JSON lines at exit, and the per-process counters as one (see stats_dump.h).
 // No allocation: a static buffer, raw system calls.
 #include "runtime/stats_dump.h"
 
@@ -17,13 +17,23 @@
 
 namespace bonsai {
 namespace {
-constinit char g_stats_path[kOutPathMax] = {};
+constinit ExitLine g_stats{Opt::stats, {}};
 constinit char g_json[16384] = {};
 }  // namespace
 
-bool stats_path_from_env() noexcept {
-  return out_path_copy("BONSAI_STATS", env_get("BONSAI_STATS"), g_stats_path);
+bool exit_line_setup(ExitLine& line) noexcept {
+  return out_path_copy(option_row(line.opt).name, option_env(line.opt), line.path);
 }
+
+void exit_line_write(const ExitLine& line, char* json, size_t len) noexcept {
+  if (!line.path[0] || !len) return;
+  int saved = errno;
+  json[len++] = '\n';
+  out_file_append(option_row(line.opt).name, line.path, json, len);  // one write: lines never interleave
+  errno = saved;
+}
+
+bool stats_path_from_env() noexcept { return exit_line_setup(g_stats); }
 
 size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept {
   size_t used = 0;
@@ -51,14 +61,11 @@ size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t c
 }
 
 void stats_dump_at_exit() noexcept {
-  if (!g_stats_path[0] || !g_limiter.counters) return;
+  if (!g_stats.path[0] || !g_limiter.counters) return;
   int saved = errno;
   size_t len = stats_format_json(*g_limiter.counters, static_cast<int>(getpid()), g_json, sizeof g_json - 1);
-  if (len) {
-    g_json[len++] = '\n';
-    out_file_append("BONSAI_STATS", g_stats_path, g_json, len);  // one write: lines never interleave
-  }
   errno = saved;
+  exit_line_write(g_stats, g_json, len);
 }
 
 }  // namespace bonsai

@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 
 #include "log/blog.h"
-#include "sys/env.h"
+#include "runtime/options.h"
 #include "sys/raw_syscall.h"
 
 #ifndef __NR_io_uring_setup
@@ -78,7 +78,7 @@ UringPolicy uring_policy_parse(const char* value, bool* bad) noexcept {
 }
 
 bool uring_guard_from_env() noexcept {
-  const char* value = env_get("BONSAI_IO_URING");
+  const char* value = option_env(Opt::io_uring);
   bool bad = false;
   if (uring_policy_parse(value, &bad) == UringPolicy::Allow) {
     if (bad) blog(LogLevel::Warn, "BONSAI_IO_URING='%s' is neither deny nor allow; io_uring stays allowed", value);

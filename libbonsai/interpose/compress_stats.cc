@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// The compression stats line at exit (BONSAI_COMPRESS_STATS, docs/compression.md):
+// application and wire bytes each way, frames per method, chunks per level; also said
+// on stderr at info level. Written by runtime/stats_dump.h's one at-exit writer.
+#include <cstdio>
+#include <unistd.h>
+
+#include "interpose/compress_glue.h"
+#include "interpose/compress_hooks.h"
+#include "log/blog.h"
+#include "runtime/stats_dump.h"
+
+namespace bonsai::compress {
+namespace {
+constinit ExitLine g_stats_line{Opt::compress_stats, {}};  // copied at start-up (nginx rewrites its environment)
+}  // namespace
+
+void stats_setup() noexcept { exit_line_setup(g_stats_line); }
+
+void stats_at_exit() noexcept {
+  if (!g_on) return;
+  ConnTotals t;
+  pool_totals(t);
+  char buf[512];
+  int n = std::snprintf(buf, sizeof buf,
+                        "{\"pid\":%d,\"tx_app_bytes\":%llu,\"tx_wire_bytes\":%llu,\"rx_app_bytes\":%llu,"
+                        "\"rx_wire_bytes\":%llu,\"frames\":{\"raw\":%llu,\"lz4\":%llu,\"zstd\":%llu},\"level_chunks\":[",
+                        static_cast<int>(getpid()), (unsigned long long)t.tx_app, (unsigned long long)t.tx_wire,
+                        (unsigned long long)t.rx_app, (unsigned long long)t.rx_wire, (unsigned long long)t.frames[0],
+                        (unsigned long long)t.frames[1], (unsigned long long)t.frames[2]);
+  for (unsigned i = 0; i < g_cfg.levels.count && n > 0 && n < 480; ++i)
+    n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "%s%llu", i ? "," : "",
+                       (unsigned long long)t.level_chunks[i]);
+  if (n <= 0 || n > 500) return;
+  n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "]}");
+  blog(LogLevel::Info, "compression: tx %llu app -> %llu wire bytes, rx %llu wire -> %llu app bytes",
+       (unsigned long long)t.tx_app, (unsigned long long)t.tx_wire, (unsigned long long)t.rx_wire,
+       (unsigned long long)t.rx_app);
+  exit_line_write(g_stats_line, buf, static_cast<size_t>(n));
+}
+
+}  // namespace bonsai::compress

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The symbol check (`make test-symbols`, run by `make test`): the names the library
+# interposes are listed three times and the three must agree:
+#   - libbonsai/interpose/real.h: every X(ret, name, ...) row of the glibc table, plus
+#     BONSAI_OWN_SYMBOLS (interposed names made from other real functions);
+#   - libbonsai/bonsai.map: the `global:` list;
+#   - `nm -D --defined-only LIB`: what the built library really exports.
+# Prints each name missing from one of them and exits 1. Usage:
+#   tests/tools/check_symbols.sh LIBBONSAI_SO [REPO_ROOT]
+# (a release build: sanitizer builds leave some wrappers out, e.g. sigaction in TSan).
+set -u
+LIB=${1:?usage: check_symbols.sh path/to/libbonsai.so [REPO_ROOT]}
+ROOT=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
+[ -f "$LIB" ] || { echo "symbols: no library at $LIB" >&2; exit 2; }
+
+tmp=$(mktemp -d) || exit 2
+trap 'rm -rf "$tmp"' EXIT
+
+# real.h: the first two fields of each X(...) row, and Y(name) of BONSAI_OWN_SYMBOLS.
+{
+  grep -oE '^[[:space:]]*X\([^,]+,[[:space:]]*[A-Za-z_0-9]+' "$ROOT/libbonsai/interpose/real.h" |
+    sed -E 's/.*,[[:space:]]*//'
+  grep -E '^#define BONSAI_OWN_SYMBOLS' "$ROOT/libbonsai/interpose/real.h" | grep -oE 'Y\([A-Za-z_0-9]+\)' |
+    sed -E 's/Y\((.*)\)/\1/'
+} | sort -u >"$tmp/real"
+sed -n '/global:/,/local:/p' "$ROOT/libbonsai/bonsai.map" | grep -oE '^[[:space:]]*[A-Za-z_0-9]+;' |
+  tr -d ' ;\t' | sort -u >"$tmp/map"
+nm -D --defined-only "$LIB" | awk 'NF == 3 && $2 ~ /^[TtWwi]$/ {print $3}' | sed 's/@.*//' | sort -u >"$tmp/nm"
+
+fail=0
+report() {  # report A B: names in list A that list B lacks
+  local missing
+  missing=$(comm -23 "$tmp/$1" "$tmp/$2")
+  if [ -n "$missing" ]; then
+    fail=1
+    for n in $missing; do echo "symbols: $n is in $1 ($3) but not in $2 ($4)"; done
+  fi
+}
+report real map "interpose/real.h" "bonsai.map"
+report map real "bonsai.map" "interpose/real.h"
+report map nm "bonsai.map" "nm -D $LIB"
+report nm map "nm -D $LIB" "bonsai.map"
+[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree)"
+exit $fail
