@@ -105,6 +105,8 @@ int cmd_run(const Args& args) {
     if (o.scope.empty()) scope = s->scope;
     compression = s->compression;
     io_uring = s->io_uring;
+    // `user:` (root): the segment is that user's and CMD runs as that user, unless --user said otherwise.
+    if (!s->user.empty() && !ctl_other_user()) ctl_target_user_named(s->user);
   }
   if (!o.limits.empty()) {
     std::string text;

@@ -48,6 +48,26 @@ const std::string& ctl_user_name() { return g_target.name; }
 
 unsigned ctl_uid() { return g_target.set ? g_target.uid : static_cast<unsigned>(geteuid()); }
 
+void ctl_target_user_named(const std::string& who) {
+  const passwd* pw = getpwnam(who.c_str());
+  if (!pw && !who.empty() && who.find_first_not_of("0123456789") == std::string::npos)
+    pw = getpwuid(static_cast<uid_t>(std::strtoul(who.c_str(), nullptr, 10)));
+  if (!pw) usage_error(fmt::format("no user '{}'", who));
+  if (geteuid() != 0 && pw->pw_uid != geteuid())
+    runtime_error(fmt::format("user {}: only root can address another user's services", who));
+  ctl_target_user(pw->pw_uid, pw->pw_gid, pw->pw_name);
+}
+
+TargetUserScope::TargetUserScope(const std::string& who)
+    : set_(!who.empty()), prev_set_(g_target.set), prev_uid_(g_target.uid), prev_gid_(g_target.gid),
+      prev_name_(g_target.name) {
+  if (set_) ctl_target_user_named(who);
+}
+
+TargetUserScope::~TargetUserScope() {
+  if (set_) g_target = {prev_set_, prev_uid_, prev_gid_, prev_name_};
+}
+
 uint64_t unix_now_ns() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);

@@ -22,6 +22,22 @@ unsigned ctl_gid();                // its group (for segments root makes for ano
 void ctl_target_user(unsigned uid, unsigned gid, const std::string& name);
 bool ctl_other_user();             // --user names someone other than the effective user
 const std::string& ctl_user_name();
+// Resolves NAME or UID and makes it the target (root only, or the caller itself).
+// Throws a usage error (unknown user) or a runtime error (not allowed).
+void ctl_target_user_named(const std::string& who);
+// While alive, `who` is the target (for one service of a file); then the previous one.
+class TargetUserScope {
+ public:
+  explicit TargetUserScope(const std::string& who);
+  ~TargetUserScope();
+  TargetUserScope(const TargetUserScope&) = delete;
+  TargetUserScope& operator=(const TargetUserScope&) = delete;
+
+ private:
+  bool set_, prev_set_;
+  unsigned prev_uid_, prev_gid_;
+  std::string prev_name_;
+};
 std::string segment_path(const std::string& service);  // /dev/shm/<prefix>bonsai.<uid>.<service>
 uint64_t unix_now_ns();
 

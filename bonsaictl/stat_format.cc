@@ -22,6 +22,10 @@ Json calls_json(const CallStats& cs) {
     if (!s.calls && !s.bytes && !s.throttled && s.calls_per_s <= 0) continue;
     Json one = {{"calls", s.calls}, {"bytes", s.bytes}, {"throttled", s.throttled}, {"wait_ns", s.wait_ns}};
     if (s.wire_bytes) one["wire_bytes"] = s.wire_bytes;  // compressed sockets only
+    if (uint64_t p50 = wait_quantile_ns(s.wait_hist, 0.5)) {  // totals: the service's histogram
+      one["wait_p50_ns"] = p50;
+      one["wait_p99_ns"] = wait_quantile_ns(s.wait_hist, 0.99);
+    }
     if (s.calls_per_s >= 0) {
       one["calls_per_s"] = one_decimal(s.calls_per_s);
       one["bytes_per_s"] = one_decimal(s.bytes_per_s);
@@ -41,7 +45,16 @@ bool any_wire(const ServiceStat& s) {
   return false;
 }
 
-void table_rows(std::string& out, const std::string& who, const CallStats& cs, bool with_rate, bool with_wire) {
+// Any held call in the service's wait histogram? Then the table has a P99 WAIT column.
+bool any_hist(const ServiceStat& s) {
+  for (const auto& c : s.total)
+    for (uint64_t v : c.wait_hist)
+      if (v) return true;
+  return false;
+}
+
+void table_rows(std::string& out, const std::string& who, const CallStats& cs, bool with_rate, bool with_wire,
+                bool with_hist = false) {
   bool any = false;
   for (size_t c = 0; c < kCallCount; ++c) {
     const CallStat& s = cs[c];
@@ -50,6 +63,10 @@ void table_rows(std::string& out, const std::string& who, const CallStats& cs, b
                        call_name(static_cast<CallId>(c)), s.calls, human_bytes(static_cast<double>(s.bytes)), s.throttled,
                        human_ns(s.wait_ns));
     if (with_wire) out += fmt::format(" {:>11}", s.wire_bytes ? human_bytes(static_cast<double>(s.wire_bytes)) : "-");
+    if (with_hist) {
+      uint64_t p99 = wait_quantile_ns(s.wait_hist, 0.99);
+      out += fmt::format(" {:>10}", p99 ? human_ns(p99) : "-");
+    }
     if (with_rate) out += fmt::format(" {:>12} {:>9.0f}", human_bytes(s.bytes_per_s) + "/s", s.calls_per_s);
     out += "\n";
     any = true;
@@ -100,7 +117,7 @@ std::string stat_json(const ServiceStat& s) {
 }
 
 std::string stat_table(const ServiceStat& s) {
-  bool rate = s.interval_s > 0, wire = any_wire(s);
+  bool rate = s.interval_s > 0, wire = any_wire(s), hist = any_hist(s);
   std::string out = fmt::format("service {} (scope {}, {} attached, {} exited)\n", s.service, scope_name(s.scope),
                                 s.processes.size(), s.exited_processes);
   if (s.uncounted_processes)
@@ -114,11 +131,13 @@ std::string stat_table(const ServiceStat& s) {
   out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
                      "WAITED");
   if (wire) out += fmt::format(" {:>11}", "WIRE");
+  if (hist) out += fmt::format(" {:>10}", "P99 WAIT");
   if (rate) out += fmt::format(" {:>12} {:>9}", fmt::format("RATE/{:.1f}s", s.interval_s), "CALLS/s");
   out += "\n";
-  for (const auto& p : s.processes) table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, p.supervised ? " (supervised)" : ""), p.calls, rate, wire);
-  if (s.exited_processes) table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire);
-  table_rows(out, "total", s.total, rate, wire);
+  for (const auto& p : s.processes)
+    table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, p.supervised ? " (supervised)" : ""), p.calls, rate, wire, hist);
+  if (s.exited_processes) table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire, hist);
+  table_rows(out, "total", s.total, rate, wire, hist);
   return out;
 }
 

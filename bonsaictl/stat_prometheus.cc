@@ -19,6 +19,8 @@ constexpr Family kWire{"bonsai_wire_bytes_total", "counter",
                        "Bytes on the wire of transfers on compressed sockets, by service and call name."};
 constexpr Family kThrottled{"bonsai_throttled_calls_total", "counter", "Calls that were held back by a limit."};
 constexpr Family kWait{"bonsai_wait_seconds_total", "counter", "Time calls spent held back by a limit."};
+constexpr Family kWaitHist{"bonsai_wait_seconds", "histogram",
+                           "How long held calls waited, by service and call name (all processes together)."};
 constexpr Family kProcs{"bonsai_processes", "gauge", "Processes attached to the service now."};
 constexpr Family kExited{"bonsai_exited_processes_total", "counter", "Processes of the service that have exited."};
 constexpr Family kUncounted{"bonsai_uncounted_processes_total", "counter",
@@ -81,6 +83,22 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
   per_call(out, kWire, services, [](const CallStat& c) { return fmt::format("{}", c.wire_bytes); }, true);
   per_call(out, kThrottled, services, [](const CallStat& c) { return fmt::format("{}", c.throttled); });
   per_call(out, kWait, services, [](const CallStat& c) { return fmt::format("{:.9f}", static_cast<double>(c.wait_ns) / 1e9); });
+  head(out, kWaitHist);
+  for (const auto& s : services)
+    for (size_t c = 0; c < kCallCount; ++c) {
+      const CallStat& cs = s.stat->total[c];
+      uint64_t n = 0;
+      for (uint64_t v : cs.wait_hist) n += v;
+      if (!n) continue;
+      uint64_t cum = 0;
+      for (unsigned k = 0; k < kWaitBuckets; ++k) {
+        cum += cs.wait_hist[k];
+        std::string le = k + 1 == kWaitBuckets ? "+Inf" : fmt::format("{}", static_cast<double>(wait_bucket_le_ns(k)) / 1e9);
+        out += fmt::format("{}_bucket{} {}\n", kWaitHist.name, labels(s, call_label(c) + ",le=\"" + le + "\""), cum);
+      }
+      out += fmt::format("{}_sum{} {:.9f}\n", kWaitHist.name, labels(s, call_label(c)), static_cast<double>(cs.wait_ns) / 1e9);
+      out += fmt::format("{}_count{} {}\n", kWaitHist.name, labels(s, call_label(c)), n);
+    }
   head(out, kProcs);
   for (const auto& s : services) out += fmt::format("{}{} {}\n", kProcs.name, labels(s), s.stat->processes.size());
   head(out, kExited);

@@ -136,16 +136,38 @@ ServiceStat stat_snapshot(Segment& handle) {
                              seg.exited.throttled[c].load(std::memory_order_relaxed),
                              seg.exited.wait_ns[c].load(std::memory_order_relaxed),
                              seg.exited.wire_bytes[c].load(std::memory_order_relaxed)};
+      for (unsigned k = 0; k < kWaitBuckets; ++k)
+        s.total[c].wait_hist[k] = seg.wait_hist.count[c][k].load(std::memory_order_relaxed);
     }
   });
   if (scope != static_cast<uint32_t>(ShmScope::Process) && scope != static_cast<uint32_t>(ShmScope::Service))
     handle.damaged(fmt::format("it has an unknown scope {}", scope));
   s.scope = static_cast<ShmScope>(scope);
   for (size_t c = 0; c < kCallCount; ++c) {
+    auto hist = s.total[c].wait_hist;
     s.total[c] = s.exited[c];
+    s.total[c].wait_hist = hist;
     for (const auto& p : s.processes) add(s.total[c], p.calls[c]);
   }
   return s;
+}
+
+uint64_t wait_quantile_ns(const std::array<uint64_t, kWaitBuckets>& hist, double q) {
+  uint64_t n = 0;
+  for (uint64_t v : hist) n += v;
+  if (!n) return 0;
+  double rank = q * static_cast<double>(n), below = 0;
+  for (unsigned k = 0; k < kWaitBuckets; ++k) {
+    double here = static_cast<double>(hist[k]);
+    if (below + here >= rank && here > 0) {
+      uint64_t lo = k ? wait_bucket_le_ns(k - 1) : 0;
+      if (k + 1 == kWaitBuckets) return lo;  // +Inf: its lower bound
+      double hi = static_cast<double>(wait_bucket_le_ns(k));
+      return static_cast<uint64_t>(static_cast<double>(lo) + (hi - static_cast<double>(lo)) * (rank - below) / here);
+    }
+    below += here;
+  }
+  return wait_bucket_le_ns(kWaitBuckets - 2);
 }
 
 void stat_rates(const ServiceStat& prev, ServiceStat& cur) {

@@ -17,6 +17,8 @@ struct CallStat {
   uint64_t calls = 0, bytes = 0, throttled = 0, wait_ns = 0;
   uint64_t wire_bytes = 0;  // transfers on compressed sockets only
   double calls_per_s = -1, bytes_per_s = -1;  // < 0: no interval measured
+  // (totals only) held calls per wait bucket (abi/wait_hist.h), all processes together
+  std::array<uint64_t, kWaitBuckets> wait_hist{};
 };
 using CallStats = std::array<CallStat, kCallCount>;
 
@@ -57,6 +59,10 @@ LimitSet limits_read_checked(Segment& seg, uint64_t& seq);
 // `comm` as read from a slot: printable UTF-8 kept ("dé"), every other byte (controls,
 // C1 controls, a sequence the kernel cut at 15 bytes, garbage) as '?'.
 std::string comm_text(const char* comm, size_t cap);
+
+// The q-quantile (0 < q < 1) of a wait histogram in ns, interpolated within its
+// bucket (the last, unbounded bucket answers its lower bound). 0 if it is empty.
+uint64_t wait_quantile_ns(const std::array<uint64_t, kWaitBuckets>& hist, double q);
 
 // Fills the rates of `cur` from the counts since `prev` (same service).
 void stat_rates(const ServiceStat& prev, ServiceStat& cur);

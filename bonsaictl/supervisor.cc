@@ -390,8 +390,10 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
     slot_wait_leave(p->slot);
     auto c = static_cast<size_t>(h.call);
     if (h.call != CallId::count_) {
+      uint64_t waited = now > h.since ? now - h.since : 1;
       p->slot->counters.throttled[c].fetch_add(1, std::memory_order_relaxed);
-      p->slot->counters.wait_ns[c].fetch_add(now > h.since ? now - h.since : 1, std::memory_order_relaxed);
+      p->slot->counters.wait_ns[c].fetch_add(waited, std::memory_order_relaxed);
+      wait_hist_add(&seg_.seg().wait_hist, h.call, waited);  // p->slot is null once the segment is lost
     }
   }
   if (h.wait_fd >= 0) ::close(h.wait_fd);

@@ -138,9 +138,22 @@ struct Loader {
                                    : fmt::format("unknown key '{}' in {} (did you mean '{}'?)", k, where, hint));
   }
 
-  // One rule. Calls claimed so far (per call and fd kind) are in `owner` for the
-  // "one call in two buckets" check.
-  void rule(const YAML::Node& node, ServiceConfig& svc, YAML::Mark owner[kCallCount][kFdKindCount]) {
+  // The rules of one service so far, for the "one call in two buckets" check: the
+  // limit module's table (abi/limits_abi.h bucket_table_conflict) and, per rule, where
+  // each of its calls was named.
+  struct Claims {
+    BucketTable table;
+    std::vector<std::vector<std::pair<CallMask, YAML::Mark>>> named;  // per rule
+    Claims() { bucket_table_clear(table); }
+    YAML::Mark mark_of(uint8_t rule, CallId c) const {
+      for (const auto& [mask, mark] : named[rule])
+        if (mask & (CallMask{1} << static_cast<size_t>(c))) return mark;
+      return YAML::Mark::null_mark();
+    }
+  };
+
+  // One rule, checked against the service's `claims` so far.
+  void rule(const YAML::Node& node, ServiceConfig& svc, Claims& claims) {
     if (!node.IsMap()) return error(node.Mark(), "a limit must be a mapping (calls, rate, burst, fd)");
     static const std::vector<std::string_view> kKeys = {"calls", "rate", "burst", "fd"};
     Rule r{};
@@ -169,26 +182,24 @@ struct Loader {
     if (!ok) return;
     if (svc.limits.count == kMaxRules)
       return error(node.Mark(), fmt::format("service '{}' has more than {} limits", svc.name, kMaxRules));
+    auto index = static_cast<uint8_t>(svc.limits.count);
     for (const auto& [mask, mark] : named)
       for (size_t c = 0; c < kCallCount; ++c) {
         if (!(mask & (CallMask{1} << c))) continue;
-        for (size_t k = 0; k < kFdKindCount; ++k) {
-          if (!(r.fd_mask & (1u << k))) continue;
-          if (owner[c][k].line >= 0) {
-            ok = false;
-            error(mark, fmt::format("call '{}' is already limited at line {} of service '{}' (each call may be in "
-                                    "one bucket)",
-                                    call_name(static_cast<CallId>(c)), owner[c][k].line + 1, svc.name));
-            break;
-          }
+        Rule one = r;
+        one.calls = CallMask{1} << c;
+        TableConflict conflict;
+        if (bucket_table_conflict(claims.table, one, index, &conflict)) {
+          ok = false;
+          error(mark, fmt::format("call '{}' is already limited at line {} of service '{}' (each call may be in "
+                                  "one bucket)",
+                                  call_name(conflict.call), claims.mark_of(conflict.first_rule, conflict.call).line + 1,
+                                  svc.name));
         }
       }
     if (!ok) return;
-    for (const auto& [mask, mark] : named)
-      for (size_t c = 0; c < kCallCount; ++c)
-        if (mask & (CallMask{1} << c))
-          for (size_t k = 0; k < kFdKindCount; ++k)
-            if (r.fd_mask & (1u << k)) owner[c][k] = mark;
+    bucket_table_claim(claims.table, r, index);
+    claims.named.push_back(std::move(named));
     svc.limits.rules[svc.limits.count++] = r;
     svc.rule_marks.push_back(node.Mark());
   }
@@ -254,10 +265,8 @@ struct Loader {
     }
     if (node.IsNull()) return cfg.services.push_back(std::move(svc));
     if (!node.IsMap()) return error(node.Mark(), fmt::format("service '{}' must be a mapping", svc.name));
-    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "io_uring"};
-    YAML::Mark owner[kCallCount][kFdKindCount];
-    for (auto& row : owner)
-      for (auto& m : row) m = YAML::Mark::null_mark();
+    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "io_uring", "user"};
+    Claims claims;
     for (const auto& kv : node) {
       std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
@@ -272,13 +281,20 @@ struct Loader {
           error(v.Mark(), "'limits' must be a list");
           continue;
         }
-        for (const auto& item : v) rule(item, svc, owner);
+        for (const auto& item : v) rule(item, svc, claims);
       } else if (k == "compression") {
         compression_load(v, file, svc.compression, diags);
       } else if (k == "io_uring") {
         std::string s = v.IsScalar() ? v.Scalar() : "";
         if (s == "deny" || s == "allow") svc.io_uring = s;
         else error(v.Mark(), fmt::format("bad io_uring '{}' (deny or allow)", s));
+      } else if (k == "user") {  // a name checked here; whether it exists, where it is loaded
+        std::string s = v.IsScalar() ? v.Scalar() : "";
+        bool ok = !s.empty() && s.size() <= 32 && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-$") ==
+                                                      std::string::npos && s[0] != '-';
+        if (ok) svc.user = s, svc.user_mark = v.Mark();
+        else error(v.Mark(), fmt::format("bad user '{}' (a user name or uid)", s));
       } else {
         unknown_key(kv.first, fmt::format("service '{}'", svc.name), kKeys);
       }

@@ -30,6 +30,8 @@ struct ServiceConfig {
   std::vector<YAML::Mark> rule_marks;  // one per rule in `limits`
   CompressionConfig compression;
   std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
+  std::string user;                 // "" (the caller's) or the user the service runs as (root's load/run)
+  YAML::Mark user_mark;
 };
 
 // Input bounds: a configuration file is read up to this size (a larger one, or an

@@ -18,6 +18,9 @@ grep -q '^bonsai_limit_bytes_per_second{service="web",call="read",fd="pipe"} 104
   fail "the read limit is missing: $(grep limit "$T/prom.txt")"
 grep -q '^bonsai_limit_calls_per_second{service="web",call="open",fd="any"} 100$' "$T/prom.txt" || fail "open limit missing"
 grep -q '^bonsai_processes{service="web"} 1$' "$T/prom.txt" || fail "processes gauge: $(grep processes "$T/prom.txt")"
+# Held writes are in the wait histogram (library side), cumulative up to +Inf = _count
+grep -q '^bonsai_wait_seconds_bucket{service="web",call="write",le="+Inf"} [1-9]' "$T/prom.txt" ||
+  fail "no wait histogram for the held writes: $(grep wait_seconds "$T/prom.txt")"
 
 # (b) stat --pid
 out=$("$CTL" stat --pid "$dd_pid") || fail "stat --pid $dd_pid failed"
@@ -29,6 +32,11 @@ assert d["service"] == "web" and len(d["processes"]) == 1 and d["processes"][0][
   fail "stat --pid --json"
 rc=0; "$CTL" stat --pid 1 > /dev/null 2>&1 || rc=$?
 [ "$rc" = 1 ] || fail "stat --pid of an unattached process exited $rc, not 1"
+"$CTL" stat web --json | python3 -c '
+import json, sys
+w = json.loads(sys.stdin.readline())["total"]["calls"]["write"]
+assert 0 < w["wait_p50_ns"] <= w["wait_p99_ns"] < 10**10, w' || fail "stat --json has no wait p50/p99: $("$CTL" stat web --json)"
+"$CTL" stat web | grep -q 'P99 WAIT' || fail "the stat table has no P99 WAIT column"
 wait "$dd_pid"
 # Counters do not go backwards when the process exits (exited totals are included).
 "$CTL" stat --prometheus > "$T/prom2.txt"

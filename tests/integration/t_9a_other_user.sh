@@ -59,6 +59,22 @@ setpriv --reuid="$uid" --regid="$(id -g "$U")" --clear-groups env BONSAI_SHM_PRE
   "$pub/bonsaictl" ls --user root > "$T/err" 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q 'only root' "$T/err" || fail "a user addressed root's services: exit $rc, $(cat "$T/err")"
 
+# YAML `user:`: root's load makes the segment the user's; run -c runs the command as them
+cat > "$T/svc.yaml" <<YML
+version: 1
+services:
+  filed:
+    user: $U
+    limits:
+      - calls: writes
+        rate: 4MiB/s
+YML
+"$CTL" load "$T/svc.yaml" > "$T/load.out" || fail "load with user: failed"
+grep -q "for user $U" "$T/load.out" || fail "load did not say whose: $(cat "$T/load.out")"
+[ "$(stat -c '%u %a' "/dev/shm/${BONSAI_SHM_PREFIX}bonsai.$uid.filed")" = "$uid 600" ] || fail "load user: segment owner"
+"$CTL" run -c "$T/svc.yaml" -s filed -- "$pub/sv_static" exec /usr/bin/id -u > "$T/id2" || fail "run -c with user: failed"
+[ "$(cat "$T/id2")" = "$uid" ] || fail "run -c ran as $(cat "$T/id2"), not $uid"
+"$CTL" rm --user "$U" filed > /dev/null || fail "rm --user filed"
 "$CTL" rm --user "$U" web || fail "rm --user"
 "$CTL" rm --user "$U" who || fail "rm --user who"
 [ ! -e "$f" ] || fail "rm --user left $f"

@@ -266,3 +266,13 @@ TEST_CASE("yaml: io_uring per service: deny, allow, absent, and a bad value at i
   CHECK(only_error("version: 1\nservices:\n  web:\n    io_ring: deny\n") ==
         "services.yaml:4:5: unknown key 'io_ring' in service 'web' (did you mean 'io_uring'?)");
 }
+
+TEST_CASE("yaml: a service's user is a name or uid, checked where it stands") {
+  Loaded ok = load("version: 1\nservices:\n  web:\n    user: www-data\n  db:\n    user: 999\n");
+  REQUIRE(ok.diags.empty());
+  CHECK(ok.cfg.find("web")->user == "www-data");
+  CHECK(ok.cfg.find("db")->user == "999");
+  Loaded bad = load("version: 1\nservices:\n  web:\n    user: 'a b'\n");
+  REQUIRE(bad.diags.size() == 1);
+  CHECK(diag_format(bad.diags[0]) == "services.yaml:4:11: bad user 'a b' (a user name or uid)");
+}
