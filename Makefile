@@ -1,9 +1,12 @@
 # bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so and build/bonsaictl.
-# Targets: deps all test test-asan test-tsan bench demo install clean. V=1 shows commands.
+# Targets: deps all test test-asan test-tsan bench demo install uninstall deb clean. V=1 shows commands.
 include mk/flags.mk
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# The version, from one place: the file VERSION (bonsaictl --version; `make deb` checks
+# that packaging/debian/changelog's top entry says the same).
+VERSION := $(shell cat VERSION)
 # B: build root (helpers and CI may use a private one: make B=/tmp/b).
 B       ?= build
 OUT     := $(B)$(if $(filter release,$(MODE)),,/$(MODE))
@@ -47,7 +50,7 @@ BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
-.PHONY: all lib ctl deps test test-layers test-unit test-integration test-asan test-tsan bench demo install clean
+.PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench demo install clean
 all: lib ctl
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL)
@@ -64,6 +67,10 @@ $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
 	$(call say,CXX,$<)$(CXX) $(CTL_CXXFLAGS) -c $< -o $@
+
+# bonsaictl --version: the VERSION file.
+$(OBJ)/bonsaictl/commands.o: CTL_CXXFLAGS += -DBONSAI_VERSION='"$(VERSION)"'
+$(OBJ)/bonsaictl/commands.o: VERSION
 
 # bonsaictl checks compression settings with the library's own grammar; its supervisor
 # (run --supervise) uses libseccomp, its exporter (serve) libmicrohttpd.
@@ -97,10 +104,18 @@ test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
 test-layers:
 	$(Q)bash tests/tools/check_layers.sh
 
+# interpose/real.h, bonsai.map and the built library's exports name the same symbols.
+test-symbols: $(LIBBONSAI)
+	$(Q)bash tests/tools/check_symbols.sh $(LIBBONSAI)
+
+# runtime/options.h's table and docs/limits.md's environment table agree.
+test-options:
+	$(Q)bash tests/tools/check_options_doc.sh
+
 # One suite at a time: the timing checks of the integration tests must not share the
 # two cores with the unit tests' fuzzers (builds inside each step still run in parallel).
 test: deps-check all
-	$(Q)$(MAKE) --no-print-directory test-layers
+	$(Q)$(MAKE) --no-print-directory test-layers test-symbols test-options
 	$(Q)$(MAKE) --no-print-directory test-unit
 	$(Q)$(MAKE) --no-print-directory test-integration
 	$(Q)$(MAKE) --no-print-directory test-fuzz
@@ -140,7 +155,8 @@ test-fuzz: $(FUZZ_BIN)
 DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
                 fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace \
                 clang-14 libclang-rt-14-dev liburing-dev golang-go \
-                libmicrohttpd-dev prometheus tmux nlohmann-json3-dev
+                libmicrohttpd-dev prometheus tmux nlohmann-json3-dev \
+                dpkg-dev debhelper lintian scdoc man-db bash-completion
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -156,10 +172,71 @@ bench: all
 demo: deps all
 	BONSAI_BUILD=$(OUT) bash bench/demo.sh
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/lib $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(LIBBONSAI) $(DESTDIR)$(PREFIX)/lib/libbonsai.so
-	install -m 0755 $(BONSAICTL) $(DESTDIR)$(PREFIX)/bin/bonsaictl
+# ---- install, uninstall, Debian package (packaging/README.md) ----
+# The same layout as the package: /usr/bin/bonsaictl, the library in a private
+# directory that the installed bonsaictl has fixed in it (BONSAI_LIBDIR, given only to
+# that build of run_env.cc; the build tree's bonsaictl finds the library next to
+# itself), man pages, bash completion, examples, /etc/bonsai/bonsai.yaml.
+# `make install PREFIX=/usr DESTDIR=/tmp/root` stages; `make uninstall` with the same
+# variables removes what install put there.
+MULTIARCH  ?= $(shell dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || $(CC) -print-multiarch)
+SYSCONFDIR ?= /etc
+BINDIR     := $(PREFIX)/bin
+PKGLIBDIR  := $(PREFIX)/lib/$(MULTIARCH)/bonsai
+MANDIR     := $(PREFIX)/share/man
+DOCDIR     := $(PREFIX)/share/doc/bonsai
+COMPDIR    := $(PREFIX)/share/bash-completion/completions
+MAN_SRC    := $(wildcard packaging/man/*.scd)
+MAN_OUT    := $(MAN_SRC:packaging/man/%.scd=$(B)/man/%)
+EXAMPLES   := $(wildcard config/*.yaml)
+SYSTEMD_EXAMPLES := $(wildcard packaging/systemd/*)
+INSTALLED_CTL := $(OUT)/installed/bonsaictl
+.PHONY: man uninstall deb FORCE
+
+man: $(MAN_OUT)
+$(B)/man/%: packaging/man/%.scd
+	@mkdir -p $(@D)
+	$(call say,SCDOC,$@)scdoc < $< > $@.tmp && mv $@.tmp $@
+
+# Rebuilt every time: PREFIX may differ from the last install.
+$(OBJ)/bonsaictl/run_env.installed.o: bonsaictl/run_env.cc FORCE
+	@mkdir -p $(@D)
+	$(call say,CXX,$< [BONSAI_LIBDIR=$(PKGLIBDIR)])$(CXX) $(CTL_CXXFLAGS) -DBONSAI_LIBDIR='"$(PKGLIBDIR)"' \
+	  -DBONSAI_BINDIR='"$(BINDIR)"' -c $< -o $@
+$(INSTALLED_CTL): $(filter-out $(OBJ)/bonsaictl/run_env.o,$(CTL_OBJ)) $(OBJ)/bonsaictl/run_env.installed.o \
+                  $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT) -Wl,-z,relro -Wl,-z,now -o $@ $^ -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd
+FORCE:
+
+install: all $(INSTALLED_CTL) man
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(SYSCONFDIR)/bonsai
+	install -m 0755 $(INSTALLED_CTL) $(DESTDIR)$(BINDIR)/bonsaictl
+	install -m 0644 $(LIBBONSAI) $(DESTDIR)$(PKGLIBDIR)/libbonsai.so
+	$(foreach m,$(MAN_OUT),install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
+	install -m 0644 packaging/completion/bonsaictl $(DESTDIR)$(COMPDIR)/bonsaictl
+	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
+	install -m 0644 $(SYSTEMD_EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/systemd/
+	@# A configuration file is the operator's: never overwritten.
+	@f=$(DESTDIR)$(SYSCONFDIR)/bonsai/bonsai.yaml; if [ -e $$f ]; then echo "keeping $$f"; \
+	  else install -m 0644 packaging/bonsai.yaml $$f; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
+	  $(foreach m,$(MAN_SRC:packaging/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
+	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
+	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/systemd/,$(notdir $(SYSTEMD_EXAMPLES)))
+	@# The configuration goes only if it is still the example install put there.
+	@f=$(DESTDIR)$(SYSCONFDIR)/bonsai/bonsai.yaml; if [ -e $$f ] && ! cmp -s $$f packaging/bonsai.yaml; then \
+	  echo "keeping $$f (changed since install)"; else rm -f $$f; fi
+	@for d in $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
+	  $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/bonsai; do [ ! -d $$d ] || rmdir $$d 2>/dev/null || true; done
+
+# build/bonsai_<version>_<arch>.deb with dpkg-buildpackage -us -uc -b in a copy of the
+# tree (packaging/deb.sh), reusing this build's objects (B); then lintian when present.
+deb: all
+	$(Q)B_ABS=$(abspath $(B)) VERSION=$(VERSION) MAKE="$(MAKE)" bash packaging/deb.sh
 
 clean:
 	rm -rf build

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-// `bonsaictl load FILE`: create or update every service in FILE, all or nothing:
-// nothing is written unless the whole file is valid and every segment could be opened.
+// `bonsaictl load [FILE]`: create or update every service in FILE (default
+// /etc/bonsai/bonsai.yaml), all or nothing: nothing is written unless the whole file is
+// valid and every segment could be opened.
 #include <fmt/core.h>
 #include <memory>
+#include <string>
+#include <unistd.h>
 
 #include "commands.h"
 #include "shm/shm_name.h"
@@ -12,23 +15,35 @@
 namespace bonsai::ctl {
 namespace {
 
+// The configuration `load` reads when given no FILE (the Debian package's conffile).
+constexpr const char* kDefaultFile = "/etc/bonsai/bonsai.yaml";
+
 int cmd_load(const Args& args) {
-  if (args.size() != 1) usage_error("load takes exactly one FILE");
+  if (args.size() > 1) usage_error("load takes one FILE");
+  if (args.empty() && access(kDefaultFile, F_OK) != 0)
+    usage_error(fmt::format("load needs a FILE (there is no {})", kDefaultFile));
+  const std::string file = args.empty() ? kDefaultFile : args[0];
   std::vector<Diag> diags;
-  Config cfg = yaml_load_file(args[0], diags);
+  Config cfg = yaml_load_file(file, diags);
   if (!diags.empty()) {
     diags_print(diags);
-    fmt::print(stderr, "bonsaictl load: {}: {} error{}; nothing was changed\n", args[0], diags.size(),
+    fmt::print(stderr, "bonsaictl load: {}: {} error{}; nothing was changed\n", file, diags.size(),
                diags.size() == 1 ? "" : "s");
     return kExitUsage;
   }
   // Phase 1: open (or create) every segment; on any failure undo the creations.
   std::vector<std::unique_ptr<Segment>> segs;
   try {
-    for (const auto& s : cfg.services) segs.push_back(Segment::open(s.name, true, s.scope));
+    for (const auto& s : cfg.services) {
+      TargetUserScope as(s.user);  // `user:` (root): the segment is that user's
+      segs.push_back(Segment::open(s.name, true, s.scope));
+    }
   } catch (const CtlError&) {
-    for (const auto& seg : segs)
-      if (seg->created()) segment_remove(seg->service());
+    for (size_t i = 0; i < segs.size(); ++i)
+      if (segs[i]->created()) {
+        TargetUserScope as(cfg.services[i].user);
+        segment_remove(segs[i]->service());
+      }
     fmt::print(stderr, "bonsaictl load: nothing was changed\n");
     throw;
   }
@@ -37,17 +52,19 @@ int cmd_load(const Args& args) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
     uint64_t seq = segs[i]->write_limits(s.limits);
-    fmt::print("{} {}: scope {}, {} limit{} (limits #{})\n", segs[i]->created() ? "created" : "updated", s.name,
-               s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq);
+    fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}\n", segs[i]->created() ? "created" : "updated", s.name,
+               s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
+               s.user.empty() ? "" : fmt::format(", for user {}", s.user));
   }
   return kExitOk;
 }
 
 }  // namespace
 
-extern const Command kCmdLoad{"load", "load FILE",
+extern const Command kCmdLoad{"load", "load [FILE]",
                               "Creates or updates the shared-memory segment of every service in FILE and\n"
                               "publishes its limits; running processes apply them on their next call.\n"
+                              "Without FILE: /etc/bonsai/bonsai.yaml, when it exists.\n"
                               "All or nothing: an invalid file or an unusable segment changes nothing.\n"
                               "A changed scope applies to processes that attach afterwards.\n"
                               "exit status: 0 loaded, 1 a segment could not be opened, 2 invalid file\n",

@@ -14,13 +14,18 @@
 namespace bonsai::ctl {
 namespace {
 
-constexpr std::string_view kVersion = "0.2.0";
+// The Makefile passes the top-level VERSION file's content.
+#ifndef BONSAI_VERSION
+#define BONSAI_VERSION "unknown"
+#endif
+constexpr std::string_view kVersion = BONSAI_VERSION;
 const Command* const kTable[] = {&kCmdRun, &kCmdStat, &kCmdSet, &kCmdLoad, &kCmdCheck, &kCmdCheckLimits, &kCmdLs, &kCmdRm, &kCmdServe, &kCmdTop};
 
 void usage(FILE* out) {
   fmt::print(out, "usage: bonsaictl COMMAND [ARGS]   (bonsaictl COMMAND --help for details)\n");
   for (const Command* c : kTable) fmt::print(out, "  bonsaictl {}\n", c->synopsis);
   fmt::print(out,
+             "bonsaictl --version prints the version; bonsaictl help COMMAND a command's help\n"
              "every command: --user NAME (root only) addresses NAME's services; run also runs CMD as NAME\n"
              "environment: BONSAI_SHM_PREFIX (segment namespace), BONSAI_LIB (libbonsai.so to preload)\n"
              "exit status: 0 success, 1 runtime failure, 2 usage or configuration error\n");
@@ -65,13 +70,7 @@ void user_option_take(Args& args) {
     } else {
       continue;
     }
-    const passwd* pw = getpwnam(who.c_str());
-    if (!pw && !who.empty() && who.find_first_not_of("0123456789") == std::string::npos)
-      pw = getpwuid(static_cast<uid_t>(std::strtoul(who.c_str(), nullptr, 10)));
-    if (!pw) usage_error(fmt::format("--user: no user '{}'", who));
-    if (geteuid() != 0 && pw->pw_uid != geteuid())
-      runtime_error(fmt::format("--user {}: only root can address another user's services", who));
-    ctl_target_user(pw->pw_uid, pw->pw_gid, pw->pw_name);
+    ctl_target_user_named(who);
     return;
   }
 }

@@ -11,6 +11,7 @@
 #include <fmt/core.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <vector>
 
 #include "diag.h"
 #include "shm_client.h"
@@ -41,13 +42,29 @@ std::string library_find() {
     if (!realpath(env, real)) runtime_error(fmt::format("BONSAI_LIB={}: {}", env, std::strerror(errno)));
     return real;
   }
+  // The build tree: next to bonsaictl. An installed bonsaictl (make install, the
+  // Debian package) was built with BONSAI_LIBDIR (and BONSAI_BINDIR): it looks under
+  // the root it runs from first (a DESTDIR staging: ROOT/usr/bin -> ROOT/usr/lib/...),
+  // then at the fixed path. ../lib is the layout of older installs.
   std::string dir = self_dir();
-  for (const std::string& p : {dir + "/libbonsai.so", dir + "/../lib/libbonsai.so"})
+  std::vector<std::string> paths{dir + "/libbonsai.so"};
+#ifdef BONSAI_LIBDIR
+  const std::string bindir = BONSAI_BINDIR, libdir = BONSAI_LIBDIR;
+  if (dir.size() > bindir.size() && dir.compare(dir.size() - bindir.size(), bindir.size(), bindir) == 0)
+    paths.push_back(dir.substr(0, dir.size() - bindir.size()) + libdir + "/libbonsai.so");
+  paths.push_back(libdir + "/libbonsai.so");
+#endif
+  paths.push_back(dir + "/../lib/libbonsai.so");
+  for (const std::string& p : paths)
     if (is_file(p)) {
       char real[PATH_MAX];
       return realpath(p.c_str(), real) ? std::string(real) : p;
     }
+#ifdef BONSAI_LIBDIR
+  runtime_error(fmt::format("cannot find libbonsai.so in {} or next to bonsaictl ({}); set BONSAI_LIB", libdir, dir));
+#else
   runtime_error(fmt::format("cannot find libbonsai.so next to bonsaictl ({}) or in ../lib; set BONSAI_LIB", dir));
+#endif
 }
 
 std::string preload_value(const std::string& lib, const std::string& existing) {

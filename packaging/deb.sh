@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `make deb`: builds $B_ABS/bonsai_<version>_<arch>.deb with dpkg-buildpackage -us -uc -b
+# in a copy of the working tree (the source tree gets no ./debian, no build products),
+# with packaging/debian as its debian/. The package build reuses the objects under
+# $B_ABS (BONSAI_B for debian/rules), so only the installed bonsaictl and the man
+# pages are made anew. Then lintian, when installed: any error fails.
+# Env: B_ABS (absolute build root), VERSION, MAKE; DEB_KEEP=1 keeps the copy.
+set -euo pipefail
+: "${B_ABS:?}" "${VERSION:?}"
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+changelog_version=$(dpkg-parsechangelog -l packaging/debian/changelog -S Version)
+if [ "$changelog_version" != "$VERSION" ]; then
+  echo "make deb: VERSION says $VERSION, packaging/debian/changelog says $changelog_version" >&2
+  exit 1
+fi
+arch=$(dpkg-architecture -qDEB_HOST_ARCH)
+work=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-deb.XXXXXX")
+[ "${DEB_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
+src=$work/bonsai-$VERSION
+mkdir -p "$src"
+# The tracked and new (not ignored) files of the working tree, timestamps kept so the
+# objects under $B_ABS stay up to date.
+git ls-files -z --cached --others --exclude-standard |
+  (cd "$top" && xargs -0 sh -c 'for f; do [ -f "$f" ] && printf "%s\0" "$f"; done' sh) |
+  (cd "$top" && xargs -0 cp -p --parents -t "$src")
+rm -rf "$src/build" "$src/debian"
+cp -pr packaging/debian "$src/debian"
+echo "make deb: dpkg-buildpackage in $src (objects from $B_ABS)"
+(cd "$src" && BONSAI_B="$B_ABS" dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 || {
+  tail -n 40 "$work/build.log" >&2
+  echo "make deb: dpkg-buildpackage failed (log: $work/build.log)" >&2
+  exit 1
+}
+deb=bonsai_${VERSION}_${arch}.deb
+mkdir -p "$B_ABS"
+mv "$work/$deb" "$B_ABS/$deb"
+echo "make deb: $B_ABS/$deb"
+if command -v lintian >/dev/null 2>&1; then
+  lintian --fail-on error "$B_ABS/$deb"
+else
+  echo "make deb: lintian not installed, not checked"
+fi
