@@ -12,6 +12,8 @@
 #include <microhttpd.h>
 #include <mutex>
 #include <netinet/in.h>
+#include <pwd.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "shm_client.h"
@@ -24,7 +26,8 @@ namespace {
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
 struct Exporter {
-  std::vector<std::string> services;  // empty: all of this user's
+  std::vector<std::string> services;  // empty: all of this user's (root: all users')
+  bool all_users = false;             // root without --user
   std::mutex mu;                      // libmicrohttpd may call from several threads
   std::map<std::string, std::unique_ptr<Segment>> open;  // kept open across scrapes
 
@@ -32,21 +35,33 @@ struct Exporter {
   // out (and reopened when it comes back).
   std::string scrape() {
     std::lock_guard<std::mutex> lock(mu);
-    std::vector<std::string> names = services.empty() ? services_list() : services;
+    // Root without --user sees every user's services, each labeled with its user.
+    bool everyone = all_users && services.empty();
+    std::vector<std::pair<unsigned, std::string>> names;
+    if (everyone) names = services_list_all_users();
+    else
+      for (const auto& n : services.empty() ? services_list() : services) names.emplace_back(ctl_uid(), n);
     std::vector<ServiceStat> stats;
-    for (const auto& name : names) {
+    std::vector<std::string> users;
+    std::vector<std::string> keys;
+    for (const auto& [uid, name] : names) {
+      std::string key = std::to_string(uid) + "/" + name;
+      keys.push_back(key);
       try {
-        auto& seg = open[name];
+        TargetUserScope as(everyone ? std::to_string(uid) : std::string());
+        auto& seg = open[key];
         if (seg && seg->file_state() != FileState::Same) seg.reset();
         if (!seg) seg = Segment::open(name, false);
         stats.push_back(stat_snapshot(*seg));
+        const passwd* pw = getpwuid(uid);
+        users.push_back(!everyone ? "" : pw ? pw->pw_name : std::to_string(uid));
       } catch (const CtlError&) {
-        open.erase(name);
+        open.erase(key);
       }
     }
-    std::erase_if(open, [&](const auto& kv) { return std::find(names.begin(), names.end(), kv.first) == names.end(); });
+    std::erase_if(open, [&](const auto& kv) { return std::find(keys.begin(), keys.end(), kv.first) == keys.end(); });
     std::vector<LabeledStat> labeled;
-    for (const auto& s : stats) labeled.push_back({&s, ""});
+    for (size_t i = 0; i < stats.size(); ++i) labeled.push_back({&stats[i], users[i]});
     return prometheus_text(labeled);
   }
 };
@@ -108,6 +123,7 @@ int cmd_serve(const Args& args) {
     else if (!args[i].empty() && args[i][0] == '-') usage_error(fmt::format("unknown option '{}'", args[i]));
     else segment_path(args[i]), ex.services.push_back(args[i]);  // validates the name
   }
+  ex.all_users = geteuid() == 0 && !ctl_other_user() && ctl_user_name().empty();
   socklen_t len = 0;
   sockaddr_storage addr = listen_parse(listen, len);
   // The signals that stop us are taken synchronously (sigwait), before any thread starts.
@@ -137,7 +153,8 @@ extern const Command kCmdServe{
     "serve", "serve [--listen ADDR:PORT] [SERVICE...]",
     "A Prometheus exporter: answers GET /metrics with the text `stat --prometheus`\n"
     "prints, for the named services or every service of this user (services that come\n"
-    "and go are followed). Stops cleanly on SIGTERM or SIGINT. Metrics: docs/metrics.md.\n"
+    "and go are followed); root without --user serves every user's, with a `user` label.\n"
+    "Stops cleanly on SIGTERM or SIGINT. Metrics: docs/metrics.md.\n"
     "  --listen ADDR:PORT  where to listen (default 127.0.0.1:9464; [::1]:PORT for IPv6,\n"
     "                      :PORT for every IPv4 address)\n"
     "exit status: 0 stopped by a signal, 1 cannot listen, 2 usage error\n",

@@ -317,6 +317,29 @@ std::vector<std::string> services_list() {
   return out;
 }
 
+std::vector<std::pair<unsigned, std::string>> services_list_all_users() {
+  std::vector<std::pair<unsigned, std::string>> out;
+  std::string head = shm_prefix() + "bonsai.";
+  DIR* d = opendir("/dev/shm");
+  if (!d) runtime_error("cannot list /dev/shm");
+  while (dirent* e = readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name.substr(0, head.size()) != head) continue;
+    std::string_view rest = name.substr(head.size());
+    size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos || dot > 10) continue;
+    std::string digits(rest.substr(0, dot));
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    unsigned long uid = std::strtoul(digits.c_str(), nullptr, 10);
+    if (uid > 0xfffffffeul) continue;
+    std::string_view s = shm_service_of_file(name, shm_prefix(), static_cast<unsigned>(uid));
+    if (!s.empty()) out.emplace_back(static_cast<unsigned>(uid), std::string(s));
+  }
+  closedir(d);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 void segment_remove(const std::string& service, bool force) {
   std::string path = segment_path(service);
   struct stat st;

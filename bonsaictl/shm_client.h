@@ -115,6 +115,9 @@ std::string damage_message(const std::string& service, const std::string& path, 
 // Services with a segment of this user under the current prefix, sorted.
 std::vector<std::string> services_list();
 
+// Every user's services under the current prefix (root's view): (uid, service), sorted.
+std::vector<std::pair<unsigned, std::string>> services_list_all_users();
+
 // Removes the service's segment (processes attached keep their mapping). A file of
 // another user under our name is removed only with `force` (root can; others are
 // told to ask its owner or root).

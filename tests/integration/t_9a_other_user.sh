@@ -75,6 +75,18 @@ grep -q "for user $U" "$T/load.out" || fail "load did not say whose: $(cat "$T/l
 "$CTL" run -c "$T/svc.yaml" -s filed -- "$pub/sv_static" exec /usr/bin/id -u > "$T/id2" || fail "run -c with user: failed"
 [ "$(cat "$T/id2")" = "$uid" ] || fail "run -c ran as $(cat "$T/id2"), not $uid"
 "$CTL" rm --user "$U" filed > /dev/null || fail "rm --user filed"
+# Root's exporter serves every user's services, each with a user label
+if command -v curl > /dev/null; then
+  port=$(free_port)
+  "$CTL" serve --listen "127.0.0.1:$port" 2> /dev/null &
+  serve_pid=$!
+  cleanup_hooks+=("kill $serve_pid 2>/dev/null")
+  for _ in $(seq 1 50); do curl -sf "http://127.0.0.1:$port/metrics" > "$T/m" && break; sleep 0.1; done
+  kill "$serve_pid"
+  grep -q "^bonsai_processes{service=\"web\",user=\"$U\"}" "$T/m" ||
+    fail "root's serve has no user-labeled sample for $U's service: $(grep bonsai_processes "$T/m")"
+fi
+
 "$CTL" rm --user "$U" web || fail "rm --user"
 "$CTL" rm --user "$U" who || fail "rm --user who"
 [ ! -e "$f" ] || fail "rm --user left $f"
