@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bonsaictl run + stat --json (issue 3): a dd under `run -l write=2MiB/s` is seen
+# bonsaictl run + stat --json (issue 3): a dd under `run -l write=2MiB/s` (4 s: long
+# enough for python-driven polling on a loaded machine) is seen
 # attached while it runs and folded into the exited totals after; its rate holds;
 # the segment is mode 0600; a shell's forked children get slots of their own.
 . "$(dirname "$0")/ctl_lib.sh"
 need_cmd dd python3
 
-timed dd "$CTL" run -s web -l 'write=2MiB/s' -- dd if=/dev/zero of=/dev/null bs=4k count=1024 status=none
+timed dd "$CTL" run -s web -l 'write=2MiB/s' -- dd if=/dev/zero of=/dev/null bs=4k count=2048 status=none
 wait_attached web 1
 [ "$(stat -c %a "$(seg_file web)")" = 600 ] || fail "segment mode is $(stat -c %a "$(seg_file web)"), not 600"
 sleep 0.5
@@ -20,13 +21,13 @@ assert len(d["processes"]) == 1, d["processes"]
 p = d["processes"][0]
 assert p["comm"] == "dd" and p["limits_seq"] == d["limits_seq"], p
 w = p["calls"]["write"]
-assert 0 < w["bytes"] < 4 << 20 and w["calls"] > 0, w
+assert 0 < w["bytes"] < 8 << 20 and w["calls"] > 0, w
 assert set(w) >= {"calls", "bytes", "throttled", "wait_ns"}, w
 PY
 "$CTL" stat web >/dev/null || fail "stat (table) failed"
 wait
 secs=$(timed_ok dd)
-check_rate "dd under run" $((4 * MiB)) "$secs" $((2 * MiB))
+check_rate "dd under run" $((8 * MiB)) "$secs" $((2 * MiB))
 after=$("$CTL" stat web --json)
 python3 - "$after" <<'PY' || fail "stat after exit: $after"
 import json, sys
@@ -34,7 +35,7 @@ d = json.loads(sys.argv[1])
 assert d["processes"] == [], d["processes"]
 assert d["exited"]["processes"] == 1, d["exited"]
 w = d["total"]["calls"]["write"]
-assert w["bytes"] == 4 << 20 and w["calls"] == 1024, w
+assert w["bytes"] == 8 << 20 and w["calls"] == 2048, w
 assert w["throttled"] > 0 and w["wait_ns"] > 5e8, w
 PY
 
