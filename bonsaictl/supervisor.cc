@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The supervisor's loop (see supervisor.h). One thread, one poll: the listener, the
 // sockets of receives waiting for data, and the earliest deadline of a held call.
+// Why one file of ~600 lines: the charging steps (settle, charge, pay, hold) share the
+// loop's per-thread and per-process state; splitting them would put that state in a
+// header for one user. Next split when it grows: the held-call queue (hold/release/run's
+// first half) into sv_held.cc.
 #include "supervisor.h"
 
 #include <algorithm>
