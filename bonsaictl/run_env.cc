@@ -67,35 +67,41 @@ std::string library_find() {
 #endif
 }
 
-std::string preload_value(const std::string& lib, const std::string& existing) {
-  std::string out = lib;
+namespace {
+
+// LD_PRELOAD's entries (ld.so separates them with ':' or ' '), empty ones dropped.
+std::vector<std::string> preload_entries(const std::string& value) {
+  std::vector<std::string> out;
   std::string item;
-  auto flush = [&] {
-    if (!item.empty() && item != lib) out += ":" + item;
-    item.clear();
-  };
-  for (char ch : existing) {
-    if (ch == ':' || ch == ' ') flush();
-    else item += ch;
+  for (char ch : value + ':') {
+    if (ch != ':' && ch != ' ') item += ch;
+    else if (!item.empty()) out.push_back(std::move(item)), item.clear();
   }
-  flush();
   return out;
 }
 
-std::string preload_without_bonsai(const std::string& existing) {
-  std::string out, item;
-  auto flush = [&] {
-    size_t slash = item.rfind('/');
-    std::string base = slash == std::string::npos ? item : item.substr(slash + 1);
-    if (!item.empty() && base != "libbonsai.so") out += (out.empty() ? "" : ":") + item;
-    item.clear();
-  };
-  for (char ch : existing) {
-    if (ch == ':' || ch == ' ') flush();
-    else item += ch;
-  }
-  flush();
+std::string join_colon(const std::vector<std::string>& v) {
+  std::string out;
+  for (const std::string& e : v) out += (out.empty() ? "" : ":") + e;
   return out;
+}
+
+}  // namespace
+
+std::string preload_value(const std::string& lib, const std::string& existing) {
+  std::vector<std::string> keep{lib};
+  for (std::string& e : preload_entries(existing))
+    if (e != lib) keep.push_back(std::move(e));
+  return join_colon(keep);
+}
+
+std::string preload_without_bonsai(const std::string& existing) {
+  std::vector<std::string> keep;
+  for (std::string& e : preload_entries(existing)) {
+    size_t slash = e.rfind('/');
+    if ((slash == std::string::npos ? e : e.substr(slash + 1)) != "libbonsai.so") keep.push_back(std::move(e));
+  }
+  return join_colon(keep);
 }
 
 std::string command_resolve(const std::string& cmd) {

@@ -49,6 +49,13 @@ TEST_CASE("run: libbonsai goes in front of LD_PRELOAD and nothing there is dropp
   CHECK(preload_value("/b/libbonsai.so", "::/x/a.so::") == "/b/libbonsai.so:/x/a.so");
 }
 
+TEST_CASE("run --supervise: every libbonsai.so leaves LD_PRELOAD, the rest stays in order") {
+  CHECK(preload_without_bonsai("") == "");
+  CHECK(preload_without_bonsai("/b/libbonsai.so") == "");
+  CHECK(preload_without_bonsai("/x/a.so /b/libbonsai.so:libbonsai.so /y/b.so") == "/x/a.so:/y/b.so");
+  CHECK(preload_without_bonsai("::/x/libbonsai.so.1::/x/mylibbonsai.so") == "/x/libbonsai.so.1:/x/mylibbonsai.so");
+}
+
 TEST_CASE("run: commands resolve through PATH like execvp") {
   CHECK(command_resolve("sh").find("/sh") != std::string::npos);
   CHECK(command_resolve("/bin/sh") == "/bin/sh");
