@@ -71,6 +71,10 @@ $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 # bonsaictl --version: the VERSION file.
 $(OBJ)/bonsaictl/commands.o: CTL_CXXFLAGS += -DBONSAI_VERSION='"$(VERSION)"'
 $(OBJ)/bonsaictl/commands.o: VERSION
+# Each slot records the version of whoever claimed it (stat shows it): 0.2.0 -> 0x000200.
+VERSION_CODE := $(shell awk -F. '{ printf "%d", $$1 * 65536 + $$2 * 256 + $$3 }' VERSION)
+$(OBJ)/libbonsai/shm/shm_slots.o: LIB_CXXFLAGS += -DBONSAI_VERSION_CODE=$(VERSION_CODE)
+$(OBJ)/libbonsai/shm/shm_slots.o: VERSION
 
 # bonsaictl checks compression settings with the library's own grammar; its supervisor
 # (run --supervise) uses libseccomp, its exporter (serve) libmicrohttpd.

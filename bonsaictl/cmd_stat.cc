@@ -145,9 +145,9 @@ int stat_pid(const StatOptions& o) {
         one.processes = {p};
         fmt::print("{}\n", stat_json(one));
       } else {
-        fmt::print("pid {} ({}{}) is attached to service {} of {} (scope {}, limits #{})\n", p.pid, p.comm,
-                   p.supervised ? ", supervised" : "", s.service, user_text(geteuid()),
-                   s.scope == ShmScope::Service ? "service" : "process", p.limits_seq);
+        fmt::print("pid {} ({}{}) is attached to service {} of {} (scope {}, limits #{}, library {})\n", p.pid,
+                   p.comm, p.supervised ? ", supervised" : "", s.service, user_text(geteuid()),
+                   s.scope == ShmScope::Service ? "service" : "process", p.limits_seq, version_text(p.lib_version));
         ServiceStat one = s;
         one.processes = {p};
         one.exited_processes = 0;

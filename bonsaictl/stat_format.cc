@@ -3,7 +3,10 @@
 #include "stat_format.h"
 
 #include <fmt/core.h>
+#include <map>
 #include <nlohmann/json.hpp>
+
+#include "shm/shm_slots.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -74,6 +77,20 @@ void table_rows(std::string& out, const std::string& who, const CallStats& cs, b
   if (!any) out += fmt::format("  {:<22} {}\n", who, "(no calls)");
 }
 
+// "0.2.0 (3 processes)", or each version with its count when they differ, and what
+// bonsaictl itself is when that is not the same: a library older than bonsaictl
+// after an upgrade is something an operator wants to see.
+std::string versions_line(const ServiceStat& s) {
+  std::map<uint32_t, size_t> seen;
+  for (const ProcStat& p : s.processes) ++seen[p.lib_version];
+  std::string out;
+  for (const auto& [code, n] : seen)
+    out += fmt::format("{}{} ({} process{})", out.empty() ? "" : ", ", version_text(code), n, n == 1 ? "" : "es");
+  if (seen.size() > 1 || seen.begin()->first != slot_version_code())
+    out += fmt::format("; bonsaictl is {}", version_text(slot_version_code()));
+  return out;
+}
+
 }  // namespace
 
 std::string json_dump(const Json& j) {
@@ -101,13 +118,19 @@ std::string human_ns(uint64_t ns) {
   return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
 }
 
+std::string version_text(uint32_t code) {
+  if (code == 0) return "unknown";
+  return fmt::format("{}.{}.{}", code >> 16, (code >> 8) & 0xff, code & 0xff);
+}
+
 std::string stat_json(const ServiceStat& s) {
   Json doc = {{"service", s.service}, {"scope", scope_name(s.scope)}, {"time_unix_ns", s.time_unix_ns},
               {"limits_seq", s.limits_seq}, {"limits", limits_text(s.limits)}};
   if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
   Json procs = Json::array();
   for (const ProcStat& p : s.processes)
-    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised}, {"limits_seq", p.limits_seq},
+    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised},
+                     {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
                      {"calls", calls_json(p.calls)}});
   doc["processes"] = std::move(procs);
   doc["uncounted_processes"] = s.uncounted_processes;
@@ -128,6 +151,7 @@ std::string stat_table(const ServiceStat& s) {
   std::string joined;
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;
   out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
+  if (!s.processes.empty()) out += fmt::format("  library {}\n", versions_line(s));
   out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
                      "WAITED");
   if (wire) out += fmt::format(" {:>11}", "WIRE");

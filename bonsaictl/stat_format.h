@@ -9,6 +9,9 @@
 namespace bonsai::ctl {
 
 // One line of JSON, no trailing newline. Calls with no activity are left out.
+// "0.2.0" from a slot's version_code(); "unknown" for 0.
+std::string version_text(uint32_t code);
+
 std::string stat_json(const ServiceStat& s);
 
 // A multi-line table ending in a newline.

@@ -117,6 +117,7 @@ ServiceStat stat_snapshot(Segment& handle) {
       for (size_t k = 0; k < sizeof comm; ++k) comm[k] = __atomic_load_n(&slot.comm[k], __ATOMIC_RELAXED);
       p.comm = comm_text(comm, sizeof comm);
       p.supervised = slot.flags.load(std::memory_order_relaxed) & kSlotSupervised;
+      p.lib_version = slot.lib_version.load(std::memory_order_relaxed);
       for (size_t c = 0; c < kCallCount; ++c) {
         CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
         p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns, t.wire_bytes};

@@ -13,10 +13,11 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 5  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 6  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
+                              // 6: ShmSlot::lib_version
 
 namespace bonsai {
 
@@ -84,6 +85,12 @@ struct alignas(64) ShmExited {
 // which claimed the slot on its behalf and charges its system calls from outside.
 inline constexpr uint32_t kSlotSupervised = 1;
 
+// ShmSlot::lib_version: the release (the file VERSION) of the library or supervisor
+// that claimed the slot, as (major << 16) | (minor << 8) | patch; 0 if unknown.
+inline constexpr uint32_t version_code(uint32_t major, uint32_t minor, uint32_t patch) {
+  return (major << 16) | ((minor & 0xff) << 8) | (patch & 0xff);
+}
+
 // One attached process. The first line is the slot's identity (written at claim,
 // read by bonsaictl); the counters that follow start on their own cache lines.
 struct alignas(64) ShmSlot {
@@ -95,6 +102,8 @@ struct alignas(64) ShmSlot {
   char comm[16];                    // /proc/PID/comm at attach, NUL-terminated
   std::atomic<uint32_t> waiting;    // threads asleep in a limiter wait (bonsaictl set --wait)
   std::atomic<uint32_t> flags;      // kSlot* bits (0 for a process running the library)
+  std::atomic<uint32_t> lib_version;  // version_code() of the claimer (`stat` shows it)
+  uint32_t pad32_;
   ProcessCounters counters;
 };
 
@@ -116,7 +125,8 @@ static_assert(offsetof(ShmHeader, magic) == 0 && offsetof(ShmHeader, version) ==
 static_assert(offsetof(ShmLimits, seq) == 0 && offsetof(ShmLimits, set) == 64);
 static_assert(sizeof(ShmLimits) == 64 + ((sizeof(LimitSet) + 63) / 64) * 64);
 static_assert(offsetof(ShmSlot, counters) == 64, "hot counters start on their own cache line");
-static_assert(offsetof(ShmSlot, waiting) == 48 && offsetof(ShmExited, calls) == 64);
+static_assert(offsetof(ShmSlot, waiting) == 48 && offsetof(ShmSlot, lib_version) == 56 &&
+              offsetof(ShmExited, calls) == 64);
 static_assert(sizeof(ShmSlot) % 64 == 0 && sizeof(ShmExited) % 64 == 0);
 static_assert(offsetof(ShmSegment, limits) == 64);
 static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));

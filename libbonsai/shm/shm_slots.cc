@@ -4,6 +4,11 @@
 
 #include "shm/shm_proc.h"
 
+// Set from the file VERSION by the Makefile; 0 ("unknown") in a build without it.
+#ifndef BONSAI_VERSION_CODE
+#define BONSAI_VERSION_CODE 0
+#endif
+
 namespace bonsai {
 namespace {
 
@@ -57,6 +62,7 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* c
     slot.attached_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
     slot.waiting.store(0, std::memory_order_relaxed);
     slot.flags.store(0, std::memory_order_relaxed);
+    slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
     comm_copy(slot, comm);
     counters_reset(slot.counters);
     slot.state.store(st(SlotState::Live), std::memory_order_release);
@@ -66,6 +72,8 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* c
 }
 
 }  // namespace
+
+uint32_t slot_version_code() noexcept { return BONSAI_VERSION_CODE; }
 
 unsigned slots_scan_end(const ShmSegment& seg) noexcept {
   uint32_t used = seg.exited.slots_used.load(std::memory_order_relaxed);

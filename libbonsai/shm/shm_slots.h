@@ -27,6 +27,9 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept;
 // by a process that died while claiming). @return slots reclaimed.
 unsigned slots_reclaim_dead(ShmSegment& seg) noexcept;
 
+// The version_code() this build writes into the slots it claims (the file VERSION).
+uint32_t slot_version_code() noexcept;
+
 // Slots at and past this index were never claimed: scans stop here (the
 // high-water mark seg.exited.slots_used, clamped to kMaxSlots).
 unsigned slots_scan_end(const ShmSegment& seg) noexcept;

@@ -3,7 +3,7 @@
 # bonsaictl run + stat --json (issue 3): a dd under `run -l write=2MiB/s` (4 s: long
 # enough for python-driven polling on a loaded machine) is seen
 # attached while it runs and folded into the exited totals after; its rate holds;
-# the segment is mode 0600; a shell's forked children get slots of their own.
+# the segment is mode 0600; stat names the library's version; a shell's forked children get slots of their own.
 . "$(dirname "$0")/ctl_lib.sh"
 need_cmd dd python3
 
@@ -12,9 +12,11 @@ wait_attached web 1
 [ "$(stat -c %a "$(seg_file web)")" = 600 ] || fail "segment mode is $(stat -c %a "$(seg_file web)"), not 600"
 sleep 0.5
 running=$("$CTL" stat web --json)
-python3 - "$running" <<'PY' || fail "stat while running: $running"
+version=$(cat "$(dirname "$0")/../../VERSION")
+python3 - "$running" "$version" <<'PY' || fail "stat while running: $running"
 import json, sys
 d = json.loads(sys.argv[1])
+assert d["processes"][0]["library_version"] == sys.argv[2], (d["processes"], sys.argv[2])
 assert d["service"] == "web" and d["scope"] == "process", d
 assert d["limits"] == ["write=2MiB/s"], d["limits"]
 assert len(d["processes"]) == 1, d["processes"]
@@ -24,7 +26,7 @@ w = p["calls"]["write"]
 assert 0 < w["bytes"] < 8 << 20 and w["calls"] > 0, w
 assert set(w) >= {"calls", "bytes", "throttled", "wait_ns"}, w
 PY
-"$CTL" stat web >/dev/null || fail "stat (table) failed"
+"$CTL" stat web | grep -q "^  library $version (1 process)\$" || fail "stat (table) has no library line: $("$CTL" stat web)"
 wait
 secs=$(timed_ok dd)
 check_rate "dd under run" $((8 * MiB)) "$secs" $((2 * MiB))

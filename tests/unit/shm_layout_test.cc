@@ -20,6 +20,7 @@ TEST_CASE("shm layout: offsets and sizes at run time") {
   CHECK(offsetof(ShmSegment, buckets) % 64 == 0);
   CHECK(offsetof(ShmSegment, slots) % 64 == 0);
   CHECK(offsetof(ShmSlot, counters) == 64);
+  CHECK(offsetof(ShmSlot, lib_version) == 56);
   CHECK(sizeof(ShmSlot) == 64 + sizeof(ProcessCounters));
   CHECK(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
   auto seg = std::make_unique<ShmSegment>();
