@@ -159,6 +159,9 @@ void Loop::view_refresh() {
   View v;
   uint64_t seq = 0;
   if (!seqlock_read(s.limits, v.set, seq, 100)) return;  // a writer is busy: next time
+  // Truncated while we read: the guard's zeroes read as "no limits" with seq 0 (a
+  // live segment's seq starts at 2). Never install them; the next refresh sees lost.
+  if (seq == 0 || shm_guard_lost(&s)) return;
   v.seq = seq;
   const char* problem = limits_problem(v.set);
   if (!problem && !bucket_table_build(v.set, v.table, nullptr)) problem = "two rules share a call";
