@@ -3,7 +3,8 @@
 # Runs every executable tests/integration/t_*.sh in name order, each with a hard
 # timeout and its own BONSAI_SHM_PREFIX; prints one line per test and the closing
 # line "N passed, N failed, N skipped". Env: BONSAI_BUILD (required), T_FILTER (a
-# grep pattern on test names), T_TIMEOUT (seconds, default 120), V=1 (show output).
+# grep pattern on test names), T_TIMEOUT (seconds, default 120; a test that needs more
+# says so in a line "# timeout: SECS"), V=1 (show output).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 : "${BONSAI_BUILD:?set BONSAI_BUILD to the build dir}"
@@ -15,14 +16,17 @@ for t in "$here"/t_*.sh; do
   [ -x "$t" ] || continue
   name=$(basename "$t" .sh)
   if [ -n "${T_FILTER:-}" ] && ! printf '%s\n' "$name" | grep -q -- "$T_FILTER"; then continue; fi
+  t_s=$(sed -n 's/^# timeout: \([0-9][0-9]*\)$/\1/p' "$t" | head -n 1)
+  t_s=${t_s:-$timeout_s}
+  [ "$t_s" -lt "$timeout_s" ] && t_s=$timeout_s
   start=$(date +%s%N)
-  BONSAI_SHM_PREFIX="it.$name.$$." timeout -k 5 "$timeout_s" bash "$t" > "$logdir/$name.log" 2>&1
+  BONSAI_SHM_PREFIX="it.$name.$$." timeout -k 5 "$t_s" bash "$t" > "$logdir/$name.log" 2>&1
   rc=$?
   secs=$(awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { printf "%.1f", (b - a) / 1e9 }')
   case $rc in
     0) pass=$((pass + 1)); verdict=pass ;;
     77) skipped=$((skipped + 1)); verdict=skip ;;
-    124|137) failed=$((failed + 1)); verdict="FAIL (timeout ${timeout_s}s)" ;;
+    124|137) failed=$((failed + 1)); verdict="FAIL (timeout ${t_s}s)" ;;
     *) failed=$((failed + 1)); verdict="FAIL (exit $rc)" ;;
   esac
   printf '%-28s %-22s %6ss\n' "$name" "$verdict" "$secs"

@@ -26,7 +26,7 @@ check_both() {
   note "$name: moved $d1 and $d2 bytes in $secs s"
   [ "$d1" -gt $((MiB / 4)) ] || fail "$name: the first process stalled ($d1 bytes in $secs s)"
   [ "$d2" -gt $((MiB / 4)) ] || fail "$name: the second process stalled ($d2 bytes in $secs s)"
-  check_rate "$name: two processes, one cap" "$((d1 + d2))" "$secs" $((4 * MiB)) 0.80 1.20
+  check_rate "$name: two processes, one cap" "$((d1 + d2))" "$secs" $((4 * MiB)) 0.75 1.20
 }
 
 # A count unique to this run: the dd under `unshare --time` is unshare's child, which a
