@@ -207,9 +207,21 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   uint64_t t0 = io.now_ns();
   // Time the send buffer's flush waited counts for the first chunk (the policy's rate).
   uint64_t flush_blocked = 0;
+  if (s.full_since) {
+    // A non-blocking sender waited for the socket outside the library since it left
+    // it full: that wait is the link's, as a blocking sender's would be (at most 1 s
+    // of it: an idle application is not waiting for the link).
+    uint64_t waited = t0 - s.full_since;
+    if (waited < 1000000000u) {
+      flush_blocked = waited;
+      t0 = s.full_since;
+    }
+    s.full_since = 0;
+  }
   if (tx_pending(s)) {
     int e = flush_pending(s, io, m, fd, flags, &flush_blocked);
     if (e) {  // EAGAIN: nothing taken, the buffer is still full
+      if (e == EAGAIN) s.full_since = t0;
       errno = e;
       return -1;
     }
@@ -289,7 +301,10 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,
            next, s.policy.dr.pdr / 1048576.0, s.policy.model.wire_bps / 1048576.0);
     pos += len;
-    if (kept) break;
+    if (kept) {
+      s.full_since = t1;
+      break;
+    }
   }
   return static_cast<ssize_t>(pos);
 }

@@ -27,6 +27,7 @@ struct TxStream {
   uint8_t* pend;      // kPendSize bytes
   size_t pend_len;    // bytes held
   size_t pend_off;    // bytes of them already sent
+  uint64_t full_since;  // when a non-blocking write last left the socket full (0: not)
   bool header_sent;
   int broken;        // errno of a failure that left a frame half-sent; 0 if none
   uint32_t skip_streak;  // consecutive chunks found incompressible

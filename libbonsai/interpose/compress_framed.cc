@@ -116,6 +116,27 @@ TxLeft tx_flush_now(int fd) noexcept {
   return left ? TxLeft::Full : TxLeft::None;
 }
 
+void tx_before_read(int fd) noexcept {
+  if (tx_flush_now(fd) != TxLeft::Full || nonblocking(fd, 0)) return;
+  Conn* c = conn_of(fd_state(fd));
+  if (!c) return;
+  int saved = errno;
+  ConnLock lock;
+  if (!conn_lock(lock, c, true)) {
+    errno = saved;
+    return;
+  }
+  if (c->fd.load(std::memory_order_acquire) == fd) {
+    Meter meter;
+    bool limited;
+    WireMeter m = charge_only(meter, fd, &limited);
+    tx_flush(c->tx, kRealIo, m, fd, MSG_NOSIGNAL);  // blocking: the read would block too
+    note_tx(c, false);
+  }
+  conn_unlock(lock);
+  errno = saved;
+}
+
 void tx_drain(int fd) noexcept {
   Conn* c = conn_of(fd_state(fd));
   if (!c || !c->tx_pend.load(std::memory_order_acquire)) return;

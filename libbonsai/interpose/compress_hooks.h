@@ -44,10 +44,19 @@ inline bool tx_framed(int fd) noexcept {
   return st > kFdPlain && tx_check(fd, st);
 }
 
+// Connections whose send buffer holds bytes (compress/conn_pool.h).
+extern constinit std::atomic<int> g_tx_pending_conns;
+// Before a read on fd: a send buffer holding bytes goes out first (a request a
+// non-blocking write left there must reach the peer before its reply is awaited);
+// a blocking socket's is sent in full, a non-blocking one's as far as it goes.
+void tx_before_read(int fd) noexcept __attribute__((noinline));
+
 // True if reads on fd must be served from decoded frames (classifies the socket on
 // its first read: a MSG_PEEK for the stream header), or must fail because the
 // library could not decode its framed stream (rx_recv then reports ECONNRESET).
+// Also sends what fd's send buffer holds (tx_before_read).
 inline bool rx_framed(int fd) noexcept {
+  if (g_tx_on && g_tx_pending_conns.load(std::memory_order_relaxed) > 0) [[unlikely]] tx_before_read(fd);
   if (!g_rx_on) [[likely]] return false;
   uintptr_t st = fd_state(fd);
   if (st == kFdPlain) return false;
