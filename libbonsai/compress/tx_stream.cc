@@ -305,6 +305,10 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       s.full_since = t1;
       break;
     }
+    // Under a byte cap a non-blocking call takes one chunk (a short count, as the
+    // limiter's clamp of non-blocking calls gives): its waits in the bucket stay
+    // within one frame or two (the buffer's, then its own).
+    if (nonblocking && m.allow) break;
   }
   return static_cast<ssize_t>(pos);
 }

@@ -51,7 +51,9 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
 // (a full socket is waited for with poll). With MSG_DONTWAIT (a non-blocking socket
 // or call) it first sends what the send buffer holds, then takes chunk after chunk,
 // each compressed into one frame, until the socket is full: the unsent tail of the
-// last frame stays in the send buffer, and the chunk counts as taken.
+// last frame stays in the send buffer, and the chunk counts as taken. Under a byte
+// cap (m.allow set) it takes one chunk at most (it may wait in the bucket for that
+// frame and the buffer's, as a clamped non-blocking call waits for its chunk).
 // @return application bytes taken (blocking: all of them unless a send failed), or
 // -1 with errno (EAGAIN: non-blocking and the send buffer could not be emptied).
 ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,
