@@ -66,10 +66,13 @@ bool nonblocking(int fd, int flags) {
   return fl >= 0 && (fl & O_NONBLOCK);
 }
 
-// After a write or flush under tx_mu: the readiness state (tx_pend, owe_out).
-void note_tx(Conn* c, bool refused) {
+// After a write or flush under tx_mu: the readiness state (tx_pend, owe_out). A
+// write refused with EAGAIN is owed an EPOLLOUT; one that took bytes is not (the
+// application is not waiting for an edge).
+void note_tx(Conn* c, bool refused, bool took = false) {
   conn_update_tx_pending(c);
   if (refused) conn_set_owed(c, true);
+  else if (took && c->owe_out.load(std::memory_order_relaxed)) conn_set_owed(c, false);
 }
 
 // How long close/shutdown may wait to send a send buffer: SO_LINGER's time when it
@@ -196,7 +199,7 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
   int err = errno;
   uint64_t wire = c->tx.wire_bytes - wire0;
-  note_tx(c, r < 0 && err == EAGAIN);
+  note_tx(c, r < 0 && err == EAGAIN, r > 0);
   conn_unlock(lock);
   errno = err;
   if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
@@ -248,7 +251,7 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
     if (r > 0 && off) *off += r;
   }
   int err = errno;
-  note_tx(c, false);
+  note_tx(c, false, r > 0);
   conn_unlock(lock);
   errno = err;
   return r;
