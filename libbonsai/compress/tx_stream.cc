@@ -222,6 +222,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     int e = flush_pending(s, io, m, fd, flags, &flush_blocked);
     if (e) {  // EAGAIN: nothing taken, the buffer is still full
       if (e == EAGAIN) s.full_since = t0;
+      if (e == EAGAIN && total == 0) return 0;  // as the kernel answers an empty write
       errno = e;
       return -1;
     }
