@@ -155,7 +155,10 @@ int flush_pending(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int 
   int e = send_all(io, m, fd, &v, 1, flags, blocked);
   s.pend_off = s.pend_len - v.iov_len;
   if (!tx_pending(s)) s.pend_len = s.pend_off = 0;
-  if (e && e != EAGAIN) s.broken = e;  // part of a frame may be on the wire: the stream is over
+  if (e && e != EAGAIN) {  // part of a frame may be on the wire: the stream is over
+    s.broken = e;
+    s.pend_len = s.pend_off = 0;  // never to be sent: readiness stops waiting for them
+  }
   return e;
 }
 

@@ -31,6 +31,7 @@ struct FakeSocket {
   std::vector<uint8_t> wire;
   size_t budget = SIZE_MAX;
   bool short_sends = false;
+  bool reset = false;  // the peer is gone: every send fails with EPIPE
   std::mt19937 rng{1};
   size_t calls = 0, refused = 0, polls = 0;
   // receiving side
@@ -41,6 +42,10 @@ FakeSocket* g_sock;
 ssize_t fake_sendmsg(int, const msghdr* m, int) {
   FakeSocket& s = *g_sock;
   ++s.calls;
+  if (s.reset) {
+    errno = EPIPE;
+    return -1;
+  }
   size_t want = iov_sum(m->msg_iov, static_cast<int>(m->msg_iovlen));
   size_t room = s.budget > s.wire.size() ? s.budget - s.wire.size() : 0;
   if (want && !room) {
@@ -289,4 +294,24 @@ TEST_CASE("a forked child's view: the send buffer disowned, writes fail with EPI
   CHECK(errno == EPIPE);
   CHECK(tx_flush(s.tx, kFakeIo, kNoMeter, 0, MSG_DONTWAIT) == EPIPE);
   CHECK(sock.wire.size() == before);  // nothing sent twice
+}
+
+TEST_CASE("non-blocking sender: a socket that fails while bytes are buffered drops them, once", "[compress]") {
+  FakeSocket sock;
+  g_sock = &sock;
+  Sender s("fixed:lz4");
+  REQUIRE(s.ok);
+  auto data = text(6, 50000);
+  sock.budget = 100;
+  iovec v{data.data(), data.size()};
+  REQUIRE(tx_write(s.tx, kFakeIo, kNoMeter, 0, &v, 1, MSG_DONTWAIT) == static_cast<ssize_t>(data.size()));
+  REQUIRE(tx_pending(s.tx) > 0);
+  sock.reset = true;
+  CHECK(tx_flush(s.tx, kFakeIo, kNoMeter, 0, MSG_DONTWAIT) == EPIPE);
+  CHECK(tx_pending(s.tx) == 0);  // readiness stops waiting for bytes that cannot leave
+  CHECK(tx_write(s.tx, kFakeIo, kNoMeter, 0, &v, 1, MSG_DONTWAIT) == -1);
+  CHECK(errno == EPIPE);
+  size_t calls = sock.calls;
+  CHECK(tx_flush(s.tx, kFakeIo, kNoMeter, 0, MSG_DONTWAIT) == EPIPE);
+  CHECK(sock.calls == calls);  // no further sends
 }
