@@ -140,11 +140,20 @@ void tx_before_read(int fd) noexcept {
   errno = saved;
 }
 
-void tx_drain(int fd) noexcept {
+namespace {
+
+// Sends fd's send buffer, waiting for the socket until `deadline` (mono ns; 0: by
+// SO_LINGER or kDrainMs). `wait_lock` false: skipped if another thread holds the
+// connection (at exit, a thread that never comes back may hold it).
+void drain(int fd, uint64_t deadline, bool wait_lock) {
   Conn* c = conn_of(fd_state(fd));
   if (!c || !c->tx_pend.load(std::memory_order_acquire)) return;
   int saved = errno;
   ConnLock lock;
+  if (!wait_lock) {
+    if (pthread_mutex_trylock(&c->tx_mu) != 0) return;
+    pthread_mutex_unlock(&c->tx_mu);  // free now: take it the usual way (owner, cancel state)
+  }
   if (!conn_lock(lock, c, true)) {  // a signal handler closing the socket its thread is writing
     errno = saved;
     return;
@@ -153,7 +162,7 @@ void tx_drain(int fd) noexcept {
     Meter meter;
     bool limited;
     WireMeter m = charge_only(meter, fd, &limited);
-    uint64_t deadline = mono_ns() + static_cast<uint64_t>(drain_ms(fd)) * 1000000u;
+    if (!deadline) deadline = mono_ns() + static_cast<uint64_t>(drain_ms(fd)) * 1000000u;
     for (;;) {
       int e = tx_flush(c->tx, kRealIo, m, fd, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (e != EAGAIN) break;
@@ -165,7 +174,7 @@ void tx_drain(int fd) noexcept {
     }
     size_t lost = tx_pending(c->tx);
     if (lost) {
-      blog(LogLevel::Warn, "compression: %zu buffered bytes of fd %d not sent before close/shutdown (peer not reading)",
+      blog(LogLevel::Warn, "compression: %zu buffered bytes of fd %d not sent before close/shutdown/exit (peer not reading)",
            lost, fd);
       tx_disown(c->tx, EPIPE);
     }
@@ -173,6 +182,18 @@ void tx_drain(int fd) noexcept {
   }
   conn_unlock(lock);
   errno = saved;
+}
+
+}  // namespace
+
+void tx_drain(int fd) noexcept { drain(fd, 0, true); }
+
+void tx_drain_all() noexcept {
+  if (g_tx_pending_conns.load(std::memory_order_acquire) <= 0) return;
+  uint64_t deadline = mono_ns() + static_cast<uint64_t>(kDrainMs) * 1000000u;  // for all of them together
+  pool_each([&](Conn* c) {
+    if (c->tx_pend.load(std::memory_order_acquire)) drain(c->fd.load(std::memory_order_acquire), deadline, false);
+  });
 }
 
 ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept {

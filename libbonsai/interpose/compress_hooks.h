@@ -85,6 +85,10 @@ TxLeft tx_flush_now(int fd) noexcept __attribute__((noinline));
 // close/shutdown: sends fd's send buffer, waiting for the socket up to SO_LINGER's
 // time (if on) or 2 s; what is left then is dropped and logged.
 void tx_drain(int fd) noexcept __attribute__((noinline));
+// At exit: every send buffer holding bytes is sent (2 s for all of them at most;
+// a connection another thread holds is skipped), as the kernel would still send
+// what an exiting process wrote.
+void tx_drain_all() noexcept;
 
 // ---- connection life (wrappers call these when g_on) ----
 int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept __attribute__((noinline));

@@ -3,8 +3,9 @@
 # Non-blocking senders compress (issue 12 item 2): sockets non-blocking from connect
 # or accept (SOCK_NONBLOCK, accept4), written whenever writable with epoll level- and
 # edge-triggered, sendfile, many connections, MSG_DONTWAIT on a blocking socket; the
-# endings that must still deliver every buffered byte (shutdown, close at once, waiting
-# only for POLLIN / EPOLLIN), a fork while bytes are buffered (never sent twice); and a
+# endings that must still deliver every buffered byte (shutdown, close at once, exit
+# without closing, waiting only for POLLIN / EPOLLIN), a fork while bytes are buffered
+# (never sent twice); and a
 # byte cap: text through 8 MiB/s at a multiple of the cap, random bytes at the cap.
 # Receivers are slowed by a read cap so the senders' sockets fill. Exact bytes each time.
 # sanitized: yes
@@ -87,6 +88,7 @@ peer "writev, select receiver" "$T/mixed" "--nonblock --api writev --size 200000
 RX="BONSAI_COMPRESS_ACCEPT=1 BONSAI_LIMITS=read=4MiB/s"
 nb "half-close after buffered writes" shutdown
 nb "close with buffered bytes" close
+nb "exit without closing, bytes buffered" exit
 nb "last write, then only POLLIN" pollin "--expect $SIZE"
 nb "last write, then only EPOLLIN (edge-triggered)" epollin "--expect $SIZE"
 nb "fork while bytes are buffered" fork

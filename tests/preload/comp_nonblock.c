@@ -12,6 +12,7 @@
      fork      at the first EAGAIN forks: the child writes once (must fail, EPIPE),
                closes and exits; the parent goes on (no byte sent twice)
      dontwait  a blocking socket written with send(MSG_DONTWAIT)
+     exit      exit(0) without closing (the kernel would still send what it holds)
    Prints "sent=N eagain=K" and exits 0, or 1 on an unexpected error. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -100,6 +101,10 @@ int main(int argc, char** argv) {
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) die("epoll_ctl");
     if (epoll_wait(ep, &ev, 1, 20000) != 1) die("epoll_wait EPOLLIN (the peer never got the last bytes)");
     close(ep);
+  } else if (!strcmp(mode, "exit")) {
+    printf("sent=%lld eagain=%lld\n", sent, eagain);
+    fflush(stdout);
+    exit(0);
   } else if (strcmp(mode, "close") != 0) {
     if (shutdown(fd, SHUT_WR)) die("shutdown");
   }
