@@ -249,7 +249,8 @@ int __ppoll_chk(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_
 int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
   if (!maybe_pending()) [[likely]] return real::select(n, r, w, e, t);
   return select_merged(n, r, w, e, tv_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
-    timeval tv{static_cast<time_t>(ns / 1000000000), static_cast<suseconds_t>((ns % 1000000000 + 999) / 1000)};
+    int64_t us = (ns + 999) / 1000;
+    timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
     return real::select(n, r2, w2, e2, ns < 0 ? nullptr : &tv);
   });
 }

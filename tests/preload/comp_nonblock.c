@@ -3,12 +3,16 @@
    BONSAI_COMPRESS_TO; the peer (bench/compress_peer --recv) checks the bytes.
      comp_nonblock PORT FILE MODE
    Connects with SOCK_NONBLOCK (a small SO_SNDBUF, so the socket fills and the
-   library's send buffer holds bytes), writes FILE in 64 KiB writes, waiting with poll
-   for POLLOUT after EAGAIN, then ends by MODE:
+   library's send buffer holds bytes), writes FILE in 128 KiB writes (its random
+   tail's last frame, raw, is larger than the room a slowed receiver leaves, so it is
+   still buffered at the ending), waiting with poll for POLLOUT after EAGAIN, then
+   ends by MODE:
      shutdown  shutdown(SHUT_WR), then close
      close     close at once (the buffered bytes go out at close)
      pollin    waits only for POLLIN (the peer closes after the last byte: EOF)
      epollin   the same with epoll (EPOLLIN only, edge-triggered)
+     selectin  the same with select (readable only); its waits after EAGAIN use
+               select's write set too
      fork      at the first EAGAIN forks: the child writes once (must fail, EPIPE),
                closes and exits; the parent goes on (no byte sent twice)
      dontwait  a blocking socket written with send(MSG_DONTWAIT)
@@ -25,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -64,7 +69,7 @@ int main(int argc, char** argv) {
   long long sent = 0, eagain = 0;
   int forked = 0;
   for (size_t pos = 0; pos < (size_t)st.st_size;) {
-    size_t n = (size_t)st.st_size - pos < 65536 ? (size_t)st.st_size - pos : 65536;
+    size_t n = (size_t)st.st_size - pos < 131072 ? (size_t)st.st_size - pos : 131072;
     ssize_t r = dontwait ? send(fd, data + pos, n, MSG_DONTWAIT) : write(fd, data + pos, n);
     if (r < 0 && errno == EAGAIN) {
       ++eagain;
@@ -84,6 +89,14 @@ int main(int argc, char** argv) {
         int status;
         if (waitpid(c, &status, 0) != c || !WIFEXITED(status) || WEXITSTATUS(status)) die("child");
       }
+      if (!strcmp(mode, "selectin")) {
+        fd_set w;
+        FD_ZERO(&w);
+        FD_SET(fd, &w);
+        struct timeval tv = {10, 0};
+        if (select(fd + 1, NULL, &w, NULL, &tv) != 1 || !FD_ISSET(fd, &w)) die("select writable");
+        continue;
+      }
       struct pollfd p = {fd, POLLOUT, 0};
       if (poll(&p, 1, 10000) != 1) die("poll POLLOUT");
       continue;
@@ -101,6 +114,12 @@ int main(int argc, char** argv) {
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) die("epoll_ctl");
     if (epoll_wait(ep, &ev, 1, 20000) != 1) die("epoll_wait EPOLLIN (the peer never got the last bytes)");
     close(ep);
+  } else if (!strcmp(mode, "selectin")) {
+    fd_set r;
+    FD_ZERO(&r);
+    FD_SET(fd, &r);
+    struct timeval tv = {20, 0};
+    if (select(fd + 1, &r, NULL, NULL, &tv) != 1) die("select readable (the peer never got the last bytes)");
   } else if (!strcmp(mode, "exit")) {
     printf("sent=%lld eagain=%lld\n", sent, eagain);
     fflush(stdout);
