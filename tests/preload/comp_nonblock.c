@@ -17,6 +17,11 @@
                closes and exits; the parent goes on (no byte sent twice)
      dontwait  a blocking socket written with send(MSG_DONTWAIT)
      exit      exit(0) without closing (the kernel would still send what it holds)
+     threads   4 threads write 4 KiB records ("t=T n=N " + FILE's text) to the one
+               socket, each whole or refused (EAGAIN), while a 0.5 ms timer's
+               handler polls the socket (re-entering the library on a thread that
+               may hold the connection); then shutdown. The peer's output must hold
+               every record of every thread, whole, each thread's in order.
    Prints "sent=N eagain=K" and exits 0, or 1 on an unexpected error. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -24,6 +29,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,12 +38,69 @@
 #include <sys/select.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static void die(const char* what) {
   perror(what);
   exit(1);
+}
+
+enum { kThreads = 4, kRecords = 300, kRecord = 4096 };
+static int g_fd;
+static const char* g_text;
+static size_t g_text_len;
+static long long g_eagain;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  int e = errno;
+  struct pollfd p = {g_fd, POLLIN, 0};
+  poll(&p, 1, 0);
+  errno = e;
+}
+
+static void* record_writer(void* arg) {
+  int t = (int)(long)arg;
+  char rec[kRecord];
+  for (int n = 0; n < kRecords; ++n) {
+    int h = snprintf(rec, sizeof rec, "t=%d n=%06d ", t, n);
+    size_t from = ((size_t)(t * kRecords + n) * 997) % (g_text_len - kRecord);
+    memcpy(rec + h, g_text + from, kRecord - (size_t)h);
+    for (;;) {
+      ssize_t r = write(g_fd, rec, kRecord);
+      if (r == kRecord) break;
+      if (r >= 0) {
+        fprintf(stderr, "thread %d: a %d-byte record was taken in part (%zd)\n", t, kRecord, r);
+        exit(1);
+      }
+      if (errno == EINTR) continue;
+      if (errno != EAGAIN) die("write");
+      __atomic_fetch_add(&g_eagain, 1, __ATOMIC_RELAXED);
+      struct pollfd p = {g_fd, POLLOUT, 0};
+      if (poll(&p, 1, 10000) == 0) die("poll POLLOUT");
+    }
+  }
+  return NULL;
+}
+
+static void run_threads(int fd, const char* text, size_t len) {
+  g_fd = fd;
+  g_text = text;
+  g_text_len = len;
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 500}, {0, 500}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  pthread_t th[kThreads];
+  for (long t = 0; t < kThreads; ++t) pthread_create(&th[t], NULL, record_writer, (void*)t);
+  for (int t = 0; t < kThreads; ++t) pthread_join(th[t], NULL);
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
 }
 
 int main(int argc, char** argv) {
@@ -68,6 +131,13 @@ int main(int argc, char** argv) {
   }
   long long sent = 0, eagain = 0;
   int forked = 0;
+  if (!strcmp(mode, "threads")) {
+    if (st.st_size < 2 * kRecord) die("input too small");
+    run_threads(fd, data, (size_t)st.st_size);
+    sent = (long long)kThreads * kRecords * kRecord;
+    eagain = g_eagain;
+    st.st_size = 0;  // the loop below has nothing to write
+  }
   for (size_t pos = 0; pos < (size_t)st.st_size;) {
     size_t n = (size_t)st.st_size - pos < 131072 ? (size_t)st.st_size - pos : 131072;
     ssize_t r = dontwait ? send(fd, data + pos, n, MSG_DONTWAIT) : write(fd, data + pos, n);
