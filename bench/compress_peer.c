@@ -5,6 +5,12 @@
 //   compress_peer (--listen PORT [--port-file F] | --connect PORT) (--send FILE | --recv OUT)
 //                 [--conns K] [--size N|rand] [--api read|recv|recvfrom|recvmsg|readv|write|send|writev|sendmsg|sendfile]
 //                 [--wait block|poll|select|epoll] [--wait-ms MS] [--linger MS] [--seed S] [--duration MS]
+//                 [--nonblock [lt|et]]
+// --nonblock: the socket is non-blocking from its set-up (SOCK_NONBLOCK on connect,
+// accept4 SOCK_NONBLOCK). A sender writes whenever the socket is writable, waiting
+// for EPOLLOUT with epoll (level-triggered, or edge-triggered with `et`) after
+// EAGAIN, like an event-loop server; then shutdown(SHUT_WR) and close. A receiver
+// waits after EAGAIN with --wait (poll if `block`).
 // --linger: the sender keeps the stream open MS after its last write; --wait-ms: the
 // receiver's poll/select/epoll timeout (a timeout is an error); --expect N: the
 // receiver stops after N bytes instead of at end of stream; --duration: the sender
@@ -35,6 +41,7 @@ static int o_listen = -1, o_connect = -1, o_conns = 1, o_size = -1, o_linger_ms 
 static long long o_expect = -1;
 static const char *o_send, *o_recv, *o_port_file, *o_api = "", *o_wait = "block";
 static unsigned o_seed = 1;
+static int o_nonblock = 0;  // 1: level-triggered, 2: edge-triggered
 static long long g_total;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
@@ -63,6 +70,15 @@ static void wait_readable(int fd, int ep) {
     struct epoll_event ev;
     if (epoll_wait(ep, &ev, 1, o_wait_ms) <= 0) die("epoll timeout");
   }
+}
+
+// A non-blocking socket's wait after EAGAIN: EPOLLOUT on the sender's epoll set, or
+// POLLIN for a receiver waiting with --wait block.
+static void wait_writable(int ep) {
+  struct epoll_event ev;
+  int r;
+  while ((r = epoll_wait(ep, &ev, 1, o_wait_ms)) < 0 && errno == EINTR) {}
+  if (r <= 0) die("epoll timeout (EPOLLOUT)");
 }
 
 static ssize_t do_read(int fd, char* b, size_t n) {
@@ -100,10 +116,20 @@ static void run_send(int fd, int idx) {
   struct stat st;
   fstat(in, &st);
   long long sent = 0;
+  int ep = -1;
+  if (o_nonblock) {
+    ep = epoll_create1(0);
+    struct epoll_event ev = {.events = EPOLLOUT | (o_nonblock == 2 ? EPOLLET : 0), .data.u64 = 7};
+    if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) die("epoll_ctl");
+  }
   if (!strcmp(o_api, "sendfile")) {
     off_t off = 0;
     while (off < st.st_size) {
       ssize_t r = sendfile(fd, in, &off, (size_t)(st.st_size - off));
+      if (r < 0 && o_nonblock && errno == EAGAIN) {
+        wait_writable(ep);
+        continue;
+      }
       if (r <= 0) die("sendfile");
       sent += r;
     }
@@ -116,6 +142,10 @@ static void run_send(int fd, int idx) {
     for (size_t pos = 0; pos < (size_t)st.st_size;) {
       size_t n = next_size(&seed, (size_t)st.st_size - pos);
       ssize_t r = do_write(fd, data + pos, n);
+      if (r < 0 && o_nonblock && errno == EAGAIN) {
+        wait_writable(ep);
+        continue;
+      }
       if (r <= 0) die("write");
       pos += (size_t)r;
       sent += r;
@@ -131,6 +161,7 @@ static void run_send(int fd, int idx) {
   close(in);
   if (o_linger_ms) usleep((useconds_t)o_linger_ms * 1000);  // keep the stream open: no EOF to wake poll
   shutdown(fd, SHUT_WR);
+  if (ep >= 0) close(ep);
   pthread_mutex_lock(&g_mu);
   g_total += sent;
   pthread_mutex_unlock(&g_mu);
@@ -157,6 +188,13 @@ static void run_recv(int fd, int idx) {
     size_t n = next_size(&seed, cap);
     ssize_t r = do_read(fd, buf, n);
     if (r < 0 && errno == EINTR) continue;
+    if (r < 0 && o_nonblock && errno == EAGAIN) {
+      if (!strcmp(o_wait, "block")) {
+        struct pollfd p = {fd, POLLIN, 0};
+        if (poll(&p, 1, o_wait_ms) <= 0) die("poll timeout");
+      }
+      continue;  // the other waits come before each read
+    }
     if (r < 0) die("read");
     if (r == 0) break;
     for (ssize_t w = 0; w < r;) {
@@ -201,6 +239,11 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--linger")) o_linger_ms = atoi(v), ++i;
     else if (!strcmp(a, "--expect")) o_expect = atoll(v), ++i;
     else if (!strcmp(a, "--wait-ms")) o_wait_ms = atoi(v), ++i;
+    else if (!strcmp(a, "--nonblock")) {
+      o_nonblock = 1;
+      if (!strcmp(v, "et")) o_nonblock = 2, ++i;
+      else if (!strcmp(v, "lt")) ++i;
+    }
     else { fprintf(stderr, "compress_peer: unknown option %s\n", a); return 2; }
   }
   if ((o_listen < 0) == (o_connect < 0) || !o_send == !o_recv || o_conns < 1 || o_conns > 64) {
@@ -227,7 +270,12 @@ int main(int argc, char** argv) {
       rename(tmp, o_port_file);
     }
     for (int i = 0; i < o_conns; ++i) {
-      fds[i] = accept(ls, NULL, NULL);
+      fds[i] = o_nonblock ? accept4(ls, NULL, NULL, SOCK_NONBLOCK) : accept(ls, NULL, NULL);
+      while (fds[i] < 0 && o_nonblock && errno == EAGAIN) {  // the listener blocks: not expected
+        struct pollfd p = {ls, POLLIN, 0};
+        poll(&p, 1, o_wait_ms);
+        fds[i] = accept4(ls, NULL, NULL, SOCK_NONBLOCK);
+      }
       if (fds[i] < 0) die("accept");
       if (i == 0) clock_gettime(CLOCK_MONOTONIC, &t0);
     }
@@ -235,10 +283,16 @@ int main(int argc, char** argv) {
   } else {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int i = 0; i < o_conns; ++i) {
-      fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+      fds[i] = socket(AF_INET, SOCK_STREAM | (o_nonblock ? SOCK_NONBLOCK : 0), 0);
       struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)o_connect)};
       sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-      if (connect(fds[i], (struct sockaddr*)&sa, sizeof sa)) die("connect");
+      if (connect(fds[i], (struct sockaddr*)&sa, sizeof sa)) {
+        if (!o_nonblock || errno != EINPROGRESS) die("connect");
+        struct pollfd p = {fds[i], POLLOUT, 0};  // an event loop's connect
+        int err = 0;
+        socklen_t el = sizeof err;
+        if (poll(&p, 1, o_wait_ms) != 1 || getsockopt(fds[i], SOL_SOCKET, SO_ERROR, &err, &el) || err) die("connect");
+      }
     }
   }
   pthread_t th[64];

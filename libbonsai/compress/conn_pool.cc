@@ -4,6 +4,7 @@
 // never do.
 #include "compress/conn_pool.h"
 
+#include <cerrno>
 #include <cstring>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,6 +16,8 @@ namespace bonsai::compress {
 
 constinit std::atomic<Conn*> g_conn_slabs[kConnSlabs] = {};
 constinit std::atomic<int> g_pending_conns{0};
+constinit std::atomic<int> g_tx_pending_conns{0};
+constinit std::atomic<int> g_tx_owed_conns{0};
 
 namespace {
 constinit pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -85,6 +88,8 @@ Conn* conn_acquire(int fd) noexcept {
     c->rx_state.store(kRxUnknown, std::memory_order_relaxed);
     c->tx_on.store(false, std::memory_order_relaxed);
     c->pending.store(false, std::memory_order_relaxed);
+    c->tx_pend.store(false, std::memory_order_relaxed);
+    conn_set_owed(c, false);
     c->retired.store(false, std::memory_order_relaxed);
     c->dev = dev;
     c->ino = ino;
@@ -111,6 +116,9 @@ void conn_release_if_idle(Conn* c) noexcept {
   bool mine = c->retired.exchange(false, std::memory_order_acq_rel);
   if (mine) {
     if (c->pending.exchange(false)) g_pending_conns.fetch_sub(1, std::memory_order_relaxed);
+    if (c->tx_pend.exchange(false)) g_tx_pending_conns.fetch_sub(1, std::memory_order_relaxed);
+    conn_set_owed(c, false);
+    c->tx.pend_len = c->tx.pend_off = 0;  // what close could not send is dropped (logged there)
     pthread_mutex_lock(&g_pool_mu);
     add_totals(g_closed, *c);
     clear_counts(*c);
@@ -156,8 +164,16 @@ void conn_update_pending(Conn* c) noexcept {
   g_pending_conns.fetch_add(now ? 1 : -1, std::memory_order_relaxed);
 }
 
+void conn_update_tx_pending(Conn* c) noexcept {
+  bool now = tx_pending(c->tx) > 0;
+  if (now == c->tx_pend.load(std::memory_order_relaxed)) return;
+  c->tx_pend.store(now, std::memory_order_release);
+  g_tx_pending_conns.fetch_add(now ? 1 : -1, std::memory_order_relaxed);
+}
+
 void pool_after_fork() noexcept {
   pthread_mutex_init(&g_pool_mu, nullptr);
+  g_tx_pending_conns.store(0, std::memory_order_relaxed);
   for (unsigned k = 0; k < kConnSlabs; ++k) {
     Conn* s = g_conn_slabs[k].load(std::memory_order_relaxed);
     if (!s) break;
@@ -166,6 +182,7 @@ void pool_after_fork() noexcept {
       pthread_mutex_init(&s[i].rx_mu, nullptr);
       s[i].tx_owner.store(0, std::memory_order_relaxed);
       s[i].rx_owner.store(0, std::memory_order_relaxed);
+      if (s[i].tx_pend.exchange(false, std::memory_order_relaxed)) tx_disown(s[i].tx, EPIPE);  // the parent's bytes
       // Retired while a thread of the parent held a lock: nobody else will release it.
       if (s[i].retired.load(std::memory_order_relaxed)) conn_release_if_idle(&s[i]);
     }

@@ -28,6 +28,9 @@ struct alignas(64) Conn {
   std::atomic<bool> tx_on;
   std::atomic<bool> pending;  // counted in g_pending_conns (written under rx_mu)
   std::atomic<bool> retired;  // no longer in the table: release once nobody holds a lock
+  std::atomic<bool> tx_pend;  // the send buffer holds bytes; counted in g_tx_pending_conns (under tx_mu)
+  std::atomic<bool> owe_out;  // the application was refused (EAGAIN) or had a POLLOUT withheld:
+                              // report EPOLLOUT once the send buffer is empty (edge-triggered epoll)
   uint64_t dev, ino;          // the socket's identity
   pthread_mutex_t tx_mu, rx_mu;
   std::atomic<unsigned long> tx_owner, rx_owner;  // pthread_self() of the holder, 0 if free
@@ -75,9 +78,22 @@ bool conn_rx_enable(Conn* c) noexcept;
 // Call after each read under rx_mu: keeps the pending count in step with rx_pending.
 void conn_update_pending(Conn* c) noexcept;
 extern constinit std::atomic<int> g_pending_conns;
+// Call after each write or flush under tx_mu: keeps tx_pend in step with tx_pending.
+void conn_update_tx_pending(Conn* c) noexcept;
+extern constinit std::atomic<int> g_tx_pending_conns;
+// Records with owe_out set (so epoll_wait looks for them only when there are some).
+extern constinit std::atomic<int> g_tx_owed_conns;
+// Sets or clears c->owe_out, keeping g_tx_owed_conns in step. @return the old value.
+inline bool conn_set_owed(Conn* c, bool v) noexcept {
+  bool old = c->owe_out.exchange(v, std::memory_order_acq_rel);
+  if (old != v) g_tx_owed_conns.fetch_add(v ? 1 : -1, std::memory_order_relaxed);
+  return old;
+}
 
 // In a fork()ed child: re-initialises every record's locks (a thread of the parent
-// may have held one; it does not exist in the child).
+// may have held one; it does not exist in the child). A send buffer holding bytes
+// belongs to the parent: the child forgets it (they are never sent twice) and its
+// writes on that connection fail with EPIPE (its frames would overtake the parent's).
 void pool_after_fork() noexcept;
 
 // Calls f(Conn*) for every record bound to a descriptor (no lock; f must not block).

@@ -17,8 +17,9 @@ constexpr size_t kSampleChunk = 16384;  // calibration needs a chunk at least th
 
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
-// Sends all of v[0..cnt) (modified in place). Adds time spent waiting to *blocked.
-// @return 0, or an errno.
+// Sends all of v[0..cnt) (modified in place: what is left unsent). Adds time spent
+// waiting to *blocked. With MSG_DONTWAIT in flags it stops when the socket is full.
+// @return 0, EAGAIN (MSG_DONTWAIT only), or an errno.
 int send_all(const IoOps& io, const WireMeter& m, int fd, iovec* v, int cnt, int flags, uint64_t* blocked) {
   int first = 0;
   while (first < cnt) {
@@ -55,7 +56,9 @@ int send_all(const IoOps& io, const WireMeter& m, int fd, iovec* v, int cnt, int
     if (r < 0) {
       int e = errno;
       if (e == EINTR) continue;
-      if (e == EAGAIN || e == EWOULDBLOCK) {  // made non-blocking after connect: wait, never fake EAGAIN
+      if (e == EAGAIN || e == EWOULDBLOCK) {
+        if (flags & MSG_DONTWAIT) return EAGAIN;  // the caller keeps the rest (send buffer)
+        // A blocking write meeting a socket made non-blocking under it: wait.
         pollfd p{fd, POLLOUT, 0};
         uint64_t t0 = io.now_ns();
         io.poll(&p, 1, 1000);
@@ -145,10 +148,41 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
   }
 }
 
+// Sends the send buffer's bytes (see tx_flush), adding waits to *blocked.
+int flush_pending(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int flags, uint64_t* blocked) {
+  if (!tx_pending(s)) return 0;
+  iovec v{s.pend + s.pend_off, tx_pending(s)};
+  int e = send_all(io, m, fd, &v, 1, flags, blocked);
+  s.pend_off = s.pend_len - v.iov_len;
+  if (!tx_pending(s)) s.pend_len = s.pend_off = 0;
+  if (e && e != EAGAIN) {  // part of a frame may be on the wire: the stream is over
+    s.broken = e;
+    s.pend_len = s.pend_off = 0;  // never to be sent: readiness stops waiting for them
+  }
+  return e;
+}
+
+// Copies what is left of v[0..cnt) into the empty send buffer.
+void keep_rest(TxStream& s, const iovec* v, int cnt) {
+  size_t n = 0;
+  for (int i = 0; i < cnt; ++i) {
+    std::memcpy(s.pend + n, v[i].iov_base, v[i].iov_len);
+    n += v[i].iov_len;
+  }
+  s.pend_len = n;
+  s.pend_off = 0;
+}
+
 }  // namespace
 
+int tx_flush(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int flags) noexcept {
+  if (s.broken) return s.broken;
+  uint64_t blocked = 0;
+  return flush_pending(s, io, m, fd, flags, &blocked);
+}
+
 size_t tx_stream_size(const LevelList& levels) noexcept {
-  return 2 * align64(kMaxFrameRaw) + align64(tx_codec_size(levels));
+  return 2 * align64(kMaxFrameRaw) + align64(kPendSize) + align64(tx_codec_size(levels));
 }
 
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
@@ -159,8 +193,10 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
   s.levels = levels;
   s.out = base;
   s.stage = base + align64(kMaxFrameRaw);
+  s.pend = s.stage + align64(kMaxFrameRaw);
   policy_init(s.policy, policy, levels->count);
-  return tx_codec_init(s.codec, base + 2 * align64(kMaxFrameRaw), size - 2 * align64(kMaxFrameRaw), *levels);
+  size_t used = 2 * align64(kMaxFrameRaw) + align64(kPendSize);
+  return tx_codec_init(s.codec, base + used, size - used, *levels);
 }
 
 ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,
@@ -170,12 +206,35 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     return -1;
   }
   size_t total = iov_sum(iov, cnt);
+  bool nonblocking = flags & MSG_DONTWAIT;
+  uint64_t t0 = io.now_ns();
+  // Time the send buffer's flush waited counts for the first chunk (the policy's rate).
+  uint64_t flush_blocked = 0;
+  if (s.full_since) {
+    // A non-blocking sender waited for the socket outside the library since it left
+    // it full: that wait is the link's, as a blocking sender's would be (at most 1 s
+    // of it: an idle application is not waiting for the link).
+    uint64_t waited = t0 - s.full_since;
+    if (waited < 1000000000u) {
+      flush_blocked = waited;
+      t0 = s.full_since;
+    }
+    s.full_since = 0;
+  }
+  if (tx_pending(s)) {
+    int e = flush_pending(s, io, m, fd, flags, &flush_blocked);
+    if (e) {  // EAGAIN: nothing taken, the buffer is still full
+      if (e == EAGAIN) s.full_since = t0;
+      if (e == EAGAIN && total == 0) return 0;  // as the kernel answers an empty write
+      errno = e;
+      return -1;
+    }
+  }
   if (total == 0) return 0;
-  flags &= ~MSG_DONTWAIT;  // frames are sent whole (see docs/compression.md)
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
-    uint64_t t0 = io.now_ns();
+    if (pos) t0 = io.now_ns();
     bool sample = len >= kSampleChunk && policy_wants_sample(s.policy, t0);
     iovec v[kMaxSlices + 2];
     int nv = 0;
@@ -218,8 +277,15 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
     frame_header_write(fhdr, h);
     nv += ns;
-    uint64_t blocked = 0;
+    uint64_t blocked = flush_blocked;
+    flush_blocked = 0;
     int err = send_all(io, m, fd, v, nv, flags, &blocked);
+    bool kept = false;
+    if (err == EAGAIN && nonblocking) {  // the socket is full: the rest waits in the send buffer
+      keep_rest(s, v, nv);
+      kept = true;
+      err = 0;
+    }
     if (err) {
       // A failed send may have left part of a frame on the wire: the stream is over.
       s.broken = err;
@@ -239,8 +305,16 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,
            next, s.policy.dr.pdr / 1048576.0, s.policy.model.wire_bps / 1048576.0);
     pos += len;
+    if (kept) {
+      s.full_since = t1;
+      break;
+    }
+    // Under a byte cap a non-blocking call takes one chunk (a short count, as the
+    // limiter's clamp of non-blocking calls gives): its waits in the bucket stay
+    // within one frame or two (the buffer's, then its own).
+    if (nonblocking && m.allow) break;
   }
-  return static_cast<ssize_t>(total);
+  return static_cast<ssize_t>(pos);
 }
 
 }  // namespace bonsai::compress

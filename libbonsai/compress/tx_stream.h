@@ -22,6 +22,12 @@ struct TxStream {
   TxCodec codec;
   uint8_t* out;    // compressed payload, kMaxFrameRaw bytes
   uint8_t* stage;  // a chunk gathered from several iovecs, kMaxFrameRaw bytes
+  // The send buffer: the unsent tail of at most one frame (stream header, frame
+  // header, payload) that a non-blocking write took but the socket did not.
+  uint8_t* pend;      // kPendSize bytes
+  size_t pend_len;    // bytes held
+  size_t pend_off;    // bytes of them already sent
+  uint64_t full_since;  // when a non-blocking write last left the socket full (0: not)
   bool header_sent;
   int broken;        // errno of a failure that left a frame half-sent; 0 if none
   uint32_t skip_streak;  // consecutive chunks found incompressible
@@ -31,16 +37,41 @@ struct TxStream {
   uint64_t level_chunks[kMaxLevels];
 };
 
+// The send buffer's capacity: one whole frame with the stream header.
+inline constexpr size_t kPendSize = kMaxFrameRaw + 64;
+
 // Workspace bytes for a sender with these levels (buffers and codec).
 size_t tx_stream_size(const LevelList& levels) noexcept;
 // @return false if `size` is too small or a codec failed to initialise.
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
                     const PolicyConfig& policy) noexcept;
 
-// Sends iov[0..cnt) as frames on `fd` (blocking: a full non-blocking socket is
-// waited for with poll). `flags` are send flags (MSG_NOSIGNAL, MSG_MORE kept).
-// @return application bytes sent (all of them unless a send failed), or -1 with errno.
+// Sends iov[0..cnt) as frames on `fd`. `flags` are send flags (MSG_NOSIGNAL,
+// MSG_MORE kept). Without MSG_DONTWAIT the call blocks until every frame is sent
+// (a full socket is waited for with poll). With MSG_DONTWAIT (a non-blocking socket
+// or call) it first sends what the send buffer holds, then takes chunk after chunk,
+// each compressed into one frame, until the socket is full: the unsent tail of the
+// last frame stays in the send buffer, and the chunk counts as taken. Under a byte
+// cap (m.allow set) it takes one chunk at most (it may wait in the bucket for that
+// frame and the buffer's, as a clamped non-blocking call waits for its chunk).
+// @return application bytes taken (blocking: all of them unless a send failed), or
+// -1 with errno (EAGAIN: non-blocking and the send buffer could not be emptied).
 ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,
                  int flags) noexcept;
+
+// Sends what the send buffer holds (MSG_DONTWAIT in `flags`: only what the socket
+// takes now). @return 0 once empty, EAGAIN if bytes remain, or the errno that broke
+// the stream.
+int tx_flush(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int flags) noexcept;
+
+// Bytes in the send buffer not yet sent.
+inline size_t tx_pending(const TxStream& s) noexcept { return s.pend_len - s.pend_off; }
+
+// Forgets the send buffer (a fork()ed child: the parent owns those bytes) and makes
+// every later write fail with `err`.
+inline void tx_disown(TxStream& s, int err) noexcept {
+  s.pend_len = s.pend_off = 0;
+  s.broken = err;
+}
 
 }  // namespace bonsai::compress

@@ -19,7 +19,8 @@ namespace bonsai::compress {
 namespace {
 
 // Binds a new connected socket: a sending half if the peer is a configured
-// destination and the socket blocks (non-blocking ones pass through uncompressed).
+// destination (blocking or not: a non-blocking socket's writes go through the send
+// buffer, see tx_stream.h).
 // Whatever was recorded for the number is stale: it holds a new socket (an
 // accepted one is in no epoll set yet).
 void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
@@ -28,8 +29,7 @@ void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
     if (accepted) slot->epfd.store(0, std::memory_order_relaxed);
     if (Conn* c = conn_of(old)) conn_retire(c);
   }
-  bool nonblocking = false;
-  if (!g_tx_on || !peer || !dest_match(g_cfg, peer, plen) || !fd_is_inet_stream(fd, &nonblocking) || nonblocking) return;
+  if (!g_tx_on || !peer || !dest_match(g_cfg, peer, plen) || !fd_is_inet_stream(fd, nullptr)) return;
   FdSlot* slot = fd_slot_make(fd);
   Conn* c = slot ? conn_acquire(fd) : nullptr;
   if (!c) {
@@ -50,7 +50,9 @@ void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
 
 int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept {
   int r = wrap::simple<int>(CallId::connect, fd, true, [&] { return real::connect(fd, a, l); }, wrap::moved_none);
-  if (r == 0 && a) {
+  // A non-blocking connect (EINPROGRESS) is bound now: its peer is known, and its
+  // first write comes after the event loop saw it connect.
+  if (a && (r == 0 || errno == EINPROGRESS)) {
     int saved = errno;
     bind_socket(fd, a, l, false);
     errno = saved;

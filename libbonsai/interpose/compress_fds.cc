@@ -38,6 +38,8 @@ bool reset_framed(int fd, uintptr_t st, const char* why) noexcept {
 void on_close(int fd) noexcept {
   FdSlot* slot = fd_slot(fd);
   if (!slot) return;
+  if (Conn* c = conn_of(slot->st.load(std::memory_order_acquire)); c && c->tx_pend.load(std::memory_order_acquire))
+    tx_drain(fd);  // a non-blocking sender's last frame: sent before the socket goes
   uintptr_t old = slot->st.exchange(kFdUnknown, std::memory_order_acq_rel);
   slot->epfd.store(0, std::memory_order_relaxed);
   if (Conn* c = conn_of(old)) conn_retire(c);

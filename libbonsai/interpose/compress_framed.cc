@@ -3,13 +3,31 @@
 // the connection's lock, byte limits charged with wire bytes (the meter), application
 // and wire bytes both counted. errno preserved on success.
 #include <cerrno>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/syscall.h>
 
 #include "compress/tx_stream.h"
 #include "interpose/compress_glue.h"
 #include "interpose/compress_hooks.h"
 #include "interpose/real.h"
+#include "log/blog.h"
 #include "runtime/limiter.h"
 #include "sys/clock.h"
+#include "sys/raw_syscall.h"
+
+// ThreadSanitizer runs the real function of a blocking call (poll, select, epoll_wait:
+// our wrappers) with its interceptors ignored, so it does not see the connection lock
+// that tx_flush_now takes there and reports false races. The lock is annotated for it.
+#if defined(__SANITIZE_THREAD__)
+extern "C" void __tsan_acquire(void* addr);
+extern "C" void __tsan_release(void* addr);
+#define BONSAI_TSAN_ACQUIRE(p) __tsan_acquire(p)
+#define BONSAI_TSAN_RELEASE(p) __tsan_release(p)
+#else
+#define BONSAI_TSAN_ACQUIRE(p) static_cast<void>(p)
+#define BONSAI_TSAN_RELEASE(p) static_cast<void>(p)
+#endif
 
 namespace bonsai::compress {
 namespace {
@@ -45,7 +63,153 @@ void count_wire(const Ticket& t, uint64_t wire) {
   if (pc && wire) pc->wire_bytes[static_cast<size_t>(t.call)].fetch_add(wire, std::memory_order_relaxed);
 }
 
+// A meter that charges the bucket but never waits: the library's own flushes (in a
+// readiness call, which may have a zero timeout) leave the wait to the next write.
+size_t meter_allow_now(void*, size_t want) { return want; }
+WireMeter charge_only(Meter& m, int fd, bool* limited) {
+  WireMeter w = meter_for(m, CallId::send, fd, limited);
+  if (w.allow) w.allow = meter_allow_now;
+  return w;
+}
+
+// True if a write on fd must not wait: MSG_DONTWAIT or an O_NONBLOCK socket.
+bool nonblocking(int fd, int flags) {
+  if (flags & MSG_DONTWAIT) return true;
+  long fl = raw_syscall3(SYS_fcntl, fd, F_GETFL, 0);
+  return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+// After a write or flush under tx_mu: the readiness state (tx_pend, owe_out). A
+// write refused with EAGAIN is owed an EPOLLOUT; one that took bytes is not (the
+// application is not waiting for an edge).
+void note_tx(Conn* c, bool refused, bool took = false) {
+  conn_update_tx_pending(c);
+  if (refused) conn_set_owed(c, true);
+  else if (took && c->owe_out.load(std::memory_order_relaxed)) conn_set_owed(c, false);
+}
+
+// How long close/shutdown may wait to send a send buffer: SO_LINGER's time when it
+// is on (0: drop the bytes, as an abortive close does), else kDrainMs.
+constexpr int kDrainMs = 2000;
+int drain_ms(int fd) {
+  linger l{};
+  socklen_t len = sizeof l;
+  if (getsockopt(fd, SOL_SOCKET, SO_LINGER, &l, &len) == 0 && l.l_onoff) return l.l_linger * 1000;
+  return kDrainMs;
+}
+
 }  // namespace
+
+TxLeft tx_flush_now(int fd) noexcept {
+  uintptr_t st = fd_state(fd);
+  Conn* c = conn_of(st);
+  if (!c || !c->tx_pend.load(std::memory_order_acquire)) return TxLeft::None;
+  // Never wait for the lock: another thread sending (or this thread, interrupted
+  // inside a write by a signal whose handler polls) empties the buffer itself.
+  if (pthread_mutex_trylock(&c->tx_mu) != 0) return TxLeft::Busy;
+  BONSAI_TSAN_ACQUIRE(&c->tx_mu);
+  int saved = errno, old_cancel;
+  pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
+  c->tx_owner.store(static_cast<unsigned long>(pthread_self()), std::memory_order_relaxed);
+  bool stale = false;
+  if (c->fd.load(std::memory_order_acquire) != fd) {
+    stale = true;  // closed and recycled meanwhile
+  } else if (!conn_verify(c, fd)) {
+    stale = true;
+    drop_state(fd, st);  // the number holds something else now (retired: its buffer is dropped)
+  } else {
+    Meter meter;
+    bool limited;
+    WireMeter m = charge_only(meter, fd, &limited);
+    tx_flush(c->tx, kRealIo, m, fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+    note_tx(c, false);
+  }
+  bool left = !stale && c->tx_pend.load(std::memory_order_relaxed);
+  c->tx_owner.store(0, std::memory_order_relaxed);
+  BONSAI_TSAN_RELEASE(&c->tx_mu);
+  pthread_mutex_unlock(&c->tx_mu);
+  conn_unlocked(c);
+  pthread_setcancelstate(old_cancel, &old_cancel);
+  errno = saved;
+  return left ? TxLeft::Full : TxLeft::None;
+}
+
+void tx_before_read(int fd) noexcept {
+  if (tx_flush_now(fd) != TxLeft::Full || nonblocking(fd, 0)) return;
+  Conn* c = conn_of(fd_state(fd));
+  if (!c) return;
+  int saved = errno;
+  ConnLock lock;
+  if (!conn_lock(lock, c, true)) {
+    errno = saved;
+    return;
+  }
+  if (c->fd.load(std::memory_order_acquire) == fd) {
+    Meter meter;
+    bool limited;
+    WireMeter m = charge_only(meter, fd, &limited);
+    tx_flush(c->tx, kRealIo, m, fd, MSG_NOSIGNAL);  // blocking: the read would block too
+    note_tx(c, false);
+  }
+  conn_unlock(lock);
+  errno = saved;
+}
+
+namespace {
+
+// Sends fd's send buffer, waiting for the socket until `deadline` (mono ns; 0: by
+// SO_LINGER or kDrainMs). `wait_lock` false: skipped if another thread holds the
+// connection (at exit, a thread that never comes back may hold it).
+void drain(int fd, uint64_t deadline, bool wait_lock) {
+  Conn* c = conn_of(fd_state(fd));
+  if (!c || !c->tx_pend.load(std::memory_order_acquire)) return;
+  int saved = errno;
+  ConnLock lock;
+  if (!wait_lock) {
+    if (pthread_mutex_trylock(&c->tx_mu) != 0) return;
+    pthread_mutex_unlock(&c->tx_mu);  // free now: take it the usual way (owner, cancel state)
+  }
+  if (!conn_lock(lock, c, true)) {  // a signal handler closing the socket its thread is writing
+    errno = saved;
+    return;
+  }
+  if (c->fd.load(std::memory_order_acquire) == fd && conn_verify(c, fd)) {
+    Meter meter;
+    bool limited;
+    WireMeter m = charge_only(meter, fd, &limited);
+    if (!deadline) deadline = mono_ns() + static_cast<uint64_t>(drain_ms(fd)) * 1000000u;
+    for (;;) {
+      int e = tx_flush(c->tx, kRealIo, m, fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (e != EAGAIN) break;
+      uint64_t now = mono_ns();
+      if (now >= deadline) break;
+      pollfd p{fd, POLLOUT, 0};
+      uint64_t left_ms = (deadline - now) / 1000000u + 1;
+      if (real::poll(&p, 1, static_cast<int>(left_ms)) < 0 && errno != EINTR) break;
+    }
+    size_t lost = tx_pending(c->tx);
+    if (lost) {
+      blog(LogLevel::Warn, "compression: %zu buffered bytes of fd %d not sent before close/shutdown/exit (peer not reading)",
+           lost, fd);
+      tx_disown(c->tx, EPIPE);
+    }
+    note_tx(c, false);
+  }
+  conn_unlock(lock);
+  errno = saved;
+}
+
+}  // namespace
+
+void tx_drain(int fd) noexcept { drain(fd, 0, true); }
+
+void tx_drain_all() noexcept {
+  if (g_tx_pending_conns.load(std::memory_order_acquire) <= 0) return;
+  uint64_t deadline = mono_ns() + static_cast<uint64_t>(kDrainMs) * 1000000u;  // for all of them together
+  pool_each([&](Conn* c) {
+    if (c->tx_pend.load(std::memory_order_acquire)) drain(c->fd.load(std::memory_order_acquire), deadline, false);
+  });
+}
 
 ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept {
   Conn* c = conn_of(fd_state(fd));
@@ -66,10 +230,14 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
     errno = EBADF;
     return -1;
   }
+  if (nonblocking(fd, flags)) flags |= MSG_DONTWAIT;
   uint64_t wire0 = c->tx.wire_bytes;
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
+  int err = errno;
   uint64_t wire = c->tx.wire_bytes - wire0;
+  note_tx(c, r < 0 && err == EAGAIN, r > 0);
   conn_unlock(lock);
+  errno = err;
   if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
   if (r >= 0) errno = saved;
   return r;
@@ -96,19 +264,32 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
     errno = EBADF;
     return -1;
   }
+  Meter meter;
+  bool limited;
+  WireMeter m = meter_for(meter, id, out, &limited);
+  int flags = nonblocking(out, 0) ? MSG_DONTWAIT : 0;
+  // The send buffer first: file bytes are read only when the socket can take a frame
+  // (a non-blocking call that cannot fails with EAGAIN and reads nothing).
+  int e = tx_flush(c->tx, kRealIo, m, out, flags);
+  if (e) {
+    note_tx(c, e == EAGAIN);
+    conn_unlock(lock);
+    errno = e;
+    return -1;
+  }
   ssize_t got = off ? real::pread64(in, c->file_buf, want, *off) : real::read(in, c->file_buf, want);
   ssize_t r = got;
   if (got > 0) {
-    Meter meter;
-    bool limited;
-    WireMeter m = meter_for(meter, id, out, &limited);
-    iovec v{c->file_buf, static_cast<size_t>(got)};
+    iovec v{c->file_buf, static_cast<size_t>(got)};  // one chunk: taken whole, or refused whole
     uint64_t wire0 = c->tx.wire_bytes;
-    r = tx_write(c->tx, kRealIo, m, out, &v, 1, 0);
+    r = tx_write(c->tx, kRealIo, m, out, &v, 1, flags);
     if (limited) ticket_count(meter.t, r), count_wire(meter.t, c->tx.wire_bytes - wire0);
     if (r > 0 && off) *off += r;
   }
+  int err = errno;
+  note_tx(c, false, r > 0);
   conn_unlock(lock);
+  errno = err;
   return r;
 }
 

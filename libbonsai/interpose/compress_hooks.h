@@ -44,10 +44,19 @@ inline bool tx_framed(int fd) noexcept {
   return st > kFdPlain && tx_check(fd, st);
 }
 
+// Connections whose send buffer holds bytes (compress/conn_pool.h).
+extern constinit std::atomic<int> g_tx_pending_conns;
+// Before a read on fd: a send buffer holding bytes goes out first (a request a
+// non-blocking write left there must reach the peer before its reply is awaited);
+// a blocking socket's is sent in full, a non-blocking one's as far as it goes.
+void tx_before_read(int fd) noexcept __attribute__((noinline));
+
 // True if reads on fd must be served from decoded frames (classifies the socket on
 // its first read: a MSG_PEEK for the stream header), or must fail because the
 // library could not decode its framed stream (rx_recv then reports ECONNRESET).
+// Also sends what fd's send buffer holds (tx_before_read).
 inline bool rx_framed(int fd) noexcept {
+  if (g_tx_on && g_tx_pending_conns.load(std::memory_order_relaxed) > 0) [[unlikely]] tx_before_read(fd);
   if (!g_rx_on) [[likely]] return false;
   uintptr_t st = fd_state(fd);
   if (st == kFdPlain) return false;
@@ -63,12 +72,44 @@ ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
 ssize_t rx_recv1(int fd, void* b, size_t n, int flags, CallId id) noexcept __attribute__((noinline));
 ssize_t rx_recvmsg(int fd, msghdr* m, int flags) noexcept __attribute__((noinline));
 
+// ---- the send buffer of non-blocking framed sockets ----
+// What a socket's send buffer still holds after tx_flush_now.
+enum class TxLeft : uint8_t {
+  None,  // nothing (or fd is not a framed socket)
+  Full,  // bytes the socket did not take: wait for POLLOUT on the library's behalf
+  Busy,  // another thread holds the connection (it sends them itself)
+};
+// Sends what fd's send buffer holds without waiting (skipped while another thread
+// sends on it).
+TxLeft tx_flush_now(int fd) noexcept __attribute__((noinline));
+// close/shutdown: sends fd's send buffer, waiting for the socket up to SO_LINGER's
+// time (if on) or 2 s; what is left then is dropped and logged.
+void tx_drain(int fd) noexcept __attribute__((noinline));
+// At exit: every send buffer holding bytes is sent (2 s for all of them at most;
+// a connection another thread holds is skipped), as the kernel would still send
+// what an exiting process wrote.
+void tx_drain_all() noexcept;
+
 // ---- connection life (wrappers call these when g_on) ----
 int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept __attribute__((noinline));
 int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexcept __attribute__((noinline));
 void on_close(int fd) noexcept __attribute__((noinline));
 
 // ---- readiness (poll_calls.cc) ----
+// Any framed socket whose send buffer holds bytes, or owes an EPOLLOUT?
+bool any_tx_state() noexcept;
+// fd's send buffer holds bytes (no lock, no check of the number).
+bool fd_tx_pending(int fd) noexcept;
+// Sockets registered with epfd whose send buffer holds bytes, each flushed first
+// (tx_flush_now): those still Full are written to fd_out/data_out (at most max);
+// *busy is set if one was Busy. @return count.
+int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy) noexcept;
+// Sockets registered with epfd for EPOLLOUT whose send buffer is now empty after the
+// application was refused or had EPOLLOUT withheld: each reported once (owe cleared).
+// @return entries written (at most max).
+int epoll_tx_owed(int epfd, int* fd_out, uint64_t* data_out, int max) noexcept;
+// EPOLLOUT on fd was withheld from the application: report it once the buffer empties.
+void tx_withheld(int fd) noexcept;
 // Any framed socket with bytes waiting in the library? (false: nothing to add)
 bool any_rx_pending() noexcept;
 bool fd_rx_pending(int fd) noexcept;

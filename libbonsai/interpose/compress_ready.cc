@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Readiness of framed sockets (see compress_hooks.h): decoded bytes waiting inside the
-// library, and the epoll registrations that let epoll_wait report them
-// (interpose/poll_calls.cc).
+// library, send buffers holding bytes (their sockets are waited for on the library's
+// behalf, POLLOUT is withheld until they are empty), and the epoll registrations that
+// let epoll_wait report them (interpose/poll_calls.cc).
 #include <cerrno>
 #include <poll.h>
 
@@ -21,6 +22,55 @@ bool fd_rx_pending(int fd) noexcept {
   if (conn_verify(c, fd)) return true;
   drop_state(fd, st);
   return false;
+}
+
+bool any_tx_state() noexcept {
+  return g_tx_pending_conns.load(std::memory_order_relaxed) > 0 || g_tx_owed_conns.load(std::memory_order_relaxed) > 0;
+}
+
+bool fd_tx_pending(int fd) noexcept {
+  if (!g_tx_on) return false;
+  Conn* c = conn_of(fd_state(fd));
+  return c && c->tx_pend.load(std::memory_order_acquire);
+}
+
+void tx_withheld(int fd) noexcept {
+  if (Conn* c = conn_of(fd_state(fd))) conn_set_owed(c, true);
+}
+
+int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy) noexcept {
+  int n = 0;
+  pool_each([&](Conn* c) {
+    if (n >= max || !c->tx_pend.load(std::memory_order_acquire)) return;
+    int fd = c->fd.load(std::memory_order_acquire);
+    FdSlot* slot = fd_slot(fd);
+    if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
+    if (slot->epfd.load(std::memory_order_acquire) != epfd) return;
+    TxLeft left = tx_flush_now(fd);
+    if (left == TxLeft::Busy) *busy = true;
+    if (left != TxLeft::Full) return;
+    fd_out[n] = fd;
+    data_out[n] = slot->data;
+    ++n;
+  });
+  return n;
+}
+
+int epoll_tx_owed(int epfd, int* fd_out, uint64_t* data_out, int max) noexcept {
+  if (g_tx_owed_conns.load(std::memory_order_relaxed) <= 0) return 0;
+  int n = 0;
+  pool_each([&](Conn* c) {
+    if (n >= max || !c->owe_out.load(std::memory_order_acquire) || c->tx_pend.load(std::memory_order_acquire)) return;
+    int fd = c->fd.load(std::memory_order_acquire);
+    FdSlot* slot = fd_slot(fd);
+    if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
+    if (slot->epfd.load(std::memory_order_acquire) != epfd || !(slot->events & POLLOUT)) return;
+    if (!conn_set_owed(c, false)) return;  // another thread reported it
+    fd_out[n] = fd;
+    data_out[n] = slot->data;
+    ++n;
+  });
+  return n;
 }
 
 void epoll_note(int epfd, int op, int fd, uint32_t events, uint64_t data) noexcept {

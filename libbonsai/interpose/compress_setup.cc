@@ -38,6 +38,9 @@ void hooks_init() noexcept {
   errno = saved;
 }
 
-void hooks_at_exit() noexcept { stats_at_exit(); }
+void hooks_at_exit() noexcept {
+  if (g_tx_on) tx_drain_all();
+  stats_at_exit();
+}
 
 }  // namespace bonsai::compress

@@ -112,6 +112,12 @@ int close(int fd) {
   BONSAI_FAST(close, close, (fd));
   return close_slow(fd);
 }
+// Not limited; interposed so that a compressed socket's send buffer goes out before
+// the end of stream (a half-close after non-blocking writes).
+int shutdown(int fd, int how) {
+  if (compress::g_tx_on && how != SHUT_RD) [[unlikely]] compress::tx_drain(fd);
+  return real::shutdown(fd, how);
+}
 int connect(int fd, const sockaddr* a, socklen_t l) {
   if (compress::g_on) [[unlikely]] return compress::connect_hooked(fd, a, l);
   BONSAI_FAST(connect, connect, (fd, a, l));

@@ -2,7 +2,12 @@
 // Readiness calls: poll/ppoll (+ fortify), select/pselect, epoll_wait/epoll_pwait
 // and epoll_ctl. A framed socket whose decoded bytes wait inside the library has
 // nothing left in the kernel, so these report it readable themselves, or an
-// event-driven receiver would hang. Without BONSAI_COMPRESS_ACCEPT: one branch.
+// event-driven receiver would hang. A framed socket whose send buffer holds bytes
+// (a non-blocking sender, compress/tx_stream.h) is flushed here and waited for on
+// the library's behalf, so its bytes reach the peer whatever the application waits
+// for; POLLOUT is reported only once the buffer is empty. Without compression, or
+// with nothing held: one or two branches.
+#include <climits>
 #include <poll.h>
 #include <signal.h>
 #include <sys/epoll.h>
@@ -10,67 +15,205 @@
 
 #include "interpose/compress_hooks.h"
 #include "interpose/real.h"
+#include "sys/clock.h"
 
 using namespace bonsai;
 
 namespace {
 
-inline bool maybe_pending() { return compress::g_rx_on && compress::any_rx_pending(); }
+using compress::TxLeft;
 
-// Makes a poll that first asks the kernel (`call(timeout)`), adding framed sockets
-// with bytes waiting in the library.
-template <typename Call>
-int poll_merged(pollfd* f, nfds_t n, Call&& call, bool blocking) {
-  bool any = false;
-  for (nfds_t i = 0; i < n && !any; ++i)
-    any = (f[i].events & (POLLIN | POLLRDNORM)) && compress::fd_rx_pending(f[i].fd);
-  if (!any) return call(blocking);
-  int r = call(false);
-  if (r < 0) return r;
-  for (nfds_t i = 0; i < n; ++i) {
-    short want = static_cast<short>(f[i].events & (POLLIN | POLLRDNORM));
-    if (!want || !compress::fd_rx_pending(f[i].fd)) continue;
-    if (!f[i].revents) ++r;
-    f[i].revents = static_cast<short>(f[i].revents | want);
-  }
-  return r;
+inline bool maybe_rx() { return compress::g_rx_on && compress::any_rx_pending(); }
+inline bool maybe_tx() { return compress::g_tx_on && compress::any_tx_state(); }
+inline bool maybe_pending() { return maybe_rx() || maybe_tx(); }
+
+constexpr short kOut = POLLOUT | POLLWRNORM;
+constexpr int kMaxTx = 64;  // send buffers one readiness call waits for (the rest: at the next)
+
+// Time left (ns; -1: no timeout) of a timeout begun at t0.
+int64_t left_ns(int64_t timeout, uint64_t t0) {
+  if (timeout < 0) return -1;
+  uint64_t el = mono_ns() - t0;
+  return el >= static_cast<uint64_t>(timeout) ? 0 : timeout - static_cast<int64_t>(el);
 }
+int to_ms(int64_t ns) {
+  if (ns < 0) return -1;
+  int64_t ms = (ns + 999999) / 1000000;
+  return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
+}
+int64_t ms_ns(int ms) { return ms < 0 ? -1 : int64_t{ms} * 1000000; }
+int64_t ts_ns(const timespec* t) { return t ? int64_t{t->tv_sec} * 1000000000 + t->tv_nsec : -1; }
+timespec ns_ts(int64_t ns) { return timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)}; }
+int64_t tv_ns(const timeval* t) { return t ? int64_t{t->tv_sec} * 1000000000 + int64_t{t->tv_usec} * 1000 : -1; }
 
+// A poll that asks the kernel (`call(ns)`: the real call with that timeout, -1 none)
+// and adds what the library holds: framed sockets with decoded bytes waiting are
+// readable; a send buffer holding bytes is flushed, its socket waited for (POLLOUT
+// asked on the library's behalf, never reported unless the application asked and
+// the buffer is empty).
 template <typename Call>
-int select_merged(int nfds, fd_set* rd, Call&& call) {
-  int pend[64];
-  int np = 0;
-  for (int fd = 0; rd && fd < nfds && fd < FD_SETSIZE && np < 64; ++fd)
-    if (FD_ISSET(fd, rd) && compress::fd_rx_pending(fd)) pend[np++] = fd;
-  if (!np) return call(true);
-  int r = call(false);
-  if (r < 0) return r;
-  for (int i = 0; i < np; ++i)
-    if (!FD_ISSET(pend[i], rd)) {
-      FD_SET(pend[i], rd);
-      ++r;
+int poll_merged(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
+  uint64_t t0 = mono_ns();
+  for (;;) {
+    bool rx = false;
+    for (nfds_t i = 0; i < n && !rx; ++i)
+      rx = (f[i].events & (POLLIN | POLLRDNORM)) && compress::fd_rx_pending(f[i].fd);
+    nfds_t idx[kMaxTx];
+    short orig[kMaxTx];
+    int nt = 0;
+    if (maybe_tx())
+      for (nfds_t i = 0; i < n && nt < kMaxTx; ++i) {
+        if (!compress::fd_tx_pending(f[i].fd) || compress::tx_flush_now(f[i].fd) != TxLeft::Full) continue;
+        idx[nt] = i;
+        orig[nt] = f[i].events;
+        f[i].events = static_cast<short>(f[i].events | POLLOUT);
+        ++nt;
+      }
+    if (!nt && !rx) return call(left_ns(timeout, t0));
+    int r = call(rx ? 0 : left_ns(timeout, t0));
+    for (int k = 0; k < nt; ++k) f[idx[k]].events = orig[k];
+    if (r < 0) return r;
+    bool progress = false;
+    for (int k = 0; k < nt; ++k) {
+      pollfd& p = f[idx[k]];
+      if (!(p.revents & kOut)) continue;
+      progress = true;
+      bool empty = compress::tx_flush_now(p.fd) == TxLeft::None;  // the socket takes bytes again
+      short before = p.revents;
+      short keep = empty ? static_cast<short>(orig[k] | ~kOut) : static_cast<short>(~kOut);
+      p.revents = static_cast<short>(p.revents & keep);
+      if (!empty && (orig[k] & kOut)) compress::tx_withheld(p.fd);
+      if (before && !p.revents) --r;
     }
-  return r;
-}
-
-template <typename Call>
-int epoll_merged(int ep, epoll_event* ev, int max, Call&& call) {
-  uint32_t pe[64];
-  uint64_t pd[64];
-  int np = compress::epoll_pending(ep, pe, pd, max < 64 ? max : 64);
-  if (!np) return call(true);
-  int r = call(false);
-  if (r < 0) return r;
-  for (int i = 0; i < np; ++i) {
-    int j = 0;
-    while (j < r && ev[j].data.u64 != pd[i]) ++j;
-    if (j < r) ev[j].events |= EPOLLIN;
-    else if (r < max) ev[r++] = epoll_event{pe[i], {.u64 = pd[i]}};
+    for (nfds_t i = 0; rx && i < n; ++i) {
+      short want = static_cast<short>(f[i].events & (POLLIN | POLLRDNORM));
+      if (!want || !compress::fd_rx_pending(f[i].fd)) continue;
+      if (!f[i].revents) ++r;
+      f[i].revents = static_cast<short>(f[i].revents | want);
+    }
+    if (r == 0 && progress && left_ns(timeout, t0) != 0) continue;  // only the library's sockets moved
+    return r;
   }
-  return r;
 }
 
-constexpr timespec kZeroTs{0, 0};
+// select/pselect the same way (`call(rd, wr, ex, ns)`).
+template <typename Call>
+int select_merged(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout, Call&& call) {
+  if (nfds > FD_SETSIZE) nfds = FD_SETSIZE;
+  fd_set r0, w0, e0, wl;
+  if (rd) r0 = *rd;
+  if (wr) w0 = *wr;
+  if (ex) e0 = *ex;
+  uint64_t t0 = mono_ns();
+  for (bool again = false;; again = true) {
+    if (again) {
+      if (rd) *rd = r0;
+      if (wr) *wr = w0;
+      if (ex) *ex = e0;
+    }
+    int pend[64];
+    int np = 0;
+    for (int fd = 0; rd && fd < nfds && np < 64; ++fd)
+      if (FD_ISSET(fd, &r0) && compress::fd_rx_pending(fd)) pend[np++] = fd;
+    int tx[kMaxTx];
+    int nt = 0;
+    fd_set* ws = wr ? wr : &wl;
+    if (!wr) FD_ZERO(&wl);
+    if (maybe_tx())
+      for (int fd = 0; fd < nfds && nt < kMaxTx; ++fd) {
+        bool asked = (rd && FD_ISSET(fd, &r0)) || (wr && FD_ISSET(fd, &w0)) || (ex && FD_ISSET(fd, &e0));
+        if (!asked || !compress::fd_tx_pending(fd) || compress::tx_flush_now(fd) != TxLeft::Full) continue;
+        tx[nt++] = fd;
+        FD_SET(fd, ws);
+      }
+    if (!nt && !np) return call(rd, wr, ex, left_ns(timeout, t0));
+    int r = call(rd, nt ? ws : wr, ex, np ? 0 : left_ns(timeout, t0));
+    if (r < 0) return r;
+    bool progress = false;
+    for (int k = 0; k < nt; ++k) {
+      int fd = tx[k];
+      if (!FD_ISSET(fd, ws)) continue;
+      progress = true;
+      bool asked = wr && FD_ISSET(fd, &w0);
+      bool empty = compress::tx_flush_now(fd) == TxLeft::None;
+      if (asked && empty) continue;
+      FD_CLR(fd, ws);
+      --r;
+      if (asked) compress::tx_withheld(fd);
+    }
+    for (int i = 0; i < np; ++i)
+      if (!FD_ISSET(pend[i], rd)) {
+        FD_SET(pend[i], rd);
+        ++r;
+      }
+    if (r == 0 && progress && left_ns(timeout, t0) != 0) continue;
+    return r;
+  }
+}
+
+// epoll_wait/epoll_pwait: `call(ms)` the real call; `wait(p, n, ns)` a poll (with the
+// call's signal mask) on the epoll descriptor and the sockets whose send buffers hold
+// bytes, so those are flushed while the application waits, whatever it waits for.
+// EPOLLOUT is withheld while a buffer holds bytes and reported once it empties if
+// the application was refused meanwhile (an edge-triggered loop would miss it).
+template <typename Call, typename Wait>
+int epoll_merged(int ep, epoll_event* ev, int max, int timeout_ms, Call&& call, Wait&& wait) {
+  uint64_t t0 = mono_ns();
+  int64_t timeout = ms_ns(timeout_ms);
+  for (;;) {
+    uint32_t pe[64];
+    uint64_t pd[64];
+    int cap = max < 64 ? max : 64;
+    int np = maybe_rx() ? compress::epoll_pending(ep, pe, pd, cap) : 0;
+    int tfd[kMaxTx];
+    uint64_t tdata[kMaxTx];
+    bool busy = false;
+    int nt = 0, no = 0;
+    int ofd[64];
+    uint64_t od[64];
+    if (maybe_tx()) {
+      nt = compress::epoll_tx_pending(ep, tfd, tdata, kMaxTx, &busy);
+      no = compress::epoll_tx_owed(ep, ofd, od, cap);
+    }
+    if (!np && !nt && !no) return call(to_ms(left_ns(timeout, t0)));
+    if (!np && !no) {  // wait for the epoll set, or for a send buffer's socket to take bytes
+      pollfd p[kMaxTx + 1];
+      p[0] = pollfd{ep, POLLIN, 0};
+      for (int k = 0; k < nt; ++k) p[k + 1] = pollfd{tfd[k], POLLOUT, 0};
+      int w = wait(p, static_cast<nfds_t>(nt + 1), left_ns(timeout, t0));
+      if (w <= 0) return w;  // error (EINTR...) or timeout
+      if (!p[0].revents) continue;  // a socket took bytes: flush, look again
+    }
+    int r = call(0);
+    if (r < 0) return r;
+    for (int j = 0; j < r; ++j) {  // EPOLLOUT of a socket whose buffer holds bytes: withheld
+      if (!(ev[j].events & EPOLLOUT)) continue;
+      int k = 0;
+      while (k < nt && tdata[k] != ev[j].data.u64) ++k;
+      if (k == nt || !compress::fd_tx_pending(tfd[k])) continue;
+      compress::tx_withheld(tfd[k]);
+      ev[j].events &= ~static_cast<uint32_t>(EPOLLOUT | EPOLLWRNORM);
+      if (!ev[j].events) {
+        for (int m = j; m + 1 < r; ++m) ev[m] = ev[m + 1];
+        --r;
+        --j;
+      }
+    }
+    auto add = [&](uint32_t e, uint64_t d) {
+      int j = 0;
+      while (j < r && ev[j].data.u64 != d) ++j;
+      if (j < r) ev[j].events |= e;
+      else if (r < max) ev[r++] = epoll_event{e, {.u64 = d}};
+      else return false;
+      return true;
+    };
+    for (int i = 0; i < np; ++i) add(EPOLLIN, pd[i]);
+    for (int i = 0; i < no; ++i)
+      if (!add(EPOLLOUT, od[i])) compress::tx_withheld(ofd[i]);  // no room: owed to the next call
+    if (r == 0 && left_ns(timeout, t0) != 0) continue;
+    return r;
+  }
+}
 
 }  // namespace
 
@@ -79,50 +222,67 @@ extern "C" {
 
 int poll(pollfd* f, nfds_t n, int t) {
   if (!maybe_pending()) [[likely]] return real::poll(f, n, t);
-  return poll_merged(f, n, [&](bool b) { return real::poll(f, n, b ? t : 0); }, true);
+  return poll_merged(f, n, ms_ns(t), [&](int64_t ns) { return real::poll(f, n, to_ms(ns)); });
 }
 
 int __poll_chk(pollfd* f, nfds_t n, int t, size_t l) {
   if (!maybe_pending()) [[likely]] return real::__poll_chk(f, n, t, l);
-  return poll_merged(f, n, [&](bool b) { return real::__poll_chk(f, n, b ? t : 0, l); }, true);
+  return poll_merged(f, n, ms_ns(t), [&](int64_t ns) { return real::__poll_chk(f, n, to_ms(ns), l); });
 }
 
 int ppoll(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s) {
   if (!maybe_pending()) [[likely]] return real::ppoll(f, n, t, s);
-  return poll_merged(f, n, [&](bool b) { return real::ppoll(f, n, b ? t : &kZeroTs, s); }, true);
+  return poll_merged(f, n, ts_ns(t), [&](int64_t ns) {
+    timespec ts = ns_ts(ns);
+    return real::ppoll(f, n, ns < 0 ? nullptr : &ts, s);
+  });
 }
 
 int __ppoll_chk(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_t l) {
   if (!maybe_pending()) [[likely]] return real::__ppoll_chk(f, n, t, s, l);
-  return poll_merged(f, n, [&](bool b) { return real::__ppoll_chk(f, n, b ? t : &kZeroTs, s, l); }, true);
+  return poll_merged(f, n, ts_ns(t), [&](int64_t ns) {
+    timespec ts = ns_ts(ns);
+    return real::__ppoll_chk(f, n, ns < 0 ? nullptr : &ts, s, l);
+  });
 }
 
 int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
   if (!maybe_pending()) [[likely]] return real::select(n, r, w, e, t);
-  return select_merged(n, r, [&](bool b) {
-    timeval z{0, 0};
-    return real::select(n, r, w, e, b ? t : &z);
+  return select_merged(n, r, w, e, tv_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
+    int64_t us = (ns + 999) / 1000;
+    timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
+    return real::select(n, r2, w2, e2, ns < 0 ? nullptr : &tv);
   });
 }
 
 int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* s) {
   if (!maybe_pending()) [[likely]] return real::pselect(n, r, w, e, t, s);
-  return select_merged(n, r, [&](bool b) { return real::pselect(n, r, w, e, b ? t : &kZeroTs, s); });
+  return select_merged(n, r, w, e, ts_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
+    timespec ts = ns_ts(ns);
+    return real::pselect(n, r2, w2, e2, ns < 0 ? nullptr : &ts, s);
+  });
 }
 
 int epoll_wait(int ep, epoll_event* ev, int max, int t) {
   if (!maybe_pending()) [[likely]] return real::epoll_wait(ep, ev, max, t);
-  return epoll_merged(ep, ev, max, [&](bool b) { return real::epoll_wait(ep, ev, max, b ? t : 0); });
+  return epoll_merged(
+      ep, ev, max, t, [&](int ms) { return real::epoll_wait(ep, ev, max, ms); },
+      [&](pollfd* p, nfds_t n, int64_t ns) { return real::poll(p, n, to_ms(ns)); });
 }
 
 int epoll_pwait(int ep, epoll_event* ev, int max, int t, const sigset_t* s) {
   if (!maybe_pending()) [[likely]] return real::epoll_pwait(ep, ev, max, t, s);
-  return epoll_merged(ep, ev, max, [&](bool b) { return real::epoll_pwait(ep, ev, max, b ? t : 0, s); });
+  return epoll_merged(
+      ep, ev, max, t, [&](int ms) { return real::epoll_pwait(ep, ev, max, ms, s); },
+      [&](pollfd* p, nfds_t n, int64_t ns) {
+        timespec ts = ns_ts(ns);
+        return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);
+      });
 }
 
 int epoll_ctl(int ep, int op, int fd, epoll_event* ev) {
   int r = real::epoll_ctl(ep, op, fd, ev);
-  if (compress::g_rx_on && r == 0) [[unlikely]]
+  if (compress::g_on && r == 0) [[unlikely]]
     compress::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
   return r;
 }

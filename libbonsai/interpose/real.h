@@ -94,6 +94,7 @@ namespace bonsai::real {
   X(int, connect, (int fd, const sockaddr* a, socklen_t l), (fd, a, l))                            \
   X(int, accept, (int fd, sockaddr* a, socklen_t* l), (fd, a, l))                                  \
   X(int, accept4, (int fd, sockaddr* a, socklen_t* l, int f), (fd, a, l, f))                       \
+  X(int, shutdown, (int fd, int how), (fd, how))                                                   \
   X(int, fsync, (int fd), (fd))                                                                    \
   X(int, fdatasync, (int fd), (fd))                                                                \
   X(int, unlink, (const char* p), (p))                                                             \
