@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "compress/calibrator.h"
 #include "compress/wire_format.h"
 #include "log/blog.h"
 
@@ -13,7 +14,12 @@ namespace {
 
 constexpr int kMaxSlices = 64;     // a chunk spread over more iovecs is gathered into `stage`
 constexpr uint32_t kMaxSkip = 16;  // an incompressible stream is re-sampled every 16 chunks at least
-constexpr size_t kSampleChunk = 16384;  // calibration needs a chunk at least this large
+// Calibration needs a chunk at least this large. Small chunks calibrate too (their
+// one-shot ratio is low; the model corrects it by what the stream achieves).
+constexpr size_t kSampleChunk = 2048;
+// A compressed frame that saves less than this (per mille) counts as a miss for the
+// incompressible-data guard.
+constexpr size_t kMissPerMille = 990;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
@@ -110,45 +116,77 @@ void gather(const iovec* iov, int cnt, size_t pos, size_t len, uint8_t* dst) {
   }
 }
 
-// Decides whether to try compressing this chunk (the incompressible-data guard).
+// The cap binds when at least kBindingShare of recent busy time was spent waiting.
+bool cap_binds(const TxStream& s) {
+  return static_cast<double>(s.link_blocked_ns) >= kBindingShare * static_cast<double>(s.link_busy_ns) &&
+         s.link_blocked_ns > 0;
+}
+
+// A chunk that did not compress: back off (sample 1 chunk in up to kMaxSkip).
+void miss(TxStream& s) {
+  if (s.skip_streak < 31) ++s.skip_streak;
+  uint32_t skip = s.skip_streak >= 5 ? kMaxSkip : (1u << s.skip_streak) - 1;
+  s.skip_left = skip > kMaxSkip ? kMaxSkip : skip;
+}
+
+// Decides whether to try compressing this chunk (the incompressible-data guard). Where
+// the byte cap binds, every byte saved is application data gained and the CPU would
+// otherwise wait: every chunk the back-off allows is tried and judged by its result
+// (data zstd shrinks by 11% is compressed, though lz4's sample of it barely shrinks).
+// Elsewhere (CPU or socket bound) a 4 KiB lz4 sample must shrink by 10% first.
 bool worth_trying(TxStream& s, const void* src, size_t len) {
   if (s.skip_left) {
     --s.skip_left;
     return false;
   }
-  if (codec_sample_compressible(s.codec, src, len)) return true;
-  if (s.skip_streak < 31) ++s.skip_streak;
-  uint32_t skip = s.skip_streak >= 5 ? kMaxSkip : (1u << s.skip_streak) - 1;
-  s.skip_left = skip > kMaxSkip ? kMaxSkip : skip;
+  if (cap_binds(s) || stream_sample_compressible(s.codec, src, len, 90)) return true;
+  miss(s);
   return false;
 }
 
 // Calibration for the datarate policy's model: compresses one chunk at every level
-// (into s.out) and reports ratio and time per level. Incompressible-looking data is
-// reported as not compressing at any level, without compressing it.
+// (one-shot, on the process's shared calibrator: the connection's streams are not
+// touched) and reports ratio and time per level. Skipped if another connection is
+// calibrating. Every level really runs, incompressible-looking data included: a
+// sample of 4 KiB of lz4 cannot tell what zstd gains on slightly compressible data.
 void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
-  bool compressible = codec_sample_compressible(s.codec, src, len);
+  Calibrator* cal = calibrator_try_acquire(*s.levels);
+  if (!cal) return;
   for (uint8_t l = 1; l < s.levels->count; ++l) {
     uint64_t c = len, best_ns = 0, t1 = io.now_ns();
     // Twice, keeping the faster: the first run after a change of level also pays
     // zstd's table set-up, which a steady sender at that level does not.
-    for (int pass = 0; pass < (compressible ? 2 : 1); ++pass) {
+    for (int pass = 0; pass < 2; ++pass) {
       uint64_t t0 = io.now_ns();
-      if (compressible) {
-        size_t n = codec_compress(s.codec, s.levels->levels[l], src, len, s.out, kMaxFrameRaw);
-        c = n ? n : len;
-      }
+      size_t n = codec_compress(cal->codec, s.levels->levels[l], src, len, cal->out, kMaxFrameWire);
+      c = n ? n : len;
       t1 = io.now_ns();
       if (pass == 0 || t1 - t0 < best_ns) best_ns = t1 - t0;
     }
     policy_on_sample(s.policy, l, len, c, best_ns, t1);
   }
+  calibrator_release();
+}
+
+// Compresses the chunk at `level` as the next frame of the connection's stream.
+// @return the payload size (into s.out; *flags for the header), or 0: send it raw.
+size_t compress_chunk(TxStream& s, Level level, const void* src, size_t len, uint8_t* flags) {
+  size_t c = stream_compress(s.codec, level, src, len, s.out, kMaxFrameWire, flags);
+  if (c && c * 1000 < len * kMissPerMille) s.skip_streak = 0;
+  else miss(s);  // sent anyway if c > 0: the stream has taken the bytes
+  return c;
+}
+
+// Decaying sums of a chunk's busy and waiting time (half-life ~8 chunks).
+void note_link(TxStream& s, uint64_t busy_ns, uint64_t blocked_ns) {
+  s.link_busy_ns = s.link_busy_ns - s.link_busy_ns / 8 + busy_ns;
+  s.link_blocked_ns = s.link_blocked_ns - s.link_blocked_ns / 8 + blocked_ns;
 }
 
 }  // namespace
 
 size_t tx_stream_size(const LevelList& levels) noexcept {
-  return 2 * align64(kMaxFrameRaw) + align64(tx_codec_size(levels));
+  return align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(tx_stream_codec_size(levels));
 }
 
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
@@ -158,9 +196,10 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
   auto* base = static_cast<uint8_t*>(mem);
   s.levels = levels;
   s.out = base;
-  s.stage = base + align64(kMaxFrameRaw);
+  s.stage = base + align64(kMaxFrameWire);
   policy_init(s.policy, policy, levels->count);
-  return tx_codec_init(s.codec, base + 2 * align64(kMaxFrameRaw), size - 2 * align64(kMaxFrameRaw), *levels);
+  size_t used = align64(kMaxFrameWire) + align64(kMaxFrameRaw);
+  return tx_stream_codec_init(s.codec, base + used, size - used, *levels);
 }
 
 ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,
@@ -204,16 +243,15 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     uint64_t cpu_ns = 0;
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {
       uint64_t c0 = io.now_ns();
-      size_t c = codec_compress(s.codec, level, payload[0].iov_base, len, s.out, kMaxFrameRaw);
+      size_t c = compress_chunk(s, level, payload[0].iov_base, len, &h.flags);
       cpu_ns = io.now_ns() - c0;
       if (c) {
         h.method = level.method;
         h.wire_len = static_cast<uint32_t>(c);
         payload[0] = {s.out, c};
         ns = 1;
-        s.skip_streak = 0;
-      } else if (s.skip_streak < 31) {
-        ++s.skip_streak;
+      } else {
+        h.flags = 0;
       }
     }
     frame_header_write(fhdr, h);
@@ -234,6 +272,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     s.frames[static_cast<unsigned>(h.method)]++;
     s.level_chunks[lvl]++;
     uint64_t t1 = io.now_ns();
+    note_link(s, t1 - t0, blocked);
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns});
     if (next != lvl && blog_enabled(LogLevel::Debug))
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,
