@@ -18,12 +18,14 @@ constexpr size_t kSampleOut = LZ4_COMPRESSBOUND(kSampleSize);
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
-// A level's parameters for a stream: tuned for a 128 KiB source, so windowLog is
-// kZstdWindowLog and the tables are sized to match (what bounds the workspace).
+// A level's parameters for a stream: its own for a source of the window's size, with
+// the window and the tables bounded (what bounds the workspace).
 ZSTD_compressionParameters stream_cparams(int level) {
   ZSTD_compressionParameters cp = ZSTD_getCParams(level, size_t{1} << kZstdWindowLog, 0);
   cp.windowLog = kZstdWindowLog;
-  return cp;
+  if (cp.hashLog > kZstdTableLog) cp.hashLog = kZstdTableLog;
+  if (cp.chainLog > kZstdTableLog) cp.chainLog = kZstdTableLog;
+  return ZSTD_adjustCParams(cp, 0, 0);
 }
 
 size_t cstream_size_for(int level) { return ZSTD_estimateCStreamSize_usingCParams(stream_cparams(level)); }
@@ -68,8 +70,9 @@ LevelList levels_default() noexcept {
   l.levels[1] = {Method::Lz4, 0};
   l.levels[2] = {Method::Zstd, 1};
   l.levels[3] = {Method::Zstd, 3};
-  l.levels[4] = {Method::Zstd, 9};
-  l.count = 5;
+  l.levels[4] = {Method::Zstd, 6};
+  l.levels[5] = {Method::Zstd, 9};
+  l.count = 6;
   return l;
 }
 
