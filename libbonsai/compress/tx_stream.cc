@@ -144,15 +144,21 @@ bool worth_trying(TxStream& s, const void* src, size_t len) {
   return false;
 }
 
-// Calibration for the datarate policy's model: compresses one chunk at every level
+// Calibration for the datarate policy's model: compresses one chunk at a level
 // (one-shot, on the process's shared calibrator: the connection's streams are not
-// touched) and reports ratio and time per level. Skipped if another connection is
-// calibrating. Every level really runs, incompressible-looking data included: a
-// sample of 4 KiB of lz4 cannot tell what zstd gains on slightly compressible data.
+// touched) and reports ratio and time. Skipped if another connection is calibrating.
+// Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
+// cannot tell what zstd gains on slightly compressible data. The first round (and one
+// after the data changed) does every level at once, since the policy decides on it
+// next; later rounds do one level per chunk, so that no chunk is held up longer than
+// the bucket's depth (10 ms) hides at a binding cap (all levels at once cost ~25 ms).
 void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
   Calibrator* cal = calibrator_try_acquire(*s.levels);
   if (!cal) return;
-  for (uint8_t l = 1; l < s.levels->count; ++l) {
+  bool all = !s.policy.sampled;
+  uint8_t first = all || !s.cal_next ? 1 : s.cal_next;
+  uint8_t last = all ? static_cast<uint8_t>(s.levels->count - 1) : first;
+  for (uint8_t l = first; l <= last && l < s.levels->count; ++l) {
     uint64_t c = len, best_ns = 0, t1 = io.now_ns();
     // Twice, keeping the faster: the first run after a change of level also pays
     // zstd's table set-up, which a steady sender at that level does not.
@@ -165,7 +171,13 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
     }
     policy_on_sample(s.policy, l, len, c, best_ns, t1);
   }
+  s.cal_next = last + 1 < s.levels->count ? static_cast<uint8_t>(last + 1) : 0;
   calibrator_release();
+}
+
+// Whether this chunk calibrates (a round in progress, or the policy asks for one).
+bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
+  return len >= kSampleChunk && (s.cal_next || policy_wants_sample(s.policy, now_ns));
 }
 
 // Compresses the chunk at `level` as the next frame of the connection's stream.
@@ -215,7 +227,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
     uint64_t t0 = io.now_ns();
-    bool sample = len >= kSampleChunk && policy_wants_sample(s.policy, t0);
+    bool sample = wants_calibration(s, len, t0);
     iovec v[kMaxSlices + 2];
     int nv = 0;
     uint8_t shdr[kStreamHeaderSize];

@@ -30,6 +30,7 @@ struct TxStream {
   uint32_t skip_streak;  // consecutive chunks found incompressible
   uint32_t skip_left;    // chunks to send raw before sampling again
   uint64_t link_busy_ns, link_blocked_ns;  // decaying sums: does the byte cap bind?
+  uint8_t cal_next;  // next level of a calibration round spread over chunks (0: none)
   uint64_t app_bytes, wire_bytes;
   uint64_t frames[kMethodCount];
   uint64_t level_chunks[kMaxLevels];
