@@ -61,7 +61,7 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 // zstd's window: 1 MiB. On the bench's text (Debian changelogs) zstd:3 gains 3.42x
 // with 128 KiB, 3.76x with 256 KiB, 3.89x with 1 MiB (what `zstd --adapt` has). The
 // match tables are capped at 2^17 entries whatever the level (kZstdTableLog): they,
-// not the window, make zstd:9's context large (2.9 MiB instead of 14 MiB), for ~2% of
+// not the window, make zstd:9's context large (2.7 MiB instead of 14 MiB), for ~2% of
 // ratio. Memory per connection: docs/compression.md.
 inline constexpr int kZstdWindowLog = 20;
 inline constexpr unsigned kZstdTableLog = 17;
