@@ -58,12 +58,14 @@ size_t codec_compress(TxCodec& c, Level level, const void* src, size_t n, void* 
 bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 
 // ---- Streaming (wire v2) ----
-// zstd's window: 1 MiB. On the bench's text (Debian changelogs) zstd:3 gains 3.42x
-// with 128 KiB, 3.76x with 256 KiB, 3.89x with 1 MiB (what `zstd --adapt` has). The
-// match tables are capped at 2^17 entries whatever the level (kZstdTableLog): they,
-// not the window, make zstd:9's context large (2.7 MiB instead of 14 MiB), for ~2% of
-// ratio. Memory per connection: docs/compression.md.
-inline constexpr int kZstdWindowLog = 20;
+// zstd's window: 2 MiB (zstd:3's own for large inputs, what `zstd --adapt` has). On
+// the bench's text (Debian changelogs) zstd:3 gains 3.42x with 128 KiB, 3.76x with
+// 256 KiB, 3.89x with 1 MiB, 3.92x with 2 MiB; on their .gz files (LOW) it saves 0%,
+// 4% and 9% with 128 KiB, 1 MiB and 2 MiB (repeats across files). The match tables
+// of every level are capped at 2^17 entries (kZstdTableLog): they, not the window,
+// make zstd:9's context large (14 MiB with its own), for ~2% of ratio. Memory per
+// connection: docs/compression.md.
+inline constexpr int kZstdWindowLog = 21;
 inline constexpr unsigned kZstdTableLog = 17;
 // lz4's history ring, the same on both sides (LZ4's "synchronized" ring mode). A frame
 // that does not fit at the end goes to the start; it must not overlap the 64 KiB of

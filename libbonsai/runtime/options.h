@@ -40,7 +40,7 @@ enum class OptType : uint8_t {
   X(compress_policy, "BONSAI_COMPRESS_POLICY", Choice, "datarate", "how a connection's level is chosen")         \
   X(compress_period_ms, "BONSAI_COMPRESS_PERIOD_MS", Number, "200", "datarate's measuring period (busy time)") \
   X(compress_alpha, "BONSAI_COMPRESS_ALPHA", Number, "0.2", "datarate's tolerance")                             \
-  X(compress_mem_mib, "BONSAI_COMPRESS_MEM_MIB", Number, "4096", "compression workspaces in all; past it new connections go plain") \
+  X(compress_mem_mib, "BONSAI_COMPRESS_MEM_MIB", Number, "16384", "compression workspaces in all; past it new connections go plain") \
   X(compress_stats, "BONSAI_COMPRESS_STATS", Path, "", "file that gets one JSON line of compression totals per process at exit")
 
 enum class Opt : uint8_t {
