@@ -137,8 +137,9 @@ TEST_CASE("v2 streams: tiny writes compress with history, byte-exact", "[compres
       std::vector<uint8_t> out(kMaxFrameWire);
       size_t v1 = 0;
       for (size_t pos = 0; pos < data.size(); pos += size) {
-        size_t c = codec_compress(one, l.levels[level], &data[pos], size, out.data(), out.size());
-        v1 += kFrameHeaderSize + (c ? c : size);
+        size_t n = size < data.size() - pos ? size : data.size() - pos;
+        size_t c = codec_compress(one, l.levels[level], &data[pos], n, out.data(), out.size());
+        v1 += kFrameHeaderSize + (c ? c : n);
       }
       double ratio = static_cast<double>(data.size()) / static_cast<double>(wire.size());
       double ratio_v1 = static_cast<double>(data.size()) / static_cast<double>(v1);
