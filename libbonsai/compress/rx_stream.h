@@ -14,7 +14,7 @@
 namespace bonsai::compress {
 
 // Wire bytes buffered at most: a stream header plus one whole frame.
-inline constexpr size_t kRxInCap = kStreamHeaderSize + kFrameHeaderSize + kMaxFrameWire;
+inline constexpr size_t kRxInCap = kMaxFrameBytes;
 
 struct RxStream {
   uint8_t* in;  // kRxInCap bytes of wire data, [in_beg, in_end) unparsed

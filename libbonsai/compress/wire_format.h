@@ -23,6 +23,10 @@ inline constexpr size_t kMaxFrameRaw = 128 * 1024;
 // and at most an 18-byte frame header).
 inline constexpr size_t kFrameSlack = 64;
 inline constexpr size_t kMaxFrameWire = kMaxFrameRaw + kMaxFrameRaw / 255 + kFrameSlack;
+// The most one frame takes on the wire, with the stream header in front: what a buffer
+// holding a whole frame (a sender's, a receiver's) must hold. Larger than
+// kMaxFrameRaw + 64: v2 frames may exceed their raw length.
+inline constexpr size_t kMaxFrameBytes = kStreamHeaderSize + kFrameHeaderSize + kMaxFrameWire;
 
 enum class Method : uint8_t { Raw = 0, Lz4 = 1, Zstd = 2 };
 inline constexpr uint8_t kMethodCount = 3;
