@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Compression bench (issue 5, a Table-II-style grid): data sets x send caps x levels
-# and policies, two processes under libbonsai on 127.0.0.1; completion time and
-# application MiB/s, with `zstd --adapt` through `pv -L` at the same caps as the
-# outside reference. Each run sends for DURATION_MS (the file is sent round again), so a
-# policy has time to converge. Quick (~3 min): HIGH/LOW x 10,20 MiB/s,uncapped; BENCH=full:
-# HIGH/MODERATE/LOW x 5,20,100 MiB/s,uncapped x every level and policy (~10 min).
-# Env: BONSAI_BUILD, SIZE_MIB (data set size, 64), DURATION_MS (4000), OUT (CSV),
-# SETS / CAPS / MODES (override the lists), DATA_DIR, REPS (runs per uncapped cell, 3).
+# Compression bench (issues 5 and 12): data sets x send caps, bonsai (the datarate policy
+# and fixed levels) against `zstd --adapt | pv -L` at the same cap on the same file in
+# the same run, two processes under libbonsai on 127.0.0.1; application MiB/s and the
+# ratios that issue 12's targets are stated in. Each bonsai run sends for DURATION_MS
+# (the file sent round again), so a policy has time to converge and its first periods
+# and probes are counted.
+#   quick (default, what `make bench` runs; ~60-90 s): the capped cells that carry the
+#     targets: HIGH at 10 and 20 MiB/s, LOW (incompressible) at 10 MiB/s, text in
+#     2 KiB writes at 4 MiB/s, HIGH and LOW uncapped, and a non-blocking sender at
+#     8 MiB/s when compress_peer has --nonblock (else that row says it is skipped);
+#   BENCH=full: HIGH/MODERATE/LOW x 5, 10, 20, 100 MiB/s and uncapped x every fixed level,
+#     datarate and zstd-adapt (~12 min), plus the rows above.
+# Env: BONSAI_BUILD, SIZE_MIB (data set size; 64), DURATION_MS (quick 2000, full 4000),
+# OUT (CSV), SETS / CAPS / MODES (override the grid), DATA_DIR (keep data sets between
+# runs), REPS (runs per uncapped cell, 3: the median is kept), OUT_KEEP (copy of the CSV).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${BONSAI_BUILD:-$here/build}" && pwd)
@@ -16,9 +23,23 @@ LIB=$B/libbonsai.so
 W=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-cbench.XXXXXX")
 trap 'rm -rf "$W"' EXIT
 OUT=${OUT:-$W/results.csv}
+FULL=0
+[ "${BENCH:-quick}" = full ] && FULL=1
 SIZE=$(( ${SIZE_MIB:-64} * 1048576 ))
-DUR=${DURATION_MS:-4000}
+DUR=${DURATION_MS:-$([ $FULL = 1 ] && echo 4000 || echo 2000)}
 cc -O2 -o "$W/peer" "$here/bench/compress_peer.c" -lpthread || exit 1
+# The non-blocking (epoll) sender is compress_peer's --nonblock, where it exists (its
+# --help, or failing that its source, names it).
+NONBLOCK=0
+{ "$W/peer" --help 2>&1 | grep -q -- --nonblock || grep -q -- '"--nonblock"' "$here/bench/compress_peer.c"; } && NONBLOCK=1
+
+if [ $FULL = 1 ]; then
+  sets="HIGH MODERATE LOW"; caps="5 10 20 100 0"
+  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:6 fixed:zstd:9 datarate zstd-adapt"
+else
+  sets="HIGH LOW"; caps="10 20 0"; modes=""
+fi
+[ -n "${SETS:-}${CAPS:-}${MODES:-}" ] && { sets=${SETS:-$sets}; caps=${CAPS:-$caps}; modes=${MODES:-${modes:-fixed:none fixed:zstd:3 datarate zstd-adapt}}; }
 
 # ---- data sets, from files every Debian machine has ----
 fill() {  # fill OUT CMD...: repeat CMD's output until SIZE bytes
@@ -29,29 +50,22 @@ fill() {  # fill OUT CMD...: repeat CMD's output until SIZE bytes
   truncate -s "$SIZE" "$out"
 }
 # Packages built from one source ship identical files: keep one copy of each content,
-# or a large-window compressor (zstd --adapt) finds whole repeated files that
-# bonsai's self-contained frames cannot, and the reference is not comparable.
+# or a large-window compressor finds whole repeated files, which says nothing about a
+# stream's data.
 unique() { xargs -r md5sum 2>/dev/null | sort -u -k1,1 | sort -k2 | cut -c35-; }
 high() { ls /usr/share/doc/*/changelog*.gz | unique | while read -r f; do zcat "$f" 2>/dev/null; done; }
 moderate() { find /usr/share/doc /usr/share/gtk-doc /usr/share/help -name '*.html' -size +2k 2>/dev/null | head -2000 | unique | xargs -r cat 2>/dev/null; }
 low() { ls /usr/share/doc/*/changelog*.gz | unique | xargs -r cat; }
-D=${DATA_DIR:-$W}  # DATA_DIR: keep the data sets between runs
+D=${DATA_DIR:-$W}
 mkdir -p "$D"
-for s in HIGH MODERATE LOW; do
+for s in $sets HIGH LOW; do
   [ "$(stat -c %s "$D/$s" 2>/dev/null)" = "$SIZE" ] || fill "$D/$s" "${s,,}"
 done
 
-if [ "${BENCH:-quick}" = full ]; then
-  sets="HIGH MODERATE LOW"; caps="5 20 100 0"
-  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:9 datarate queue zstd-adapt"
-else
-  sets="HIGH LOW"; caps="10 20 0"; modes="fixed:none fixed:zstd:3 fixed:zstd:9 datarate zstd-adapt"
-fi
-sets=${SETS:-$sets}; caps=${CAPS:-$caps}; modes=${MODES:-$modes}
-
-# run SET CAP MODE: prints "seconds mibps"
+# run SET CAP MODE WSIZE: prints "seconds mibps". MODE: fixed:LEVEL, datarate, queue,
+# zstd-adapt, or any of the bonsai ones with "+nb" (non-blocking epoll sender).
 run() {
-  local set=$1 cap=$2 mode=$3 limits=""
+  local set=$1 cap=$2 mode=$3 wsize=$4 limits="" extra=()
   [ "$cap" != 0 ] && limits="writes=${cap}MiB/s"
   if [ "$mode" = zstd-adapt ]; then
     local t0 t1 pvcap=() n=$SIZE
@@ -64,41 +78,87 @@ run() {
     awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { s = (b - a) / 1e9; printf "%.3f %.2f\n", s, n / s / 1048576 }'
     return
   fi
+  case $mode in *+nb) mode=${mode%+nb}; extra=(--nonblock) ;; esac
   rm -f "$W/port"
   env LD_PRELOAD="$LIB" BONSAI_COMPRESS_ACCEPT=1 "$W/peer" --listen 0 --port-file "$W/port" --recv /dev/null > /dev/null &
   local pid=$! i
   for i in $(seq 100); do [ -s "$W/port" ] && break; sleep 0.05; done
   env LD_PRELOAD="$LIB" BONSAI_COMPRESS_TO=127.0.0.1:* BONSAI_COMPRESS_POLICY="$mode" BONSAI_LIMITS="$limits" \
-    "$W/peer" --connect "$(cat "$W/port")" --send "$D/$set" --size 131072 --duration "$DUR" | sed 's/.*seconds=\([0-9.]*\) mibps=\([0-9.]*\)/\1 \2/'
+    "$W/peer" --connect "$(cat "$W/port")" --send "$D/$set" --size "$wsize" --duration "$DUR" "${extra[@]}" |
+    sed 's/.*seconds=\([0-9.]*\) mibps=\([0-9.]*\)/\1 \2/'
   wait $pid
 }
 
-command -v zstd > /dev/null && command -v pv > /dev/null || modes=${modes/zstd-adapt/}
-echo "set,cap_mibps,mode,seconds,app_mibps" > "$OUT"
-printf '%-9s %5s %-14s %8s %9s\n' set cap mode seconds app_MiB/s
-for set in $sets; do
-  for cap in $caps; do
-    # Uncapped cells run at loopback memcpy speed, where one 4 s run varies by +-5%:
-    # run the modes interleaved REPS times and keep each mode's median.
-    reps=1
-    [ "$cap" = 0 ] && reps=${REPS:-3}
-    declare -A got=()
-    for r in $(seq "$reps"); do
-      for mode in $modes; do
-        read -r secs rate < <(run "$set" "$cap" "$mode")
-        got[$mode]+="$secs $rate"$'\n'
-      done
-    done
-    for mode in $modes; do
-      read -r secs rate < <(printf '%s' "${got[$mode]}" | sort -k2 -g | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }')
-      echo "$set,$cap,$mode,$secs,$rate" >> "$OUT"
-      printf '%-9s %5s %-14s %8s %9s\n' "$set" "$([ "$cap" = 0 ] && echo none || echo "$cap")" "$mode" "$secs" "$rate"
-    done
-    unset got
+have_zstd=1
+command -v zstd > /dev/null && command -v pv > /dev/null || have_zstd=0
+echo "set,cap_mibps,mode,seconds,app_mibps,write_size" > "$OUT"
+printf '%-9s %5s %6s %-16s %8s %9s\n' set cap write mode seconds app_MiB/s
+
+# cell SET CAP WSIZE MODES...: runs the modes interleaved (uncapped: REPS times, the
+# median kept: loopback memcpy speed varies by +-5% between runs) and records them.
+cell() {
+  local set=$1 cap=$2 wsize=$3 r mode secs rate reps=1
+  shift 3
+  local ms=()
+  for mode in "$@"; do
+    [ "$mode" = zstd-adapt ] && { [ $have_zstd = 1 ] && [ "$wsize" = 131072 ] || continue; }
+    ms+=("$mode")
   done
-done
+  [ "$cap" = 0 ] && reps=${REPS:-3}
+  declare -A got=()
+  for r in $(seq "$reps"); do
+    for mode in "${ms[@]}"; do
+      read -r secs rate < <(run "$set" "$cap" "$mode" "$wsize")
+      got[$mode]+="$secs $rate"$'\n'
+    done
+  done
+  for mode in "${ms[@]}"; do
+    read -r secs rate < <(printf '%s' "${got[$mode]}" | sort -k2 -g | awk '{ l[NR] = $0 } END { print l[int((NR + 1) / 2)] }')
+    echo "$set,$cap,$mode,$secs,$rate,$wsize" >> "$OUT"
+    printf '%-9s %5s %6s %-16s %8s %9s\n' "$set" "$([ "$cap" = 0 ] && echo none || echo "$cap")" "$wsize" "$mode" "$secs" "$rate"
+  done
+}
+
+if [ -n "$modes" ]; then  # the grid
+  for set in $sets; do
+    for cap in $caps; do cell "$set" "$cap" 131072 $modes; done
+  done
+fi
+if [ -z "${SETS:-}${CAPS:-}${MODES:-}" ]; then  # the rows that carry issue 12's targets
+  if [ $FULL = 0 ]; then
+    cell HIGH 10 131072 datarate fixed:zstd:3 zstd-adapt
+    cell HIGH 20 131072 datarate fixed:zstd:3 zstd-adapt
+    cell LOW 10 131072 datarate fixed:none zstd-adapt
+    cell HIGH 0 131072 datarate fixed:none
+    cell LOW 0 131072 datarate fixed:none
+  fi
+  cell HIGH 4 2048 datarate fixed:zstd:3 fixed:none
+  if [ $NONBLOCK = 1 ]; then
+    cell HIGH 8 131072 datarate+nb fixed:none+nb
+  else
+    echo "non-blocking sender row (HIGH, 8 MiB/s): skipped, compress_peer has no --nonblock"
+  fi
+fi
 [ -n "${OUT_KEEP:-}" ] && cp "$OUT" "$OUT_KEEP"
-# Per cell: datarate against the best fixed level.
-awk -F, 'NR > 1 { k = $1 "," $2; if ($3 ~ /^fixed/ && $5 > best[k]) { best[k] = $5; bn[k] = $3 }
-                  if ($3 == "datarate") dr[k] = $5 }
-         END { for (k in dr) printf "datarate vs best fixed (%s) at %s: %+.1f%%\n", bn[k], k, (dr[k] / best[k] - 1) * 100 }' "$OUT"
+
+# ---- ratios, per cell (set, cap, write size): issue 12's targets ----
+echo
+awk -F, 'NR > 1 { k = $1 "," $2 "," $6; keys[k] = 1; r[k, $3] = $5
+                  if ($3 ~ /^fixed:/ && $3 != "fixed:none" && $3 !~ /\+nb$/ && $5 > best[k]) { best[k] = $5; bn[k] = $3 } }
+  END {
+    n = 0
+    for (k in keys) order[++n] = k
+    for (i = 2; i <= n; i++) for (j = i; j > 1 && order[j] < order[j - 1]; j--) { t = order[j]; order[j] = order[j - 1]; order[j - 1] = t }
+    for (i = 1; i <= n; i++) {
+      k = order[i]; split(k, f, ","); dr = r[k, "datarate"]; line = ""
+      if (dr == "") { if (r[k, "datarate+nb"] != "" && f[2] != 0)
+                        printf "%-8s cap %4s write %6s: non-blocking datarate %.2fx the cap, %.2fx none\n", f[1], f[2], f[3],
+                               r[k, "datarate+nb"] / f[2], r[k, "datarate+nb"] / r[k, "fixed:none+nb"]
+                      continue }
+      if (r[k, "zstd-adapt"] != "") line = line sprintf("  vs zstd --adapt %.3f", dr / r[k, "zstd-adapt"])
+      if (best[k] != "") line = line sprintf("  vs best fixed (%s) %.3f", bn[k], dr / best[k])
+      if (r[k, "fixed:none"] != "") line = line sprintf("  vs none %.3f", dr / r[k, "fixed:none"])
+      if (f[2] != 0) line = line sprintf("  = %.2fx the cap", dr / f[2])
+      printf "%-8s cap %4s write %6s: datarate%s\n", f[1], (f[2] == 0 ? "none" : f[2]), f[3], line
+    }
+  }' "$OUT"

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <lz4.h>
+#include <utility>
 #include <zstd.h>
 
 namespace bonsai::compress {
@@ -16,6 +17,39 @@ constexpr size_t kSampleSize = 4096;
 constexpr size_t kSampleOut = LZ4_COMPRESSBOUND(kSampleSize);
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+// A level's parameters for a stream: its own for a source of the window's size, with
+// the window and the tables bounded (what bounds the workspace).
+ZSTD_compressionParameters stream_cparams(int level) {
+  ZSTD_compressionParameters cp = ZSTD_getCParams(level, size_t{1} << kZstdWindowLog, 0);
+  cp.windowLog = kZstdWindowLog;
+  if (cp.hashLog > kZstdTableLog) cp.hashLog = kZstdTableLog;
+  if (cp.chainLog > kZstdTableLog) cp.chainLog = kZstdTableLog;
+  return ZSTD_adjustCParams(cp, 0, 0);
+}
+
+size_t cstream_size_for(int level) { return ZSTD_estimateCStreamSize_usingCParams(stream_cparams(level)); }
+
+// Starts a new zstd frame at `level` with explicit parameters (a level alone would
+// pick tables for an unknown source size, larger than the static workspace).
+bool zstd_start(ZSTD_CCtx* z, int level) {
+  ZSTD_compressionParameters cp = stream_cparams(level);
+  ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters);
+  const std::pair<ZSTD_cParameter, int> params[] = {
+      {ZSTD_c_compressionLevel, level},
+      {ZSTD_c_windowLog, static_cast<int>(cp.windowLog)},
+      {ZSTD_c_hashLog, static_cast<int>(cp.hashLog)},
+      {ZSTD_c_chainLog, static_cast<int>(cp.chainLog)},
+      {ZSTD_c_searchLog, static_cast<int>(cp.searchLog)},
+      {ZSTD_c_minMatch, static_cast<int>(cp.minMatch)},
+      {ZSTD_c_targetLength, static_cast<int>(cp.targetLength)},
+      {ZSTD_c_strategy, static_cast<int>(cp.strategy)},
+      {ZSTD_c_checksumFlag, 0},
+  };
+  for (const auto& [k, v] : params)
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(z, k, v))) return false;
+  return true;
+}
 
 size_t cctx_size_for(int level) {
   return ZSTD_estimateCCtxSize_usingCParams(ZSTD_getCParams(level, kMaxFrameRaw, 0));
@@ -36,8 +70,9 @@ LevelList levels_default() noexcept {
   l.levels[1] = {Method::Lz4, 0};
   l.levels[2] = {Method::Zstd, 1};
   l.levels[3] = {Method::Zstd, 3};
-  l.levels[4] = {Method::Zstd, 9};
-  l.count = 5;
+  l.levels[4] = {Method::Zstd, 6};
+  l.levels[5] = {Method::Zstd, 9};
+  l.count = 6;
   return l;
 }
 
@@ -97,11 +132,171 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept {
   return r > 0 && static_cast<size_t>(r) < kSampleSize * 9 / 10;
 }
 
-size_t rx_codec_size() noexcept { return align16(ZSTD_estimateDCtxSize()); }
+size_t tx_stream_codec_size(const LevelList& levels) noexcept {
+  size_t n = align16(sizeof(LZ4_stream_t)) + align16(static_cast<size_t>(LZ4_sizeofState())) + align16(kLz4Ring);
+  int z = max_zstd_level(levels);
+  size_t m = 0;
+  for (int lv = 1; lv <= z; ++lv) m = cstream_size_for(lv) > m ? cstream_size_for(lv) : m;
+  return n + align16(m);
+}
+
+bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept {
+  if (size < tx_stream_codec_size(levels)) return false;
+  auto* base = static_cast<uint8_t*>(mem);
+  c = TxStreamCodec{};
+  c.lz4 = base;
+  base += align16(sizeof(LZ4_stream_t));
+  c.lz4_sample = base;
+  base += align16(static_cast<size_t>(LZ4_sizeofState()));
+  c.lz4_ring = base;
+  base += align16(kLz4Ring);
+  c.max_zstd = max_zstd_level(levels);
+  if (c.max_zstd > 0) {
+    size_t room = size - static_cast<size_t>(base - static_cast<uint8_t*>(mem));
+    c.zcs = ZSTD_initStaticCStream(base, room);
+    if (!c.zcs) return false;
+  }
+  return true;
+}
+
+namespace {
+size_t lz4_stream(TxStreamCodec& c, const void* src, size_t n, void* dst, size_t cap, uint8_t* flags) {
+  auto* st = static_cast<LZ4_stream_t*>(c.lz4);
+  if (!c.lz4_open) {
+    LZ4_initStream(st, sizeof(LZ4_stream_t));
+    c.lz4_pos = 0;
+    c.lz4_open = true;
+    *flags |= kFlagNewStream;
+  }
+  // History must stay where it was compressed: the input goes through the ring, with
+  // the same wrap rule as the receiver's (codec_decompress_stream).
+  if (c.lz4_pos + n > kLz4Ring) c.lz4_pos = 0;
+  char* in = reinterpret_cast<char*>(c.lz4_ring) + c.lz4_pos;
+  std::memcpy(in, src, n);
+  int r = LZ4_compress_fast_continue(st, in, static_cast<char*>(dst), static_cast<int>(n), static_cast<int>(cap), 1);
+  if (r <= 0) {
+    c.lz4_open = false;
+    return 0;
+  }
+  c.lz4_pos += n;
+  return static_cast<size_t>(r);
+}
+
+size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void* dst, size_t cap, uint8_t* flags) {
+  auto* z = static_cast<ZSTD_CCtx*>(c.zcs);
+  if (!z || level < 1 || level > c.max_zstd) return 0;
+  if (c.zstd_level != level) {
+    c.zstd_level = 0;
+    if (!zstd_start(z, level)) return 0;
+    c.zstd_level = level;
+    *flags |= kFlagNewStream;
+  }
+  ZSTD_inBuffer in{src, n, 0};
+  ZSTD_outBuffer out{dst, cap, 0};
+  for (;;) {
+    size_t r = ZSTD_compressStream2(z, &out, &in, ZSTD_e_flush);
+    if (ZSTD_isError(r) || (r && out.pos == out.size)) {  // cannot happen with cap's bound: start afresh
+      c.zstd_level = 0;
+      return 0;
+    }
+    if (r == 0) return out.pos;
+  }
+}
+}  // namespace
+
+size_t stream_compress(TxStreamCodec& c, Level level, const void* src, size_t n, void* dst, size_t cap,
+                       uint8_t* flags) noexcept {
+  *flags = 0;
+  if (n == 0 || n > kMaxFrameRaw || cap < frame_wire_bound(static_cast<uint32_t>(n))) return 0;
+  if (level.method == Method::Lz4) return lz4_stream(c, src, n, dst, cap, flags);
+  if (level.method == Method::Zstd) return zstd_stream(c, level.param, src, n, dst, cap, flags);
+  return 0;
+}
+
+bool stream_sample_compressible(TxStreamCodec& c, const void* src, size_t n, unsigned keep_pct) noexcept {
+  if (n <= kSampleSize) return true;  // small: just try
+  const char* s = static_cast<const char*>(src) + (n - kSampleSize) / 2;
+  char out[kSampleOut];
+  int r = LZ4_compress_fast_extState(c.lz4_sample, s, out, static_cast<int>(kSampleSize),
+                                     static_cast<int>(sizeof out), 1);
+  return r > 0 && static_cast<size_t>(r) * 100 < kSampleSize * keep_pct;
+}
+
+size_t rx_codec_size() noexcept {
+  return align16(ZSTD_estimateDStreamSize(size_t{1} << kZstdWindowLog)) + align16(sizeof(LZ4_streamDecode_t)) +
+         align16(kLz4Ring);
+}
 
 bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept {
-  c.dctx = ZSTD_initStaticDCtx(mem, size);
-  return c.dctx != nullptr;
+  if (size < rx_codec_size()) return false;
+  auto* base = static_cast<uint8_t*>(mem);
+  c = RxCodec{};
+  c.lz4d = base;
+  base += align16(sizeof(LZ4_streamDecode_t));
+  c.lz4_ring = base;
+  base += align16(kLz4Ring);
+  size_t room = size - static_cast<size_t>(base - static_cast<uint8_t*>(mem));
+  auto* d = ZSTD_initStaticDStream(base, room);
+  c.dctx = d;
+  // A frame asking for a larger window than the workspace holds is refused (corrupt).
+  return d && !ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, kZstdWindowLog));
+}
+
+namespace {
+const uint8_t* zstd_stream_decode(RxCodec& c, uint8_t flags, const void* src, size_t wire_len, uint8_t* dst,
+                                  size_t raw_len) {
+  auto* d = static_cast<ZSTD_DCtx*>(c.dctx);
+  if (flags & kFlagNewStream) {
+    ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
+    c.zstd_open = true;
+  }
+  if (!c.zstd_open) return nullptr;
+  c.zstd_open = false;  // until this frame is known good
+  ZSTD_inBuffer in{src, wire_len, 0};
+  ZSTD_outBuffer out{dst, raw_len, 0};
+  for (;;) {
+    size_t in0 = in.pos, out0 = out.pos;
+    size_t r = ZSTD_decompressStream(d, &out, &in);
+    if (ZSTD_isError(r)) return nullptr;
+    if (in.pos == in.size && out.pos == out.size) break;
+    if (in.pos == in0 && out.pos == out0) return nullptr;  // stuck: too little data or too much
+  }
+  // Nothing more may be waiting inside the decoder: the frame decodes to exactly raw_len.
+  uint8_t extra;
+  ZSTD_outBuffer more{&extra, 1, 0};
+  ZSTD_inBuffer none{src, 0, 0};
+  if (ZSTD_isError(ZSTD_decompressStream(d, &more, &none)) || more.pos) return nullptr;
+  c.zstd_open = true;
+  return dst;
+}
+
+const uint8_t* lz4_stream_decode(RxCodec& c, uint8_t flags, const void* src, size_t wire_len, size_t raw_len) {
+  auto* st = static_cast<LZ4_streamDecode_t*>(c.lz4d);
+  if (flags & kFlagNewStream) {
+    LZ4_setStreamDecode(st, nullptr, 0);
+    c.lz4_pos = 0;
+    c.lz4_open = true;
+  }
+  if (!c.lz4_open || raw_len > kMaxFrameRaw) return nullptr;
+  if (c.lz4_pos + raw_len > kLz4Ring) c.lz4_pos = 0;  // the sender's wrap rule
+  char* at = reinterpret_cast<char*>(c.lz4_ring) + c.lz4_pos;
+  int r = LZ4_decompress_safe_continue(st, static_cast<const char*>(src), at, static_cast<int>(wire_len),
+                                       static_cast<int>(raw_len));
+  if (r < 0 || static_cast<size_t>(r) != raw_len) {
+    c.lz4_open = false;
+    return nullptr;
+  }
+  c.lz4_pos += raw_len;
+  return reinterpret_cast<uint8_t*>(at);
+}
+}  // namespace
+
+const uint8_t* codec_decompress_stream(RxCodec& c, Method method, uint8_t flags, const void* src, size_t wire_len,
+                                       uint8_t* dst, size_t raw_len) noexcept {
+  if (raw_len == 0 || raw_len > kMaxFrameRaw || wire_len == 0) return nullptr;
+  if (method == Method::Zstd) return zstd_stream_decode(c, flags, src, wire_len, dst, raw_len);
+  if (method == Method::Lz4) return lz4_stream_decode(c, flags, src, wire_len, raw_len);
+  return nullptr;
 }
 
 bool codec_decompress(RxCodec& c, Method method, const void* src, size_t wire_len, void* dst,

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Compression levels (none, lz4, zstd:N) and the codecs behind them, on fixed
-// workspaces: after *_init nothing allocates (zstd static contexts, lz4 extState).
-// Pure: no I/O. libzstd/liblz4 are linked dynamically (docs/compression.md).
+// workspaces: after *_init nothing allocates (zstd static contexts, lz4 extState and
+// streams). Two kinds: one-shot (wire v1 frames, calibration, the sampler) and
+// streaming (wire v2: each connection keeps a window across frames, so small writes
+// compress like one stream). Pure: no I/O. libzstd/liblz4 are linked dynamically.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -22,7 +24,10 @@ struct LevelList {
   uint8_t count;
 };
 
-// The default list: none, lz4, zstd:1, zstd:3, zstd:9.
+// The default list: none, lz4, zstd:1, zstd:3, zstd:6, zstd:9. zstd:6 (issue 12): with
+// a 1 MiB window it gains ~8% over zstd:3 on text at half its speed, which a cap of
+// 10 MiB/s leaves time for; without it the ladder jumped from zstd:3 to a zstd:9 that
+// is CPU-bound at any cap above ~5 MiB/s.
 LevelList levels_default() noexcept;
 
 // Parses "none,lz4,zstd:1,zstd:3,zstd:9" (order kept; must be ordered by cost;
@@ -52,9 +57,58 @@ size_t codec_compress(TxCodec& c, Level level, const void* src, size_t n, void* 
 // @return true if the sample shrinks enough for compression to be worth trying.
 bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 
+// ---- Streaming (wire v2) ----
+// zstd's window: 2 MiB (zstd:3's own for large inputs, what `zstd --adapt` has). On
+// the bench's text (Debian changelogs) zstd:3 gains 3.42x with 128 KiB, 3.76x with
+// 256 KiB, 3.89x with 1 MiB, 3.92x with 2 MiB; on their .gz files (LOW) it saves 0%,
+// 4% and 9% with 128 KiB, 1 MiB and 2 MiB (repeats across files). The match tables
+// of every level are capped at 2^17 entries (kZstdTableLog): they, not the window,
+// make zstd:9's context large (14 MiB with its own), for ~2% of ratio. Memory per
+// connection: docs/compression.md.
+inline constexpr int kZstdWindowLog = 21;
+inline constexpr unsigned kZstdTableLog = 17;
+// lz4's history ring, the same on both sides (LZ4's "synchronized" ring mode). A frame
+// that does not fit at the end goes to the start; it must not overlap the 64 KiB of
+// history before the wrap (the encoder reads that history while compressing it), so
+// the ring holds 64 KiB + two whole frames.
+inline constexpr size_t kLz4Ring = 64 * 1024 + 2 * kMaxFrameRaw + 64;
+
+struct TxStreamCodec {
+  void* zcs;       // ZSTD_CCtx* (static, streaming), nullptr if no zstd level
+  int max_zstd;
+  int zstd_level;  // level of the open zstd frame; 0: none (the next frame starts one)
+  void* lz4;       // LZ4_stream_t*
+  void* lz4_sample;  // LZ4 extState for the sampler (never touches the stream)
+  uint8_t* lz4_ring;
+  size_t lz4_pos;
+  bool lz4_open;
+};
+
+size_t tx_stream_codec_size(const LevelList& levels) noexcept;
+bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept;
+
+// Compresses src[0..n) at `level` as the next frame of that codec's stream, into dst
+// (cap >= frame_wire_bound(n)); sets kFlagNewStream in *flags if the frame starts a
+// new stream (the first one, or zstd at another level: single-threaded zstd cannot
+// change level inside a frame, so the history is dropped). The result may be larger
+// than n (it must be sent: the stream has taken the bytes).
+// @return payload size, or 0 if it failed (the stream is reset: send the chunk raw).
+size_t stream_compress(TxStreamCodec& c, Level level, const void* src, size_t n, void* dst, size_t cap,
+                       uint8_t* flags) noexcept;
+
+// The sampler on the streaming codec's own lz4 state: does a ~4 KiB sample of src
+// shrink below `keep_pct` percent?
+bool stream_sample_compressible(TxStreamCodec& c, const void* src, size_t n, unsigned keep_pct) noexcept;
+
 // ---- Receiver side ----
+// One per connection, for v1 (one-shot) and v2 (streaming) frames alike.
 struct RxCodec {
-  void* dctx;  // ZSTD_DCtx*
+  void* dctx;  // ZSTD_DCtx* (static, streaming; v1 frames use it one-shot)
+  bool zstd_open;
+  void* lz4d;  // LZ4_streamDecode_t*
+  uint8_t* lz4_ring;
+  size_t lz4_pos;
+  bool lz4_open;
 };
 
 size_t rx_codec_size() noexcept;
@@ -64,5 +118,12 @@ bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept;
 // @return true on success; false on any corruption (dst contents then undefined).
 bool codec_decompress(RxCodec& c, Method method, const void* src, size_t wire_len, void* dst,
                       size_t raw_len) noexcept;
+
+// Decodes a v2 frame's payload (a compressed method) into exactly raw_len bytes,
+// continuing the connection's stream: zstd into dst (>= raw_len bytes), lz4 into its
+// ring. @return where the raw_len decoded bytes are, or nullptr on any corruption
+// (then the stream needs kFlagNewStream to go on: in practice the connection is reset).
+const uint8_t* codec_decompress_stream(RxCodec& c, Method method, uint8_t flags, const void* src, size_t wire_len,
+                                       uint8_t* dst, size_t raw_len) noexcept;
 
 }  // namespace bonsai::compress

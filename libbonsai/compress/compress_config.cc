@@ -58,6 +58,7 @@ bool config_from_env(CompressConfig& cfg) noexcept {
   cfg = CompressConfig{};
   cfg.levels = levels_default();
   cfg.policy = PolicyConfig{PolicyKind::Datarate, 0, kDefaultPeriodNs, kDefaultAlpha};
+  cfg.mem_cap = kDefaultMemCap;
   if (const char* t = option_env(Opt::compress_to); t && *t)
     if (const char* err = dests_parse(t, cfg))
       blog(LogLevel::Error, "BONSAI_COMPRESS_TO: %s in '%s'; not compressing", err, t);
@@ -82,6 +83,11 @@ bool config_from_env(CompressConfig& cfg) noexcept {
     double a = std::strtod(t, nullptr);
     if (a > 0 && a < 1) cfg.policy.alpha = a;
     else blog(LogLevel::Warn, "BONSAI_COMPRESS_ALPHA: want 0..1, got '%s'", t);
+  }
+  if (const char* t = option_env(Opt::compress_mem_mib); t && *t) {
+    long mib = std::strtol(t, nullptr, 10);
+    if (mib > 0 && mib <= (1L << 24)) cfg.mem_cap = static_cast<uint64_t>(mib) << 20;
+    else blog(LogLevel::Warn, "BONSAI_COMPRESS_MEM_MIB: want 1..16777216, got '%s'", t);
   }
   return cfg.nto > 0 || cfg.accept;
 }

@@ -26,7 +26,9 @@ struct CompressConfig {
   bool accept;
   LevelList levels;
   PolicyConfig policy;
+  uint64_t mem_cap;  // bytes of workspaces mapped in all (BONSAI_COMPRESS_MEM_MIB)
 };
+inline constexpr uint64_t kDefaultMemCap = uint64_t{16384} << 20;
 
 // Parses "127.0.0.1:9000,10.0.0.0/8:*,[::1]:*" into cfg.to.
 // @return nullptr, or what is wrong.

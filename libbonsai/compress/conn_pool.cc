@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include "compress/calibrator.h"
 #include "sys/raw_syscall.h"
 
 namespace bonsai::compress {
@@ -24,6 +25,23 @@ constinit pthread_mutex_t g_pool_mu = PTHREAD_MUTEX_INITIALIZER;
 constinit Conn* g_free = nullptr;  // under g_pool_mu
 constinit unsigned g_nslabs = 0;   // under g_pool_mu
 constinit ConnTotals g_closed{};
+constinit std::atomic<uint64_t> g_mem_cap{UINT64_MAX};
+constinit std::atomic<uint64_t> g_mem_mapped{0};
+
+// Maps a connection's workspace if the cap allows it.
+void* map_workspace(size_t n) {
+  uint64_t had = g_mem_mapped.fetch_add(n, std::memory_order_relaxed);
+  if (had + n > g_mem_cap.load(std::memory_order_relaxed)) {
+    g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
+    return nullptr;
+  }
+  return p;
+}
 
 void* map(size_t n) {
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -133,10 +151,13 @@ void conn_release_if_idle(Conn* c) noexcept {
   pthread_mutex_unlock(&c->tx_mu);
 }
 
+void pool_set_mem_cap(uint64_t bytes) noexcept { g_mem_cap.store(bytes, std::memory_order_relaxed); }
+uint64_t pool_mem_mapped() noexcept { return g_mem_mapped.load(std::memory_order_relaxed); }
+
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept {
   size_t need = tx_stream_size(*levels) + kMaxFrameRaw;
   if (!c->tx_mem) {
-    c->tx_mem = map(need);
+    c->tx_mem = map_workspace(need);
     if (!c->tx_mem) return false;
     c->tx_size = need;
   }
@@ -150,7 +171,7 @@ bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy
 bool conn_rx_enable(Conn* c) noexcept {
   size_t need = rx_stream_size();
   if (!c->rx_mem) {
-    c->rx_mem = map(need);
+    c->rx_mem = map_workspace(need);
     if (!c->rx_mem) return false;
     c->rx_size = need;
   }
@@ -174,6 +195,7 @@ void conn_update_tx_pending(Conn* c) noexcept {
 void pool_after_fork() noexcept {
   pthread_mutex_init(&g_pool_mu, nullptr);
   g_tx_pending_conns.store(0, std::memory_order_relaxed);
+  calibrator_after_fork();
   for (unsigned k = 0; k < kConnSlabs; ++k) {
     Conn* s = g_conn_slabs[k].load(std::memory_order_relaxed);
     if (!s) break;

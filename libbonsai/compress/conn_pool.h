@@ -70,6 +70,12 @@ inline void conn_unlocked(Conn* c) noexcept;
 // @return true if fd still holds the socket c was set up for (one fstat).
 bool conn_verify(const Conn* c, int fd) noexcept;
 
+// Caps the bytes of workspaces mapped in all (default: unlimited). Workspaces are
+// kept for reuse, so this bounds the pool's memory; past it enabling fails.
+void pool_set_mem_cap(uint64_t bytes) noexcept;
+// @return bytes of workspaces mapped so far.
+uint64_t pool_mem_mapped() noexcept;
+
 // Sets up the sending half (workspace mapped on first use). @return success.
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept;
 // Sets up the receiving half. @return success.

@@ -27,10 +27,11 @@ int step(const DatarateState& s, bool up) {
 // While a level's back-off is short, the model may veto a probe: upward if it
 // predicts any loss, downward if it predicts a clear one. Longer back-offs probe
 // regardless, so a wrong model cannot hide the best level for ever.
-bool worth_probing(const DatarateState& s, const CostModel& m, int to) {
+bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
   double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
   if (here == 0 || there == 0) return true;  // unknown: Algorithm 1 as is
+  if (cdr < kModelTrust * here) return true;  // the model is wrong about this level
   return to > s.ccl ? there >= here : there >= here * (1 - kDownGate);
 }
 void reward(DatarateState& s, int level) {
@@ -53,6 +54,9 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     s.pdr = cdr;
     int best = model_best(m);
     if (best != s.ccl) move(s, best, cdr);
+    // The model assumes compression hides behind the bucket's refill, so it errs
+    // upwards: the first probe after its pick goes to the cheaper neighbour.
+    s.inc = false;
     return s.ccl;
   }
   s.c += 1;  // 2
@@ -80,7 +84,7 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
   if (d <= tol && -d <= tol) {  // 4: stable
     if (s.c >= (1u << s.bck[s.ccl])) {  // 6: back-off over: probe a neighbour
       int n = step(s, s.inc);
-      if (n != s.ccl && worth_probing(s, m, n)) {
+      if (n != s.ccl && worth_probing(s, m, n, cdr)) {
         move(s, n, cdr);
       } else {  // the model rules the neighbour out: count it as a failed probe
         reward(s, s.ccl);

@@ -15,6 +15,9 @@ inline constexpr uint8_t kMaxBackoff = 6;    // probes at least every 2^6 period
 inline constexpr uint8_t kGateBackoff = 4;   // the model may veto probes below this back-off
 inline constexpr double kTieMargin = 0.02;   // a dearer level must be 2% better to be kept
 inline constexpr double kDownGate = 0.05;    // a cheaper level predicted 5% worse is not probed
+// A level measured below this share of its predicted rate shows the model wrong there
+// (CPU taken by other processes, compression not hidden by the bucket): no veto.
+inline constexpr double kModelTrust = 0.85;
 
 struct DatarateState {
   uint8_t ccl;      // current level index

@@ -6,12 +6,16 @@
 namespace bonsai::compress {
 namespace {
 double ewma(double old, double v, bool have) { return have ? 0.5 * old + 0.5 * v : v; }
+double clamp(double v, double lo, double hi) { return v < lo ? lo : v > hi ? hi : v; }
+// How far a stream may be from one-shot calibration (history gains; flush costs).
+constexpr double kGainMin = 0.5, kGainMax = 8.0;
 }  // namespace
 
 void model_init(CostModel& m, uint8_t nlevels) noexcept {
   m = CostModel{};
   m.nlevels = nlevels ? (nlevels > kMaxLevels ? kMaxLevels : nlevels) : 1;
   m.level[0] = LevelModel{1.0, 0.0, true};
+  m.hist_gain = m.cpu_gain = 1.0;
 }
 
 void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns) noexcept {
@@ -26,7 +30,13 @@ void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint
 void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
                    uint64_t blocked_ns, uint64_t cpu_ns) noexcept {
   if (level >= m.nlevels || app == 0 || wire == 0 || busy_ns == 0) return;
-  (void)level;  // levels are learnt from calibration only: all from the same data
+  const LevelModel& l = m.level[level];
+  if (level > 0 && l.known && cpu_ns > 0 && l.cpu_ns_byte > 0) {  // a stream ran: correct the samples
+    double ratio = static_cast<double>(app) / static_cast<double>(wire);
+    double cpu = static_cast<double>(cpu_ns) / static_cast<double>(app);
+    m.hist_gain = clamp(ewma(m.hist_gain, ratio / l.ratio, true), kGainMin, kGainMax);
+    m.cpu_gain = clamp(ewma(m.cpu_gain, cpu / l.cpu_ns_byte, true), kGainMin, kGainMax);
+  }
   uint64_t other = busy_ns > cpu_ns + blocked_ns ? busy_ns - cpu_ns - blocked_ns : 0;
   double send = static_cast<double>(other) / static_cast<double>(wire);
   m.send_ns_byte = ewma(m.send_ns_byte, send, m.send_ns_byte > 0);
@@ -40,9 +50,11 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
 double model_rate(const CostModel& m, uint8_t level) noexcept {
   if (level >= m.nlevels || !m.level[level].known) return 0;
   const LevelModel& l = m.level[level];
-  double t = l.cpu_ns_byte + m.send_ns_byte / l.ratio;  // ns per application byte
+  double ratio = level ? l.ratio * m.hist_gain : 1.0, cpu = level ? l.cpu_ns_byte * m.cpu_gain : 0.0;
+  if (ratio < 1) ratio = 1;
+  double t = cpu + m.send_ns_byte / ratio;  // ns per application byte
   if (m.wire_bps > 0) {
-    double link = 1e9 / (l.ratio * m.wire_bps);
+    double link = 1e9 / (ratio * m.wire_bps);
     if (link > t) t = link;
   }
   return t > 0 ? 1e9 / t : 1e18;

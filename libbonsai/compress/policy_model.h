@@ -21,6 +21,11 @@ struct CostModel {
   LevelModel level[kMaxLevels];  // level[0] is "none": ratio 1, no CPU
   double wire_bps;     // link rate seen while the cap bound (wire bytes/s); 0: never bound
   double send_ns_byte; // unblocked send path per wire byte (syscalls, copies, full socket)
+  // Streams (wire v2) compress with history and pay a flush per write, which one-shot
+  // calibration does not see: what the stream achieved at the current level over what
+  // calibration predicted for it, applied to every compressing level. 1: none seen.
+  double hist_gain;    // ratio achieved / ratio sampled
+  double cpu_gain;     // CPU per byte spent / CPU per byte sampled
 };
 
 // The share of a period's time spent waiting for the bucket above which the cap binds.
@@ -34,7 +39,8 @@ void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint
 
 // One measuring period at `level`: totals of its chunks. Updates the send cost and
 // (if the bucket bound) the link rate. Levels are learnt from calibration samples
-// only, so that all of them describe the same data.
+// only, so that all of them describe the same data; a period at a compressing level
+// corrects them all by what the stream achieved (hist_gain, cpu_gain).
 void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
                    uint64_t blocked_ns, uint64_t cpu_ns) noexcept;
 

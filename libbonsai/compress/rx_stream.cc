@@ -36,6 +36,7 @@ Step parse(RxStream& s, const char** why) {
       *why = hm == HeaderMatch::BadVersion ? "unsupported wire version" : "bad stream header";
       return Step::Corrupt;
     }
+    s.version = p[7];
     s.in_beg += kStreamHeaderSize;
     s.need_stream_header = false;
     return Step::Progress;
@@ -43,7 +44,7 @@ Step parse(RxStream& s, const char** why) {
   if (s.raw_left || s.out_pos < s.out_len) return Step::NeedMore;  // caller serves those first
   if (avail < kFrameHeaderSize) return Step::NeedMore;
   FrameHeader h;
-  if (!frame_header_parse(p, h)) {
+  if (!frame_header_parse(p, h, s.version)) {
     *why = "bad frame header";
     return Step::Corrupt;
   }
@@ -53,7 +54,14 @@ Step parse(RxStream& s, const char** why) {
     return Step::Progress;
   }
   if (avail < kFrameHeaderSize + h.wire_len) return Step::NeedMore;
-  if (!codec_decompress(s.codec, h.method, p + kFrameHeaderSize, h.wire_len, s.out, h.raw_len)) {
+  const uint8_t* payload = p + kFrameHeaderSize;
+  s.dec = s.out;
+  if (s.version == kWireVersionOld) {
+    if (!codec_decompress(s.codec, h.method, payload, h.wire_len, s.out, h.raw_len)) s.dec = nullptr;
+  } else {
+    s.dec = codec_decompress_stream(s.codec, h.method, h.flags, payload, h.wire_len, s.out, h.raw_len);
+  }
+  if (!s.dec) {
     *why = "corrupt frame payload";
     return Step::Corrupt;
   }
@@ -66,7 +74,7 @@ Step parse(RxStream& s, const char** why) {
 // Copies buffered bytes (decoded, or a raw frame's payload) into iov at `got`.
 size_t serve(RxStream& s, const iovec* iov, int cnt, size_t got, size_t want, bool peek) {
   if (s.out_pos < s.out_len) {
-    size_t n = iov_copy_in(iov, cnt, got, s.out + s.out_pos, want - got < s.out_len - s.out_pos ? want - got : s.out_len - s.out_pos);
+    size_t n = iov_copy_in(iov, cnt, got, s.dec + s.out_pos, want - got < s.out_len - s.out_pos ? want - got : s.out_len - s.out_pos);
     if (!peek) s.out_pos += n;
     return n;
   }
@@ -137,6 +145,7 @@ bool rx_stream_init(RxStream& s, void* mem, size_t size) noexcept {
   auto* base = static_cast<uint8_t*>(mem);
   s.in = base;
   s.out = base + align64(kRxInCap);
+  s.dec = s.out;
   s.need_stream_header = true;
   size_t used = align64(kRxInCap) + align64(kMaxFrameRaw);
   return rx_codec_init(s.codec, base + used, size - used);
@@ -146,7 +155,7 @@ bool rx_pending(const RxStream& s) noexcept {
   if (s.error || s.out_pos < s.out_len || (s.raw_left && in_avail(s) >= s.raw_left)) return true;
   if (s.raw_left || s.need_stream_header || in_avail(s) < kFrameHeaderSize) return false;
   FrameHeader h;
-  if (!frame_header_parse(s.in + s.in_beg, h)) return true;  // the error is waiting
+  if (!frame_header_parse(s.in + s.in_beg, h, s.version)) return true;  // the error is waiting
   return in_avail(s) >= kFrameHeaderSize + h.wire_len;  // a whole frame (raw: wire_len == raw_len)
 }
 

@@ -14,15 +14,17 @@
 namespace bonsai::compress {
 
 // Wire bytes buffered at most: a stream header plus one whole frame.
-inline constexpr size_t kRxInCap = kStreamHeaderSize + kFrameHeaderSize + kMaxFrameRaw;
+inline constexpr size_t kRxInCap = kMaxFrameBytes;
 
 struct RxStream {
   uint8_t* in;  // kRxInCap bytes of wire data, [in_beg, in_end) unparsed
   size_t in_beg, in_end;
-  uint8_t* out;  // decoded bytes, [out_pos, out_len) not yet read
+  uint8_t* out;        // kMaxFrameRaw bytes: zstd decodes here
+  const uint8_t* dec;  // the decoded frame (in `out` or the lz4 ring), [out_pos, out_len) not yet read
   size_t out_pos, out_len;
   uint32_t raw_left;  // payload bytes of the current raw frame not yet read
   bool need_stream_header;
+  uint8_t version;  // the stream's wire version (1: self-contained frames, 2: streams)
   int error;  // errno every read returns once the stream is broken (0: fine)
   RxCodec codec;
   uint64_t app_bytes, wire_bytes;

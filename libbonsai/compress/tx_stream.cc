@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "compress/calibrator.h"
 #include "compress/wire_format.h"
 #include "log/blog.h"
 
@@ -13,7 +14,13 @@ namespace {
 
 constexpr int kMaxSlices = 64;     // a chunk spread over more iovecs is gathered into `stage`
 constexpr uint32_t kMaxSkip = 16;  // an incompressible stream is re-sampled every 16 chunks at least
-constexpr size_t kSampleChunk = 16384;  // calibration needs a chunk at least this large
+// Calibration needs a chunk at least this large. Small chunks calibrate too (their
+// one-shot ratio is low; the model corrects it by what the stream achieves).
+constexpr size_t kSampleChunk = 2048;
+// A compressed frame that saves less than this (per mille) counts as a miss for the
+// incompressible-data guard.
+constexpr size_t kMissPerMille = 990;
+constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
@@ -113,39 +120,96 @@ void gather(const iovec* iov, int cnt, size_t pos, size_t len, uint8_t* dst) {
   }
 }
 
-// Decides whether to try compressing this chunk (the incompressible-data guard).
+// The cap binds when at least kBindingShare of recent busy time was spent waiting.
+bool cap_binds(const TxStream& s) {
+  return static_cast<double>(s.link_blocked_ns) >= kBindingShare * static_cast<double>(s.link_busy_ns) &&
+         s.link_blocked_ns > 0;
+}
+
+// A chunk that did not compress: back off (sample 1 chunk in up to kMaxSkip).
+void miss(TxStream& s) {
+  if (s.skip_streak < 31) ++s.skip_streak;
+  uint32_t skip = s.skip_streak >= 5 ? kMaxSkip : (1u << s.skip_streak) - 1;
+  s.skip_left = skip > kMaxSkip ? kMaxSkip : skip;
+}
+
+// Decides whether to try compressing this chunk (the incompressible-data guard). Where
+// the byte cap binds, every byte saved is application data gained and the CPU would
+// otherwise wait: every chunk is compressed (data zstd shrinks by 11% is compressed,
+// though lz4's sample of it barely shrinks).
+// Elsewhere (CPU or socket bound) a 4 KiB lz4 sample must shrink by 10% first.
 bool worth_trying(TxStream& s, const void* src, size_t len) {
+  // Bound: no back-off either. The CPU would wait anyway, and a chunk sent raw is also
+  // missing from the stream's history: on the LOW set (.gz files, 9% saved by matches
+  // across files) skipping the chunks that saved <1% lost most of the gain. If
+  // compressing makes the sender CPU-bound, the cap stops binding and the back-off is
+  // back.
+  if (cap_binds(s)) return true;
   if (s.skip_left) {
     --s.skip_left;
     return false;
   }
-  if (codec_sample_compressible(s.codec, src, len)) return true;
-  if (s.skip_streak < 31) ++s.skip_streak;
-  uint32_t skip = s.skip_streak >= 5 ? kMaxSkip : (1u << s.skip_streak) - 1;
-  s.skip_left = skip > kMaxSkip ? kMaxSkip : skip;
+  if (stream_sample_compressible(s.codec, src, len, 90)) return true;
+  miss(s);
   return false;
 }
 
-// Calibration for the datarate policy's model: compresses one chunk at every level
-// (into s.out) and reports ratio and time per level. Incompressible-looking data is
-// reported as not compressing at any level, without compressing it.
+// Calibration for the datarate policy's model: compresses one chunk at a level
+// (one-shot, on the process's shared calibrator: the connection's streams are not
+// touched) and reports ratio and time. Skipped if another connection is calibrating.
+// Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
+// cannot tell what zstd gains on slightly compressible data. The first round (and one
+// after the data changed) does every level at once, since the policy decides on it
+// next; later rounds do one level per chunk, so that no chunk is held up longer than
+// the bucket's depth (10 ms) hides at a binding cap (all levels at once cost ~25 ms).
 void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
-  bool compressible = codec_sample_compressible(s.codec, src, len);
-  for (uint8_t l = 1; l < s.levels->count; ++l) {
+  Calibrator* cal = calibrator_try_acquire(*s.levels);
+  if (!cal) return;
+  bool all = !s.policy.sampled;
+  uint8_t first = all || !s.cal_next ? 1 : s.cal_next;
+  uint8_t last = all ? static_cast<uint8_t>(s.levels->count - 1) : first;
+  for (uint8_t l = first; l <= last && l < s.levels->count; ++l) {
     uint64_t c = len, best_ns = 0, t1 = io.now_ns();
     // Twice, keeping the faster: the first run after a change of level also pays
     // zstd's table set-up, which a steady sender at that level does not.
-    for (int pass = 0; pass < (compressible ? 2 : 1); ++pass) {
+    for (int pass = 0; pass < 2; ++pass) {
       uint64_t t0 = io.now_ns();
-      if (compressible) {
-        size_t n = codec_compress(s.codec, s.levels->levels[l], src, len, s.out, kMaxFrameRaw);
-        c = n ? n : len;
-      }
+      size_t n = codec_compress(cal->codec, s.levels->levels[l], src, len, cal->out, kMaxFrameWire);
+      c = n ? n : len;
       t1 = io.now_ns();
       if (pass == 0 || t1 - t0 < best_ns) best_ns = t1 - t0;
     }
     policy_on_sample(s.policy, l, len, c, best_ns, t1);
   }
+  s.cal_next = last + 1 < s.levels->count ? static_cast<uint8_t>(last + 1) : 0;
+  calibrator_release();
+}
+
+// Whether this chunk calibrates (a round in progress, or the policy asks for one).
+// Unbound at `none`, the model only has to keep showing that compressing is slower:
+// a round every kIdleResample is enough (a round costs ~20 ms of a core with zstd:6
+// and zstd:9 in the list, 1-2% of an uncapped sender's time at one a second).
+bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
+  if (len < kSampleChunk) return false;
+  if (s.cal_next) return true;
+  if (s.policy.sampled && s.policy.level == 0 && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
+    return false;
+  return policy_wants_sample(s.policy, now_ns);
+}
+
+// Compresses the chunk at `level` as the next frame of the connection's stream.
+// @return the payload size (into s.out; *flags for the header), or 0: send it raw.
+size_t compress_chunk(TxStream& s, Level level, const void* src, size_t len, uint8_t* flags) {
+  size_t c = stream_compress(s.codec, level, src, len, s.out, kMaxFrameWire, flags);
+  if (c && c * 1000 < len * kMissPerMille) s.skip_streak = 0;
+  else miss(s);  // sent anyway if c > 0: the stream has taken the bytes
+  return c;
+}
+
+// Decaying sums of a chunk's busy and waiting time (half-life ~8 chunks).
+void note_link(TxStream& s, uint64_t busy_ns, uint64_t blocked_ns) {
+  s.link_busy_ns = s.link_busy_ns - s.link_busy_ns / 8 + busy_ns;
+  s.link_blocked_ns = s.link_blocked_ns - s.link_blocked_ns / 8 + blocked_ns;
 }
 
 // Sends the send buffer's bytes (see tx_flush), adding waits to *blocked.
@@ -164,6 +228,7 @@ int flush_pending(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int 
 
 // Copies what is left of v[0..cnt) into the empty send buffer.
 void keep_rest(TxStream& s, const iovec* v, int cnt) {
+  static_assert(kPendSize >= kMaxFrameBytes, "the send buffer holds any one frame whole");
   size_t n = 0;
   for (int i = 0; i < cnt; ++i) {
     std::memcpy(s.pend + n, v[i].iov_base, v[i].iov_len);
@@ -182,7 +247,7 @@ int tx_flush(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int flags
 }
 
 size_t tx_stream_size(const LevelList& levels) noexcept {
-  return 2 * align64(kMaxFrameRaw) + align64(kPendSize) + align64(tx_codec_size(levels));
+  return align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(kPendSize) + align64(tx_stream_codec_size(levels));
 }
 
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
@@ -192,11 +257,11 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
   auto* base = static_cast<uint8_t*>(mem);
   s.levels = levels;
   s.out = base;
-  s.stage = base + align64(kMaxFrameRaw);
+  s.stage = base + align64(kMaxFrameWire);
   s.pend = s.stage + align64(kMaxFrameRaw);
   policy_init(s.policy, policy, levels->count);
-  size_t used = 2 * align64(kMaxFrameRaw) + align64(kPendSize);
-  return tx_codec_init(s.codec, base + used, size - used, *levels);
+  size_t used = align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(kPendSize);
+  return tx_stream_codec_init(s.codec, base + used, size - used, *levels);
 }
 
 ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,
@@ -235,7 +300,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
     if (pos) t0 = io.now_ns();
-    bool sample = len >= kSampleChunk && policy_wants_sample(s.policy, t0);
+    bool sample = wants_calibration(s, len, t0);
     iovec v[kMaxSlices + 2];
     int nv = 0;
     uint8_t shdr[kStreamHeaderSize];
@@ -263,16 +328,15 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     uint64_t cpu_ns = 0;
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {
       uint64_t c0 = io.now_ns();
-      size_t c = codec_compress(s.codec, level, payload[0].iov_base, len, s.out, kMaxFrameRaw);
+      size_t c = compress_chunk(s, level, payload[0].iov_base, len, &h.flags);
       cpu_ns = io.now_ns() - c0;
       if (c) {
         h.method = level.method;
         h.wire_len = static_cast<uint32_t>(c);
         payload[0] = {s.out, c};
         ns = 1;
-        s.skip_streak = 0;
-      } else if (s.skip_streak < 31) {
-        ++s.skip_streak;
+      } else {
+        h.flags = 0;
       }
     }
     frame_header_write(fhdr, h);
@@ -300,6 +364,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     s.frames[static_cast<unsigned>(h.method)]++;
     s.level_chunks[lvl]++;
     uint64_t t1 = io.now_ns();
+    note_link(s, t1 - t0, blocked);
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns});
     if (next != lvl && blog_enabled(LogLevel::Debug))
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The sending half of a compressed connection: cuts the application's bytes into
-// chunks, compresses each at the level the policy picks (small and incompressible
-// chunks go raw), and sends the stream header and frames in full.
+// chunks, compresses each at the level the policy picks as the next frame of the
+// connection's codec stream (history across writes; tiny and incompressible chunks go
+// raw), and sends the stream header and frames in full.
 // Works in a fixed workspace: nothing allocates after tx_stream_init.
 #pragma once
 #include <cstddef>
@@ -13,14 +14,16 @@
 
 namespace bonsai::compress {
 
-// Writes below this go out as raw frames without trying to compress (AdOC).
-inline constexpr size_t kSmallWrite = 1024;
+// Writes below this go out as raw frames without trying to compress. With history
+// (wire v2) a 100-byte write of text compresses; below 64 bytes the frame header and
+// zstd's block header eat the gain.
+inline constexpr size_t kSmallWrite = 64;
 
 struct TxStream {
   const LevelList* levels;
   PolicyState policy;
-  TxCodec codec;
-  uint8_t* out;    // compressed payload, kMaxFrameRaw bytes
+  TxStreamCodec codec;
+  uint8_t* out;    // compressed payload, kMaxFrameWire bytes
   uint8_t* stage;  // a chunk gathered from several iovecs, kMaxFrameRaw bytes
   // The send buffer: the unsent tail of at most one frame (stream header, frame
   // header, payload) that a non-blocking write took but the socket did not.
@@ -32,13 +35,16 @@ struct TxStream {
   int broken;        // errno of a failure that left a frame half-sent; 0 if none
   uint32_t skip_streak;  // consecutive chunks found incompressible
   uint32_t skip_left;    // chunks to send raw before sampling again
+  uint64_t link_busy_ns, link_blocked_ns;  // decaying sums: does the byte cap bind?
+  uint8_t cal_next;  // next level of a calibration round spread over chunks (0: none)
   uint64_t app_bytes, wire_bytes;
   uint64_t frames[kMethodCount];
   uint64_t level_chunks[kMaxLevels];
 };
 
-// The send buffer's capacity: one whole frame with the stream header.
-inline constexpr size_t kPendSize = kMaxFrameRaw + 64;
+// The send buffer's capacity: one whole frame with the stream header (a v2 frame may
+// be larger than its raw bytes: kMaxFrameBytes bounds it).
+inline constexpr size_t kPendSize = kMaxFrameBytes;
 
 // Workspace bytes for a sender with these levels (buffers and codec).
 size_t tx_stream_size(const LevelList& levels) noexcept;

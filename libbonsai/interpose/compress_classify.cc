@@ -37,7 +37,7 @@ void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
     return;
   }
   if (!conn_tx_enable(c, &g_cfg.levels, g_cfg.policy)) {
-    BONSAI_LOG_ONCE(LogLevel::Warn, "compression: no memory for a workspace; connection not compressed");
+    BONSAI_LOG_ONCE(LogLevel::Warn, "compression: no memory for a workspace (or BONSAI_COMPRESS_MEM_MIB reached); connection not compressed");
     conn_retire(c);
     return;
   }

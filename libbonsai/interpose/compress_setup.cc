@@ -30,6 +30,7 @@ void hooks_init() noexcept {
   if (config_from_env(g_cfg)) {
     // The descriptor table and the connection records are mapped as they are needed.
     stats_setup();
+    pool_set_mem_cap(g_cfg.mem_cap);
     g_tx_on = g_cfg.nto > 0;
     g_rx_on = g_cfg.accept;
     g_on = true;

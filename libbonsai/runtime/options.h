@@ -36,10 +36,11 @@ enum class OptType : uint8_t {
   X(debt_ns, "BONSAI_DEBT_NS", Duration, "2000000", "debt a bucket may run up before a caller sleeps it off")    \
   X(compress_to, "BONSAI_COMPRESS_TO", Text, "", "destinations whose connections are compressed")               \
   X(compress_accept, "BONSAI_COMPRESS_ACCEPT", Flag, "", "decode framed streams on accepted sockets")            \
-  X(compress_levels, "BONSAI_COMPRESS_LEVELS", Text, "none,lz4,zstd:1,zstd:3,zstd:9", "compression levels, cheapest first") \
+  X(compress_levels, "BONSAI_COMPRESS_LEVELS", Text, "none,lz4,zstd:1,zstd:3,zstd:6,zstd:9", "compression levels, cheapest first") \
   X(compress_policy, "BONSAI_COMPRESS_POLICY", Choice, "datarate", "how a connection's level is chosen")         \
   X(compress_period_ms, "BONSAI_COMPRESS_PERIOD_MS", Number, "200", "datarate's measuring period (busy time)") \
   X(compress_alpha, "BONSAI_COMPRESS_ALPHA", Number, "0.2", "datarate's tolerance")                             \
+  X(compress_mem_mib, "BONSAI_COMPRESS_MEM_MIB", Number, "16384", "compression workspaces in all; past it new connections go plain") \
   X(compress_stats, "BONSAI_COMPRESS_STATS", Path, "", "file that gets one JSON line of compression totals per process at exit")
 
 enum class Opt : uint8_t {

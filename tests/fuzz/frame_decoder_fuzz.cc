@@ -3,7 +3,10 @@
 // bytes, delivered in arbitrary pieces and read with arbitrary sizes, must decode
 // or fail with ECONNRESET; never crash, hang or read out of bounds. What is handed
 // out is always a prefix of what the whole, valid frames decode to (a reference
-// decode frame by frame): never a byte of a truncated or corrupt frame.
+// decode frame by frame, with its own codec state): never a byte of a truncated or
+// corrupt frame. Wire v1 and v2 (streams with history); to reach deep into v2's
+// streams, an input may also be an XOR mask over a valid v2 stream of lz4 and zstd
+// frames (new-stream and continuation frames, level changes).
 // Build: make fuzz (clang-14); `make test-fuzz` runs it for FUZZ_SECONDS (30).
 #include <cerrno>
 #include <cstdint>
@@ -39,6 +42,48 @@ uint8_t g_buf[1 << 18];
 constexpr size_t kRefCap = 4 << 20;  // bytes of reference output compared at most
 uint8_t g_ref[kRefCap + kMaxFrameRaw];
 
+uint8_t g_valid[1 << 19];  // a valid v2 stream (built once)
+size_t g_valid_len, g_valid_raw;
+
+// Encodes some text-like bytes as a v2 stream: lz4 and zstd frames at several levels,
+// of several sizes, with raw frames between.
+void build_valid() {
+  LevelList l = levels_default();
+  size_t sz = tx_stream_codec_size(l);
+  void* mem = std::aligned_alloc(64, (sz + 63) / 64 * 64);
+  TxStreamCodec c{};
+  if (!tx_stream_codec_init(c, mem, sz, l)) abort();
+  static uint8_t src[1 << 17], out[kMaxFrameWire];
+  uint32_t x = 1;
+  for (size_t i = 0; i < sizeof src; ++i) {
+    x = x * 1103515245 + 12345;
+    src[i] = static_cast<uint8_t>("the bonsai limits socket frames "[(x >> 16) % 32]);
+  }
+  stream_header_write(g_valid);
+  size_t at = kStreamHeaderSize, pos = 0;
+  static const uint8_t kLevels[] = {1, 1, 2, 2, 3, 0, 1, 3, 4, 2, 5, 1};
+  static const uint32_t kSizes[] = {100, 2000, 70, 9000, 40000, 300, 1, 5000, 65536, 700, 3000, 20000};
+  for (size_t k = 0; k < sizeof kLevels; ++k) {
+    uint32_t n = kSizes[k];
+    if (pos + n > sizeof src) pos = 0;
+    FrameHeader h{Method::Raw, n, n};
+    const uint8_t* payload = src + pos;
+    if (kLevels[k]) {
+      size_t w = stream_compress(c, l.levels[kLevels[k]], src + pos, n, out, sizeof out, &h.flags);
+      if (w) h.method = l.levels[kLevels[k]].method, h.wire_len = static_cast<uint32_t>(w), payload = out;
+      else h.flags = 0;
+    }
+    frame_header_write(g_valid + at, h);
+    std::memcpy(g_valid + at + kFrameHeaderSize, payload, h.wire_len);
+    at += kFrameHeaderSize + h.wire_len;
+    pos += n;
+  }
+  g_valid_len = at;
+  g_valid_raw = 0;
+  for (uint32_t n : kSizes) g_valid_raw += n;
+  std::free(mem);
+}
+
 // Decodes the whole valid frames of wire[0..n) into g_ref. @return bytes (<= kRefCap:
 // *capped set if there was more).
 size_t reference(const uint8_t* w, size_t n, bool* capped) {
@@ -46,13 +91,22 @@ size_t reference(const uint8_t* w, size_t n, bool* capped) {
   if (n < kStreamHeaderSize || stream_header_match(w, n) != HeaderMatch::Yes) return 0;
   RxCodec codec{};
   if (!rx_codec_init(codec, g_ref_mem, rx_codec_size())) abort();
+  uint8_t version = w[7];
+  static uint8_t dec[kMaxFrameRaw];
   size_t at = kStreamHeaderSize, out = 0;
   while (n - at >= kFrameHeaderSize) {
     FrameHeader h;
-    if (!frame_header_parse(w + at, h) || n - at - kFrameHeaderSize < h.wire_len) break;
+    if (!frame_header_parse(w + at, h, version) || n - at - kFrameHeaderSize < h.wire_len) break;
     const uint8_t* pl = w + at + kFrameHeaderSize;
-    if (h.method == Method::Raw) std::memcpy(g_ref + out, pl, h.raw_len);
-    else if (!codec_decompress(codec, h.method, pl, h.wire_len, g_ref + out, h.raw_len)) break;
+    if (h.method == Method::Raw) {
+      std::memcpy(g_ref + out, pl, h.raw_len);
+    } else if (version == kWireVersionOld) {
+      if (!codec_decompress(codec, h.method, pl, h.wire_len, g_ref + out, h.raw_len)) break;
+    } else {
+      const uint8_t* d = codec_decompress_stream(codec, h.method, h.flags, pl, h.wire_len, dec, h.raw_len);
+      if (!d) break;
+      std::memcpy(g_ref + out, d, h.raw_len);
+    }
     out += h.raw_len;
     at += kFrameHeaderSize + h.wire_len;
     if (out >= kRefCap) {
@@ -68,19 +122,30 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;
   if (!g_mem) g_mem = std::aligned_alloc(64, (rx_stream_size() + 63) / 64 * 64);
   if (!g_ref_mem) g_ref_mem = std::aligned_alloc(64, (rx_codec_size() + 63) / 64 * 64);
+  if (!g_valid_len) {
+    build_valid();
+    bool capped;
+    if (reference(g_valid, g_valid_len, &capped) != g_valid_raw) abort();  // the seed stream is valid
+  }
   RxStream s{};
   if (!rx_stream_init(s, g_mem, rx_stream_size())) abort();
   // Byte 0: piece size; byte 1: read size; byte 2 bit 0: prepend a valid stream header
-  // (so that the fuzzer reaches the frames quickly).
+  // (so that the fuzzer reaches the frames quickly), bit 1: of version 1 (else 2);
+  // bit 2: the rest is an XOR mask over a valid v2 stream (cut to its length).
   g_piece = 1 + size_t{data[0]} * 67;
   size_t read_size = 1 + size_t{data[1]} * 1021;
-  size_t n = 0;
-  if (data[2] & 1) {
-    stream_header_write(g_wire);
-    n = kStreamHeaderSize;
+  size_t n = 0, body;
+  if (data[2] & 4) {
+    body = size - 3 < g_valid_len ? size - 3 : g_valid_len;
+    for (size_t i = 0; i < body; ++i) g_wire[i] = g_valid[i] ^ data[3 + i];
+  } else {
+    if (data[2] & 1) {
+      stream_header_write(g_wire, data[2] & 2 ? kWireVersionOld : kWireVersion);
+      n = kStreamHeaderSize;
+    }
+    body = size - 3 < sizeof g_wire - n ? size - 3 : sizeof g_wire - n;
+    std::memcpy(g_wire + n, data + 3, body);
   }
-  size_t body = size - 3 < sizeof g_wire - n ? size - 3 : sizeof g_wire - n;
-  std::memcpy(g_wire + n, data + 3, body);
   g_src = g_wire;
   g_left = n + body;
   bool capped;

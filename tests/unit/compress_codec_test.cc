@@ -16,16 +16,28 @@ TEST_CASE("frame headers round-trip and reject invalid fields", "[compress]") {
   frame_header_write(b, h);
   REQUIRE(frame_header_parse(b, g));
   CHECK((g.method == Method::Zstd && g.raw_len == 1000 && g.wire_len == 400));
-  struct Case { Method m; uint32_t raw, wire; bool ok; } cases[] = {
-      {Method::Raw, 10, 10, true},          {Method::Raw, 10, 9, false},
-      {Method::Lz4, 10, 10, false},         {Method::Lz4, 10, 0, false},
-      {Method::Zstd, 0, 0, false},          {Method::Raw, kMaxFrameRaw + 1, kMaxFrameRaw + 1, false},
-      {Method::Lz4, kMaxFrameRaw, 5, true},
+  // v1 (self-contained frames): a compressed frame is strictly smaller than its data.
+  // v2 (streams): it may exceed it by the bound, and may carry kFlagNewStream.
+  struct Case { Method m; uint32_t raw, wire; uint8_t flags; bool ok_v1, ok_v2; } cases[] = {
+      {Method::Raw, 10, 10, 0, true, true},
+      {Method::Raw, 10, 9, 0, false, false},
+      {Method::Raw, 10, 10, kFlagNewStream, false, false},
+      {Method::Lz4, 10, 10, 0, false, true},
+      {Method::Lz4, 10, frame_wire_bound(10), 0, false, true},
+      {Method::Lz4, 10, frame_wire_bound(10) + 1, 0, false, false},
+      {Method::Lz4, 10, 0, 0, false, false},
+      {Method::Zstd, 0, 0, 0, false, false},
+      {Method::Raw, kMaxFrameRaw + 1, kMaxFrameRaw + 1, 0, false, false},
+      {Method::Lz4, kMaxFrameRaw, 5, 0, true, true},
+      {Method::Zstd, 100, 50, kFlagNewStream, false, true},
+      {Method::Zstd, 100, 50, 2, false, false},
   };
   for (const auto& c : cases) {
-    frame_header_write(b, FrameHeader{c.m, c.raw, c.wire});
-    CHECK(frame_header_parse(b, g) == c.ok);
+    frame_header_write(b, FrameHeader{c.m, c.raw, c.wire, c.flags});
+    CHECK(frame_header_parse(b, g, kWireVersionOld) == c.ok_v1);
+    CHECK(frame_header_parse(b, g, kWireVersion) == c.ok_v2);
   }
+  CHECK(frame_wire_bound(static_cast<uint32_t>(kMaxFrameRaw)) == kMaxFrameWire);
   frame_header_write(b, h);
   b[0] = 7;
   CHECK_FALSE(frame_header_parse(b, g));

@@ -31,7 +31,8 @@ struct Sim {
 
 // Runs `seconds` of simulated time. @return application bytes sent.
 uint64_t simulate(Sim& sim, const char* policy, double seconds, uint8_t* final_level = nullptr) {
-  LevelList l = levels_default();
+  LevelList l{};  // the five levels Sim models (the default list has zstd:6 too)
+  REQUIRE(levels_parse("none,lz4,zstd:1,zstd:3,zstd:9", l) == nullptr);
   PolicyConfig c{};
   REQUIRE(policy_parse(policy, l, c) == nullptr);
   PolicyState s{};
@@ -234,4 +235,22 @@ TEST_CASE("bonsaictl's compression checks agree with the library", "[compress]")
     CHECK_FALSE(compression_target_problem(bad).empty());
   }
   CHECK(compression_target_problem("::1:80").find("brackets") != std::string::npos);
+}
+
+TEST_CASE("cost model: a stream's ratio and CPU correct every level's calibration", "[compress]") {
+  CostModel m{};
+  model_init(m, 3);
+  model_sample(m, 1, 100000, 50000, 100000);  // one-shot: ratio 2, 1 ns/B
+  model_sample(m, 2, 100000, 40000, 300000);  // one-shot: ratio 2.5, 3 ns/B
+  // A period at level 1 where the bucket bound: the stream reached ratio 4 (history)
+  // at 2 ns/B (a flush per small write).
+  model_observe(m, 1, 10'000'000, 2'500'000, 1'000'000'000, 900'000'000, 20'000'000);
+  CHECK(m.hist_gain == Approx(1.5));  // half way to 2 (EWMA)
+  CHECK(m.cpu_gain == Approx(1.5));
+  CHECK(model_rate(m, 1) == Approx(2 * 1.5 * m.wire_bps));  // link-bound at the corrected ratio
+  CHECK(model_rate(m, 2) == Approx(2.5 * 1.5 * m.wire_bps));
+  CHECK(model_best(m) == 2);
+  // A period at none corrects nothing.
+  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);
+  CHECK(m.hist_gain == Approx(1.5));
 }

@@ -112,3 +112,32 @@ TEST_CASE("conn pool: a retired record in use is released by its lock holder", "
   close(sv[0]);
   close(sv[1]);
 }
+
+TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  static LevelList levels = levels_default();
+  PolicyConfig p{};
+  REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
+  // A record that has no sending workspace yet (records keep theirs for reuse).
+  std::vector<Conn*> held;
+  Conn* c = nullptr;
+  for (int i = 0; i < 10000 && !c; ++i) {
+    Conn* k = conn_acquire(sv[0]);
+    REQUIRE(k != nullptr);
+    if (k->tx_mem) held.push_back(k);
+    else c = k;
+  }
+  REQUIRE(c != nullptr);
+  uint64_t before = pool_mem_mapped();
+  pool_set_mem_cap(before + 4096);
+  CHECK_FALSE(conn_tx_enable(c, &levels, p));
+  CHECK(pool_mem_mapped() == before);
+  pool_set_mem_cap(UINT64_MAX);
+  CHECK(conn_tx_enable(c, &levels, p));
+  CHECK(pool_mem_mapped() > before + tx_stream_size(levels));
+  conn_retire(c);
+  for (Conn* k : held) conn_retire(k);
+  close(sv[0]);
+  close(sv[1]);
+}
