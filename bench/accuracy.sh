@@ -10,7 +10,7 @@ build_helpers
 CSV=$RES/accuracy.csv
 echo "workload,cap,cap_bps,call_bytes,rate_bps,err_pct,cv10,cv100,cv1000,cpu_pct,raw_bps,note" >"$CSV"
 CAPS="64KiB 1MiB 10MiB 100MiB 1GiB"
-if [ "$BENCH" = full ]; then SECS=8; SIZES="512 4096 65536 1048576"; else SECS=4; SIZES=""; fi
+if [ "$BENCH" = full ]; then SECS=8 RAW_SECS=0.6 SIZES="512 4096 65536 1048576"; else SECS=2 RAW_SECS=0.3 SIZES=""; fi
 
 # The call size quick mode uses at each cap (a typical one, fine enough to be smooth).
 quick_size() { case $1 in 64KiB) echo 512 ;; 1MiB | 10MiB) echo 4096 ;; *) echo 65536 ;; esac; }
@@ -27,7 +27,7 @@ row() {
 }
 
 # raw_pipe_rate CMD...: what the unlimited workload moves through a pipe (B/s).
-raw_pipe_rate() { kv "$("$@" 2>/dev/null | "$HELP/rx_meter" -t 0.6)" rate; }
+raw_pipe_rate() { kv "$("$@" 2>/dev/null | "$HELP/rx_meter" -t "$RAW_SECS")" rate; }
 
 # machine_note RAW CAP_B: non-empty when the machine cannot move much more than the cap.
 machine_note() { awk -v r="$1" -v c="$2" 'BEGIN { if (r == "" || r == "nan" || r < 1.2 * c) printf "machine-bound: raw %.0f MiB/s", r / 1048576 }'; }

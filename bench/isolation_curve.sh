@@ -16,12 +16,13 @@
 # Writes $RES/isolation_curve.csv (+ .png through plot.sh) and summary rows.
 # Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 1, full 1.5), CURVE_CYCLES (quick 2,
 # full 8: cycles of the 3 phases per cap), CURVE_VARIANTS ("direct buffered socket"),
-# CURVE_FILE_MIB (512 / 1024). Quick: ~1 min.
+# CURVE_FILE_MIB (256 / 1024: five files). Quick: ~50 s, indicative only (one cycle per cap on
+# a shared machine); full: ~7 min.
 source "$(dirname "$0")/lib/common.sh"
 [ -f "$LIB" ] && [ -x "$CTL" ] || die "no $LIB or $CTL: run make first"
 command -v fio >/dev/null || { note "fio not installed: isolation curve skipped"; summary_row "isolation curve" "skipped: no fio" "-" "-" "skip"; exit 0; }
-if [ "$BENCH" = full ]; then PH=1.5 CYCLES=8 MIB=1024
-else PH=1 CYCLES=2 MIB=512; fi
+if [ "$BENCH" = full ]; then PH=1.5 CYCLES=8 MIB=1024 PROBE=3
+else PH=1 CYCLES=1 MIB=256 PROBE=2; fi
 # Rate log bins of the socket readers (ms); the first SETTLE ms of a phase are left out of A's rate.
 WIN=20 SETTLE=300
 PH=${CURVE_PHASE_S:-$PH}; CYCLES=${CURVE_CYCLES:-$CYCLES}; MIB=${CURVE_FILE_MIB:-$MIB}
@@ -79,7 +80,7 @@ dd if=/dev/zero of="$W/probe" bs=64k count=1 oflag=direct status=none 2>/dev/nul
 rm -f "$W/probe"
 if [ "$DIRECT" = 0 ]; then VARIANTS=${VARIANTS/direct/}; note "O_DIRECT does not work in $W: no direct variant"; fi
 case $VARIANTS in *direct*|*buffered*)
-  for f in a b1 b2; do
+  for f in a b1 b2 k1 k2; do  # B under bonsai reads b1 b2, B under the kernel k1 k2: no shared cache
     fio --name=layout --filename="$W/$f" --size="${MIB}m" --rw=write --bs=1m --ioengine=psync --direct="$DIRECT" \
         --end_fsync=1 --output=/dev/null >/dev/null 2>&1 &
     PIDS+=($!)
@@ -127,14 +128,14 @@ set_cap() {  # LIMITER BYTES_PER_S
     kernel) kernel_cap "$2" ;;
   esac
 }
-# io_mark PHASE TAG RUN_DIR: one line "PHASE TAG unix_us rchar(A) rchar(B bonsai) rchar(B kernel)".
+# io_mark PHASE TAG RUN_DIR: one line "PHASE TAG unix_us read_bytes(A) (B bonsai) (B kernel)".
 io_mark() {
   [ -n "$IO_PIDS" ] || return 0
   local line="$1 $2 ${EPOCHREALTIME/./}" p k val got
   for p in $IO_PIDS; do
     got=0
     if [ "$p" != 0 ] && [ -r "/proc/$p/io" ]; then
-      while read -r k val; do [ "$k" = rchar: ] && { got=$val; break; }; done <"/proc/$p/io"
+      while read -r k val; do [ "$k" = read_bytes: ] && { got=$val; break; }; done <"/proc/$p/io"
     fi
     line+=" $got"
   done
@@ -142,19 +143,19 @@ io_mark() {
 }
 sig() { [ -s "$2" ] && kill -"$1" $(cat "$2") 2>/dev/null; }  # SIGNAL PIDFILE
 
-# probe VARIANT: D, MB/s of A's and B's readers together, unthrottled (3 s).
+# probe VARIANT: D, MB/s of A's and B's readers together, unthrottled (PROBE s, the first left out).
 probe() {
   local v=$1 run=$W/probe.$1 t0 i
   mkdir -p "$run"
   t0=$(now_ms)
   if [ "$v" = socket ]; then
-    for i in a b1 b2; do "$STREAM" recv "$PORT_A" 3 "$run/A_$i.log" $WIN & PIDS+=($!); done
+    for i in a b1 b2; do "$STREAM" recv "$PORT_A" "$PROBE" "$run/A_$i.log" $WIN & PIDS+=($!); done
   else
-    fio_tenant "$v" 3 "$run/A" "$W/a" "$W/b1" "$W/b2"
+    fio_tenant "$v" "$PROBE" "$run/A" "$W/a" "$W/b1" "$W/b2"
     "${FIO[@]}" & PIDS+=($!)
   fi
   for i in "${PIDS[@]}"; do wait "$i"; done; PIDS=()
-  printf 'win_ms=%s\nsettle_ms=%s\nphase=all,%s,%s,0,0,all\n' $WIN 1000 "$t0" $((t0 + 3000)) >"$run/meta.txt"
+  printf 'win_ms=%s\nsettle_ms=%s\nphase=all,%s,%s,0,0,all\n' $WIN 1000 "$t0" $((t0 + PROBE * 1000)) >"$run/meta.txt"
   python3 "$BENCH_DIR/isolation_curve.py" device "$run"
 }
 
@@ -191,7 +192,8 @@ one_run() {
     if [ "$v" = socket ]; then
       for k in 1 2; do launch "$lim" "$run" "$STREAM" recv "$PORT_B" "$total" "$run/B${lim}_$k.log" $WIN; done
     else
-      fio_tenant "$v" "$total" "" "$W/b1" "$W/b2"
+      if [ "$lim" = bonsai ]; then fio_tenant "$v" "$total" "" "$W/b1" "$W/b2"
+      else fio_tenant "$v" "$total" "" "$W/k1" "$W/k2"; fi
       launch "$lim" "$run" "${FIO[@]}"
     fi
   done
@@ -204,9 +206,12 @@ one_run() {
   done
   sleep 1.5
   for lim in $lims; do sig STOP "$run/$lim.pids"; done
-  # fio variants: bytes read by each process (/proc/PID/io rchar, all its threads; sampled
-  # with shell builtins at each phase's start, after SETTLE and at its end) to run/io.txt.
-  # fio's own bw log cannot be used: a stopped job logs its last window late or never.
+  # fio variants: bytes each process had the device read (/proc/PID/io read_bytes, all its
+  # threads, counted when the kernel submits the I/O; sampled with shell builtins at each
+  # phase's start, after SETTLE and at its end) to run/io.txt. Device bytes, not the bytes
+  # read() returned: buffered reads are read ahead (read_ahead_kb, 8 MiB on this disk) and a
+  # reader stopped and continued first reads what was read ahead for it. fio's own bw log
+  # cannot be used either: a stopped job logs its last window late or never.
   IO_PIDS=""
   if [ "$v" != socket ]; then
     IO_PIDS="${PIDS[0]}"
@@ -260,7 +265,7 @@ skips=()
 for v in $VARIANTS; do
   DEVBW[$v]=$(probe "$v")
   awk -v d="${DEVBW[$v]}" 'BEGIN { exit !(d + 0 > 0) }' || die "$v: the probe measured no rate (D = '${DEVBW[$v]}')"
-  note "  $v: D = ${DEVBW[$v]} MB/s (A's and B's three readers together, unthrottled, 3 s)"
+  note "  $v: D = ${DEVBW[$v]} MB/s (A's and B's three readers together, unthrottled)"
   case $v in
     socket) skips+=(--skip "socket=a block throttle never sees loopback TCP") ;;
     *) [ -n "$KSKIP" ] && skips+=(--skip "$v=$KSKIP") ;;
