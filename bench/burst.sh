@@ -6,13 +6,13 @@
 # excess over cap x 2 s, in ms of rate, is the burst; the configured depth is 10 ms of rate
 # (the default) and must bound it however many processes and threads join.
 # Writes $RES/burst.csv and one summary row. Env: BURST_P (quick "1 48 256", full
-# "1 4 16 48 128 256"), BURST_T (quick "2", full "1 2 4"), BURST_CAP (64MiB), BURST_REPS (1 / 3).
+# "1 4 16 48 128 256"), BURST_T (quick "2", full "1 2 4"), BURST_CAP (64MiB), BURST_REPS (1 / 2).
 source "$(dirname "$0")/lib/common.sh"
 build_helpers
 [ -x "$CTL" ] || die "no $CTL: run make first"
 export BONSAI_SHM_PREFIX=bench.burst.$$.
 trap 'rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null; [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"' EXIT
-if [ "$BENCH" = full ]; then PS="1 4 16 48 128 256" TS="1 2 4" REPS=3; else PS="1 48 256" TS="2" REPS=1; fi
+if [ "$BENCH" = full ]; then PS="1 4 16 48 128 256" TS="1 2 4" REPS=2; else PS="1 48 256" TS="2" REPS=1; fi
 PS=${BURST_P:-$PS}; TS=${BURST_T:-$TS}; REPS=${BURST_REPS:-$REPS}; CAP=${BURST_CAP:-64MiB}
 CAP_B=$(bytes_of "$CAP")
 SECS=2 DEPTH_MS=10
