@@ -10,7 +10,10 @@ build_helpers
 CSV=$RES/accuracy.csv
 echo "workload,cap,cap_bps,call_bytes,rate_bps,err_pct,cv10,cv100,cv1000,cpu_pct,raw_bps,note" >"$CSV"
 CAPS="64KiB 1MiB 10MiB 100MiB 1GiB"
-if [ "$BENCH" = full ]; then SECS=8 RAW_SECS=0.6 SIZES="512 4096 65536 1048576"; else SECS=2 RAW_SECS=0.3 SIZES=""; fi
+# SECS: each measured point; DD_SECS: dd's run, whose whole-run figure includes the first
+# burst (10 ms of rate), so it stays >= 2 s; RAW_SECS: each probe of the unlimited rate.
+if [ "$BENCH" = full ]; then SECS=8 DD_SECS=8 RAW_SECS=0.6 SIZES="512 4096 65536 1048576"
+else SECS=1 DD_SECS=2 RAW_SECS=0.3 SIZES=""; fi
 
 # The call size quick mode uses at each cap (a typical one, fine enough to be smooth).
 quick_size() { case $1 in 64KiB) echo 512 ;; 1MiB | 10MiB) echo 4096 ;; *) echo 65536 ;; esac; }
@@ -46,14 +49,14 @@ dd_run() {
 acc_dd() {  # CAP SIZE
   local cap_b count cpu=$BENCH_TMP/cpu.dd short long rate whole
   cap_b=$(bytes_of "$1")
-  count=$(awk -v c="$cap_b" -v s="$2" -v t="$SECS" 'BEGIN { n = int(c * t / s); print n < 4 ? 4 : n }')
+  count=$(awk -v c="$cap_b" -v s="$2" -v t="$DD_SECS" 'BEGIN { n = int(c * t / s); print n < 4 ? 4 : n }')
   short=$(dd_run "$1" "$2" $((count / 4)) /dev/null)
   : >"$cpu"
   long=$(dd_run "$1" "$2" "$count" "$cpu")
   rate=$(awk -v s="$short" -v l="$long" 'BEGIN { split(s, a, " "); split(l, b, " ");
     if (b[2] > a[2]) printf "%.1f", (b[1] - a[1]) / (b[2] - a[2]); else print "nan" }')
   whole=$(err_pct "$(awk -v l="$long" 'BEGIN { split(l, b, " "); if (b[2] > 0) printf "%.1f", b[1] / b[2]; else print "nan" }')" "$cap_b")
-  row dd_devnull "$1" "$2" "rate=$rate cv10= cv100= cv1000=" "$cpu" "" "whole ${SECS} s run incl. initial burst: ${whole}%"
+  row dd_devnull "$1" "$2" "rate=$rate cv10= cv100= cv1000=" "$cpu" "" "whole ${DD_SECS} s run incl. initial burst: ${whole}%"
 }
 
 acc_pipe() {  # WORKLOAD CAP SIZE CMD...
@@ -81,7 +84,7 @@ acc_procs() {  # CAP SIZE
   row procs4 "$1" "$2" "$line" "$cpu" "" "bonsaictl run, scope service"
 }
 
-note "accuracy ($BENCH): caps $CAPS, ${SECS} s per point"
+note "accuracy ($BENCH): caps $CAPS, ${SECS} s per point (dd ${DD_SECS} s)"
 for cap in $CAPS; do
   sizes=${SIZES:-$(quick_size "$cap")}
   cap_b=$(bytes_of "$cap")
@@ -114,7 +117,7 @@ summarise() {  # WORKLOAD LABEL
 summarise dd_devnull "dd -> /dev/null"
 whole=$(awk -F, '$1 == "dd_devnull" { split($12, a, ": "); e = a[2] + 0; if (e < 0) e = -e; if (e >= m) { m = e; s = a[2] } }
   END { print s }' "$CSV")
-summary_row "whole ${SECS} s transfer incl. initial burst, dd" "${whole:-nan} (worst)" "-" "<= 1%" "$(verdict abs_le "${whole%%%*}" 1)"
+summary_row "whole ${DD_SECS} s transfer incl. initial burst, dd" "${whole:-nan} (worst)" "-" "<= 1%" "$(verdict abs_le "${whole%%%*}" 1)"
 summarise cat_pipe "cat | pipe"
 summarise threads4 "4 threads, one process"
 grep -q '^procs4,' "$CSV" && summarise procs4 "4 processes, service cap"

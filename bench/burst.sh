@@ -24,9 +24,9 @@ for p in $PS; do
   for t in $TS; do
     for r in $(seq "$REPS"); do
       svc=burst$p.$t.$r
-      # Start time: far enough ahead for every process to be exec'd and attached (~10 ms
-      # each on this machine kind when loaded, plus a margin).
-      at=$(awk -v n="$p" -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f", now + 1.5 + n * 0.02 }')
+      # Start time: far enough ahead for every process to be exec'd and attached (~5 ms
+      # each on this machine kind, loaded: 256 in ~1.3 s; three times that plus a margin).
+      at=$(awk -v n="$p" -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f", now + 0.5 + n * 0.015 }')
       line=$("$CTL" run -s "$svc" --scope service -l "write=$CAP/s" -- \
           sh -c "i=0; while [ \$i -lt $p ]; do '$HELP/tx_threads' -n $t -b 4096 -t $((SECS + 2)) -a $at & i=\$((i + 1)); done; wait" \
           2>"$BENCH_TMP/err" | "$HELP/rx_meter" -t "$SECS")

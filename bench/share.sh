@@ -6,7 +6,7 @@
 # snapshots (their own timestamps), the fairness Jain's index (sum x)^2 / (n sum x^2) and
 # min/max of the processes' bytes in the same window.
 # Writes $RES/share.csv and summary rows. Env: SHARE_N (quick "4 64", full "4 16 64"),
-# SHARE_CAP (16MiB), SHARE_SECS (quick 3, full 10).
+# SHARE_CAP (16MiB), SHARE_SECS (quick 2, full 10).
 source "$(dirname "$0")/lib/common.sh"
 [ -x "$CTL" ] || die "no $CTL: run make first"
 export BONSAI_SHM_PREFIX=bench.share.$$.
@@ -18,7 +18,7 @@ cleanup() {
   [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
 }
 trap cleanup EXIT
-if [ "$BENCH" = full ]; then NS="4 16 64" SECS=10; else NS="4 64" SECS=3; fi
+if [ "$BENCH" = full ]; then NS="4 16 64" SECS=10; else NS="4 64" SECS=2; fi
 NS=${SHARE_N:-$NS}; SECS=${SHARE_SECS:-$SECS}; CAP=${SHARE_CAP:-16MiB}
 CAP_B=$(bytes_of "$CAP")
 CSV=$RES/share.csv
