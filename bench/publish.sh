@@ -27,5 +27,7 @@ for f in "$from"/*.csv "$from"/*.png "$from"/*.txt "$from"/summary.tsv; do
 done
 [ -d "$from/series" ] && cp -r "$from/series" "$to/series"
 echo "bench-publish: $n files from $from to $to" >&2
+# The plots plot.sh draws, redrawn from the copied CSVs with the tracked plots/*.gp.
+BONSAI_BUILD=$build BENCH_RESULTS=$to bash "$here/plot.sh"
 BONSAI_BUILD=$build BENCH_RESULTS=$to BENCH_DOC_FILE=$root/docs/benchmarks.md bash "$here/make_doc.sh"
 echo "bench-publish: now review and commit bench/results/ and docs/benchmarks.md" >&2

@@ -3,10 +3,11 @@
 # throttle side by side per variant (left); A+B in % of A alone, the 95% target (right).
 # Columns of isolation_curve.csv: 1 variant, 2 cap %, 8 bonsai loss, 9 bonsai A+B,
 # 12 kernel loss, 13 kernel A+B ("n/a: ..." where the kernel cannot run: not drawn).
-set terminal pngcairo size 1100,480 font ",10" noenhanced
+set terminal pngcairo size 1100,560 font ",10" noenhanced
 set output RES."/isolation_curve.png"
 set datafile separator ","
-set key top left box opaque font ",9"
+set key below horizontal maxrows 3 box font ",9"
+set bmargin 9
 set grid
 set xlabel "B's cap (% of D: A's and B's readers together, unthrottled)"
 set xrange [0:55]
