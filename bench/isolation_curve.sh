@@ -14,7 +14,7 @@
 # Kernel: cgroup v1 blkio.throttle.read_bps_device or v2 io.max rbps, root only; its cgroup
 # and the data files are removed on every exit path.
 # Writes $RES/isolation_curve.csv (+ .png through plot.sh) and summary rows.
-# Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 1, full 1.5), CURVE_CYCLES (quick 2,
+# Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 0.8, full 1.5), CURVE_CYCLES (quick 2,
 # full 8: cycles of the 3 phases per cap), CURVE_VARIANTS ("direct buffered socket"),
 # CURVE_FILE_MIB (256 / 1024: five files). Quick: ~50 s, indicative only (one cycle per cap on
 # a shared machine); full: ~7 min.
@@ -22,7 +22,7 @@ source "$(dirname "$0")/lib/common.sh"
 [ -f "$LIB" ] && [ -x "$CTL" ] || die "no $LIB or $CTL: run make first"
 command -v fio >/dev/null || { note "fio not installed: isolation curve skipped"; summary_row "isolation curve" "skipped: no fio" "-" "-" "skip"; exit 0; }
 if [ "$BENCH" = full ]; then PH=1.5 CYCLES=8 MIB=1024 PROBE=3
-else PH=1 CYCLES=1 MIB=256 PROBE=2; fi
+else PH=0.8 CYCLES=1 MIB=256 PROBE=2; fi
 # Rate log bins of the socket readers (ms); the first SETTLE ms of a phase are left out of A's rate.
 WIN=20 SETTLE=300
 PH=${CURVE_PHASE_S:-$PH}; CYCLES=${CURVE_CYCLES:-$CYCLES}; MIB=${CURVE_FILE_MIB:-$MIB}
