@@ -73,7 +73,7 @@ acc_pipe() {  # WORKLOAD CAP SIZE CMD...
 }
 
 # Four processes sharing one service-scope bucket, launched by `bonsaictl run`.
-procs_available() { "$CTL" help 2>&1 | grep -qE '^[[:space:]]*run([[:space:]]|$)'; }
+procs_available() { "$CTL" help 2>&1 | grep -qE '^[[:space:]]*(bonsaictl[[:space:]]+)?run([[:space:]]|$)'; }
 acc_procs() {  # CAP SIZE
   local cfg=$BENCH_TMP/procs.yaml cpu=$BENCH_TMP/cpu.procs line
   printf 'version: 1\nservices:\n  bench:\n    scope: service\n    limits:\n      - calls: [write]\n        rate: %s/s\n' "$1" >"$cfg"
