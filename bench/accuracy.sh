@@ -64,7 +64,8 @@ acc_pipe() {  # WORKLOAD CAP SIZE CMD...
   shift 3
   raw=$(raw_pipe_rate "$@")
   : >"$cpu"
-  line=$(with_cpu "$cpu" env LD_PRELOAD="$LIB" BONSAI_LIMITS="write=$cap/s" "$@" 2>"$BENCH_TMP/err" | "$HELP/rx_meter" -t "$SECS")
+  line=$(with_cpu "$cpu" env LD_PRELOAD="$LIB" BONSAI_LIMITS="write=$cap/s" "$@" 2>"$BENCH_TMP/err" |
+    "$HELP/rx_meter" -t "${PIPE_SECS:-$SECS}")
   lib_errors "$BENCH_TMP/err"
   # The machine's capacity, just before and just after: the lower one counts.
   raw=$(printf '%s\n' "$raw" "$(raw_pipe_rate "$@")" | sort -g | head -1)
@@ -97,7 +98,9 @@ for cap in $CAPS; do
       if procs_available; then acc_procs "$cap" "$size"; fi
     fi
   done
-  acc_pipe cat_pipe "$cap" 131072 cat /dev/zero
+  # cat's 128 KiB writes are cut into >= 16 KiB pieces: at 64 KiB/s, 1 s holds 4 of them,
+  # too few for a slope: cat gets dd's length.
+  PIPE_SECS=$DD_SECS acc_pipe cat_pipe "$cap" 131072 cat /dev/zero
 done
 [ "$BENCH" = full ] && ! procs_available &&
   note "4 processes sharing a service cap: skipped ('bonsaictl run' is not available in this build)"
