@@ -41,7 +41,9 @@ cleanup() {
   for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
   if [ -n "$CG" ] && [ -d "$CG" ]; then
     while read -r p; do kill "$p"; echo "$p" >"${CG%/*}/cgroup.procs"; done <"$CG/cgroup.procs"
-    rmdir "$CG"
+    # A task still exiting keeps the cgroup busy for a moment: retry, bounded, then say so.
+    for p in 1 2 3 4 5 6 7 8 9 10; do rmdir "$CG" 2>/dev/null && break; sleep 0.2; done
+    [ ! -d "$CG" ] || note "could not remove $CG (remove it with rmdir once it is empty)"
   fi
   [ -n "${CURVE_KEEP:-}" ] || rm -rf "$W"; rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null
   [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
@@ -64,6 +66,10 @@ elif [ -f /sys/fs/cgroup/blkio/blkio.throttle.read_bps_device ]; then
 elif grep -qw io /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
   CG=/sys/fs/cgroup/bonsai-curve-$$ KNOB=io.max
 else KSKIP="no blkio (v1) or io (v2) cgroup controller"; fi
+# Left behind by an earlier run that was killed (its pid is gone and the cgroup empty): removed.
+for d in "${CG%/*}"/bonsai-curve-*; do
+  [ -n "$CG" ] && [ -d "$d" ] && ! kill -0 "${d##*-}" 2>/dev/null && rmdir "$d" 2>/dev/null
+done
 if [ -n "$CG" ] && ! { mkdir "$CG" 2>/dev/null && [ -f "$CG/$KNOB" ]; }; then
   KSKIP="cannot create $CG"; CG=""
 fi
