@@ -31,9 +31,9 @@ png() { [ -s "$RES/$1.png" ] && printf '\n![%s](%s/%s.png)\n' "$1" "$REL" "$1"; 
   cat "$RES/machine.txt" 2>/dev/null
   echo '```'
   echo
-  echo "\`make bench\` (quick, <= 300 s on 2 vCPUs) or \`make bench BENCH=full\` (call-size sweep, 4 to 64"
+  echo "\`make bench\` (quick, target <= 300 s on 2 vCPUs, wall time printed) or \`make bench BENCH=full\` (call-size sweep, 4 to 64"
   echo "processes sharing a cap, 1-128 threads, the burst up to 256 processes, longer isolation curve,"
-  echo "more rounds; ~45 minutes) write to \`build/bench/\`; \`make bench-publish\` copies the last run here."
+  echo "more rounds; ~40 minutes) write to \`build/bench/\`; \`make bench-publish\` copies the last run here."
   echo "\`make bench B=/tmp/b\` builds into and benchmarks a private build root."
   echo
   echo "## Summary"

@@ -6,7 +6,7 @@
 # CSV, PNG, text and the generated report (benchmarks.md) go to $BONSAI_BUILD/bench/
 # (BENCH_RESULTS overrides); nothing tracked changes: `make bench-publish` (bench/publish.sh)
 # copies a run into bench/results/ and docs/benchmarks.md. A summary table and the wall
-# time on stdout. BENCH=quick (default, <= 300 s on 2 vCPUs) | full (~45 min).
+# time on stdout. BENCH=quick (default, target <= 300 s on 2 vCPUs) | full (~40 min).
 # BONSAI_BUILD=build dir. BENCH_DOC=0: no report.
 source "$(dirname "$0")/lib/common.sh"
 [ "$BENCH" = quick ] || [ "$BENCH" = full ] || die "BENCH must be quick or full (got '$BENCH')"
