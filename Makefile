@@ -1,5 +1,7 @@
 # bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so and build/bonsaictl.
-# Targets: deps all test test-asan test-tsan bench demo install uninstall deb clean. V=1 shows commands.
+# Targets: deps all test test-asan test-tsan bench bench-publish demo install uninstall deb clean. V=1 shows commands.
+# bench: results, plots and report in build/bench/ (BENCH=full: the long sweep); bench-publish:
+# copies the last run into bench/results/ and regenerates docs/benchmarks.md (tracked files).
 include mk/flags.mk
 
 PREFIX  ?= /usr/local
@@ -50,7 +52,7 @@ BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
-.PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench demo install clean
+.PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
 all: lib ctl
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL)
@@ -171,8 +173,14 @@ deps:
 deps-check: deps
 
 # ---- experiments ----
+# make bench writes only under $(OUT)/bench; its wall time counts from make's start.
+ifneq ($(filter bench,$(MAKECMDGOALS)),)
+BENCH_T0 := $(shell date +%s)
+endif
 bench: all
-	BONSAI_BUILD=$(OUT) bash bench/run.sh
+	BENCH_T0=$(BENCH_T0) BONSAI_BUILD=$(OUT) bash bench/run.sh
+bench-publish:
+	BONSAI_BUILD=$(OUT) bash bench/publish.sh
 demo: deps all
 	BONSAI_BUILD=$(OUT) bash bench/demo.sh
 

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib/common.sh"
 build_helpers
 
-if [ "$BENCH" = full ]; then ROUNDS=61; else ROUNDS=21; fi
+if [ "$BENCH" = full ]; then ROUNDS=61; else ROUNDS=7; fi
 VARIANTS="raw none other nobind"
 declare -A CALLS=([write]=150000 [send]=60000 [pread]=100000)
 declare -A RULE=([write]=write [send]=send [pread]=pread)

@@ -2,8 +2,10 @@
 // Loopback TCP streams for the socket variant of the co-tenant experiment (bench/cotenant.sh).
 //   cotenant_stream serve PORTFILE LIFETIME_S   - 127.0.0.1 server: one forked sender per client,
 //                                                 send()s 64 KiB blocks; exits after LIFETIME_S
-//   cotenant_stream recv PORT SECONDS LOGFILE    - recv()s for SECONDS, logs bytes per second in
-//                                                 fio's bw-log format (unix ms, KiB/s, 0, 0, 0)
+//   cotenant_stream recv PORT SECONDS LOGFILE [BIN_MS]
+//                                               - recv()s for SECONDS (or until SIGTERM), logs the rate per BIN_MS
+//                                                 (default 1000) in fio's bw-log format
+//                                                 (unix ms at the end of the bin, KiB/s, 0, 0, 0)
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -17,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kBlock = 64 * 1024, kMaxSeconds = 600 };
+enum { kBlock = 64 * 1024, kMaxSeconds = 600, kMaxBins = 600 * 100 };
 
 static double now_s(clockid_t clk) {
   struct timespec ts;
@@ -82,39 +84,50 @@ static int serve(const char* portfile, int lifetime) {
 
 // ---- receiver ----
 
-static int receive(int port, int seconds, const char* logfile) {
-  if (seconds < 1 || seconds > kMaxSeconds) {
-    fprintf(stderr, "cotenant_stream: SECONDS must be 1..%d\n", kMaxSeconds);
+static volatile sig_atomic_t g_stop;  // SIGTERM: stop early, still write the log
+static void on_term(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static int receive(int port, int seconds, const char* logfile, int bin_ms) {
+  if (seconds < 1 || seconds > kMaxSeconds || bin_ms < 10 || bin_ms > 1000) {
+    fprintf(stderr, "cotenant_stream: SECONDS must be 1..%d, BIN_MS 10..1000\n", kMaxSeconds);
     return 2;
   }
+  int nbins = (int)((long)seconds * 1000 / bin_ms);
   int s = socket(AF_INET, SOCK_STREAM, 0);
   if (s < 0) return die("socket");
   struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((unsigned short)port),
                           .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
   if (connect(s, (struct sockaddr*)&a, sizeof a) < 0) return die("connect");
+  struct sigaction sa = {.sa_handler = on_term};  // no SA_RESTART: recv() returns EINTR
+  sigaction(SIGTERM, &sa, NULL);
   static char buf[kBlock];
-  static unsigned long long bins[kMaxSeconds];
+  static unsigned long long bins[kMaxBins];
   double wall0 = now_s(CLOCK_REALTIME), t0 = now_s(CLOCK_MONOTONIC);
   for (;;) {
     double t = now_s(CLOCK_MONOTONIC) - t0;
-    if (t >= seconds) break;
+    if (t >= seconds || g_stop) break;
     ssize_t n = recv(s, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return die("recv (server closed?)");
-    int bin = (int)(now_s(CLOCK_MONOTONIC) - t0);
-    if (bin < seconds) bins[bin] += (unsigned long long)n;
+    int bin = (int)((now_s(CLOCK_MONOTONIC) - t0) * 1000.0 / bin_ms);
+    if (bin < nbins) bins[bin] += (unsigned long long)n;
   }
   close(s);
   FILE* f = fopen(logfile, "w");
   if (!f) return die(logfile);
-  for (int i = 0; i < seconds; ++i)
-    fprintf(f, "%.0f, %llu, 0, 0, 0\n", (wall0 + i + 1) * 1000.0, bins[i] / 1024);
+  for (int i = 0; i < nbins; ++i)
+    fprintf(f, "%.0f, %llu, 0, 0, 0\n", wall0 * 1000.0 + (double)(i + 1) * bin_ms,
+            bins[i] * 1000 / (unsigned long long)bin_ms / 1024);
   return fclose(f) == 0 ? 0 : die(logfile);
 }
 
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "serve") == 0) return serve(argv[2], atoi(argv[3]));
-  if (argc == 5 && strcmp(argv[1], "recv") == 0) return receive(atoi(argv[2]), atoi(argv[3]), argv[4]);
-  fprintf(stderr, "usage: cotenant_stream serve PORTFILE LIFETIME_S | recv PORT SECONDS LOGFILE\n");
+  if ((argc == 5 || argc == 6) && strcmp(argv[1], "recv") == 0)
+    return receive(atoi(argv[2]), atoi(argv[3]), argv[4], argc == 6 ? atoi(argv[5]) : 1000);
+  fprintf(stderr, "usage: cotenant_stream serve PORTFILE LIFETIME_S | recv PORT SECONDS LOGFILE [BIN_MS]\n");
   return 2;
 }

@@ -8,7 +8,7 @@
 source "$(dirname "$0")/lib/common.sh"
 build_helpers
 
-SECS=5
+SECS=2
 [ "$BENCH" = full ] && SECS=10
 CAP=10MiB
 CAP_B=$(bytes_of $CAP)

@@ -19,7 +19,7 @@ cleanup() {
   [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
 }
 trap cleanup EXIT
-if [ "$BENCH" = full ]; then sets=100 stats=50 window=20; else sets=20 stats=15 window=6; fi
+if [ "$BENCH" = full ]; then sets=100 stats=50 window=20; else sets=20 stats=15 window=3; fi
 csv=$RES/ctl_targets.csv
 echo "target,value,unit,limit,verdict" > "$csv"
 

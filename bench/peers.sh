@@ -7,7 +7,7 @@
 source "$(dirname "$0")/lib/common.sh"
 build_helpers
 
-SECS=4
+SECS=2
 PIPE_CAPS="1MiB 10MiB"
 TCP_CAPS="1MiB 10MiB 100MiB"
 [ "$BENCH" = full ] && { SECS=8; PIPE_CAPS="1MiB 10MiB 100MiB"; }

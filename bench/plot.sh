@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Draws one PNG per experiment from bench/results/*.csv with gnuplot (plots/*.gp).
+# Draws one PNG per experiment from the results directory ($RES: build/bench) with gnuplot (plots/*.gp).
 # Skips, with a message, experiments whose CSV is missing or when gnuplot is absent.
 source "$(dirname "$0")/lib/common.sh"
 
@@ -24,3 +24,4 @@ awk -F, 'NR > 1 { r[$1, $2] = $5; if (!($1 in seen)) { seen[$1] = 1; order[++n] 
 plot cost -e "WIDE='$wide'"
 plot cpu
 plot peers
+plot isolation_curve

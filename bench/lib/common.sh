@@ -10,8 +10,12 @@ BUILD=${BONSAI_BUILD:-$ROOT/build}
 case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 LIB=$BUILD/libbonsai.so
 CTL=$BUILD/bonsaictl
-HELP=$BUILD/bench                      # compiled helper programs
-RES=${BENCH_RESULTS:-$BENCH_DIR/results}
+# A run's CSV, PNG, text and generated report go under the build tree, never into tracked
+# files: bench/publish.sh (`make bench-publish`) copies them to bench/results and docs/.
+RES=${BENCH_RESULTS:-$BUILD/bench}
+case $RES in /*) ;; *) RES=$ROOT/$RES ;; esac
+export BENCH_RESULTS=$RES               # scripts run by run.sh write to the same place
+HELP=$BUILD/bench/bin                  # compiled helper programs
 BENCH=${BENCH:-quick}
 SUMMARY=$RES/summary.tsv
 export LC_ALL=C
