@@ -9,9 +9,7 @@
 # "1 4 16 48 128 256"), BURST_T (quick "2", full "1 2 4"), BURST_CAP (64MiB), BURST_REPS (1 / 2).
 source "$(dirname "$0")/lib/common.sh"
 build_helpers
-[ -x "$CTL" ] || die "no $CTL: run make first"
-export BONSAI_SHM_PREFIX=bench.burst.$$.
-trap 'rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null; [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"' EXIT
+service_bench burst
 if [ "$BENCH" = full ]; then PS="1 4 16 48 128 256" TS="1 2 4" REPS=2; else PS="1 48 256" TS="2" REPS=1; fi
 PS=${BURST_P:-$PS}; TS=${BURST_T:-$TS}; REPS=${BURST_REPS:-$REPS}; CAP=${BURST_CAP:-64MiB}
 CAP_B=$(bytes_of "$CAP")

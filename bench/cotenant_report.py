@@ -36,11 +36,12 @@ def read_log(path):
     return points
 
 
-def cumulative(points):
-    """Breakpoints (ms, bytes so far) of one log; nothing was read before its first window."""
+def cumulative(points, win_ms=1000):
+    """Breakpoints (ms, bytes so far) of one log; nothing was read before its first window
+    (win_ms long). Also used by isolation_curve.py."""
     if not points:
         return []
-    t_prev = points[0][0] - 1000
+    t_prev = points[0][0] - win_ms
     cum = [(t_prev, 0.0)]
     for t, kib_s in points:
         cum.append((t, cum[-1][1] + kib_s * 1024 * (t - t_prev) / 1000.0))

@@ -9,16 +9,7 @@
 #  3. two processes in scope service hold a shared cap to within 0.5% (rate from the
 #     service totals between two stat snapshots, timed by their own timestamps).
 source "$(dirname "$0")/lib/common.sh"
-[ -x "$CTL" ] || die "no $CTL: run make first"
-export BONSAI_SHM_PREFIX=bench.ctl.$$.
-pids=()
-cleanup() {
-  [ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null
-  wait 2>/dev/null
-  rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null
-  [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
-}
-trap cleanup EXIT
+service_bench ctl
 if [ "$BENCH" = full ]; then sets=100 stats=50 window=20; else sets=20 stats=15 window=3; fi
 csv=$RES/ctl_targets.csv
 echo "target,value,unit,limit,verdict" > "$csv"

@@ -9,6 +9,8 @@ import glob
 import os
 import sys
 
+import cotenant_report  # the rate logs' parsing and integration (same directory)
+
 
 def read_meta(run):
     meta, phases = {}, []
@@ -25,29 +27,13 @@ def read_meta(run):
 
 def cumulative(path, win_ms):
     """[(ms, bytes so far)] of one log; each point covers the win_ms before it."""
-    pts = []
-    with open(path) as f:
-        for line in f:
-            fields = [x.strip() for x in line.split(",")]
-            if len(fields) >= 2 and fields[0].isdigit():
-                pts.append((int(fields[0]), int(fields[1])))
-    if not pts:
-        return []
-    t_prev = pts[0][0] - win_ms
-    cum = [(t_prev, 0.0)]
-    for t, kib_s in pts:
-        cum.append((t, cum[-1][1] + kib_s * 1024.0 * (t - t_prev) / 1000.0))
-        t_prev = t
-    return cum
+    return cotenant_report.cumulative(cotenant_report.read_log(path), win_ms)
 
 
 def bytes_at(cum, t):
-    if t <= cum[0][0]:
-        return 0.0
-    for (t0, b0), (t1, b1) in zip(cum, cum[1:]):
-        if t <= t1:
-            return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
-    return cum[-1][1]  # past the end: the tenant had stopped
+    """Bytes read by time t; past the end, all of them (the tenant had stopped)."""
+    b = cotenant_report.bytes_at(cum, t)
+    return cum[-1][1] if b is None else b
 
 
 def rate(curves, start, end):

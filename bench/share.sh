@@ -8,16 +8,7 @@
 # Writes $RES/share.csv and summary rows. Env: SHARE_N (quick "4 64", full "4 16 64"),
 # SHARE_CAP (16MiB), SHARE_SECS (quick 2, full 10).
 source "$(dirname "$0")/lib/common.sh"
-[ -x "$CTL" ] || die "no $CTL: run make first"
-export BONSAI_SHM_PREFIX=bench.share.$$.
-pids=()
-cleanup() {
-  [ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null
-  wait 2>/dev/null
-  rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null
-  [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
-}
-trap cleanup EXIT
+service_bench share
 if [ "$BENCH" = full ]; then NS="4 16 64" SECS=10; else NS="4 64" SECS=2; fi
 NS=${SHARE_N:-$NS}; SECS=${SHARE_SECS:-$SECS}; CAP=${SHARE_CAP:-16MiB}
 CAP_B=$(bytes_of "$CAP")

@@ -30,6 +30,22 @@ export BENCH_TMP
 die() { echo "bench: $*" >&2; exit 1; }
 note() { echo "bench: $*" >&2; }
 
+# service_bench NAME: a bench that starts processes in services of its own. Segments go
+# under the prefix bench.NAME.PID. (never a user's), pids=() collects what it starts;
+# at exit those are killed, the segments and the scratch directory (if owned) removed.
+service_bench() {
+  [ -x "$CTL" ] || die "no $CTL: run make first"
+  export BONSAI_SHM_PREFIX=bench.$1.$$.
+  pids=()
+  trap service_bench_cleanup EXIT
+}
+service_bench_cleanup() {
+  [ ${#pids[@]} = 0 ] || kill "${pids[@]}" 2>/dev/null
+  wait 2>/dev/null
+  rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null
+  [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
+}
+
 # Builds the helper programs when missing or older than their source.
 build_helpers() {
   [ -f "$LIB" ] || die "no $LIB: run make first (or set BONSAI_BUILD)"
