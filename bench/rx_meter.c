@@ -26,9 +26,11 @@ static uint64_t now_ns(void) {
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: rx_meter -t SECS [-s SKIP_SECS] [-l PORTFILE] [-T SERIES.csv] [-w SERIES_MS]\n"
+          "usage: rx_meter -t SECS [-s SKIP_SECS] [-l PORTFILE] [-T SERIES.csv] [-w SERIES_MS] [-r CAP_BPS]\n"
           "  reads stdin, or with -l listens on 127.0.0.1 (ephemeral port written to PORTFILE)\n"
-          "  prints: bytes= secs= rate= mean_rate= total_rate= cv10= cv100= cv1000= (rates in B/s)\n");
+          "  prints: bytes= secs= rate= mean_rate= total_rate= cv10= cv100= cv1000= (rates in B/s)\n"
+          "  with -r: also peak_excess=, the most bytes any interval of whole 1 ms bins held beyond\n"
+          "  CAP_BPS x its length (a token bucket's burst: bounded by its depth)\n");
   exit(2);
 }
 
@@ -74,17 +76,30 @@ static double window_cv(const uint64_t* bins, size_t from, size_t to, size_t w) 
   return mean > 0 ? sqrt(var > 0 ? var : 0) / mean : NAN;
 }
 
+// The most any run of consecutive bins (a, b] held beyond cap x its length, in bytes:
+// max over b of E(b) - min over a < b of E(a), E(b) = bytes in bins [0, b] - cap x (b + 1) ms.
+static double peak_excess(const uint64_t* bins, size_t nbins, double cap_bps) {
+  double e = 0, lowest = 0, peak = 0, per_bin = cap_bps * (double)BIN_NS / 1e9;
+  for (size_t b = 0; b < nbins; ++b) {
+    e += (double)bins[b] - per_bin;
+    if (e - lowest > peak) peak = e - lowest;
+    if (e < lowest) lowest = e;
+  }
+  return peak;
+}
+
 int main(int argc, char** argv) {
-  double secs = 0, skip = -1;
+  double secs = 0, skip = -1, cap = 0;
   const char *portfile = NULL, *series = NULL;
   int series_ms = 10, opt;
-  while ((opt = getopt(argc, argv, "t:s:l:T:w:")) != -1) {
+  while ((opt = getopt(argc, argv, "t:s:l:T:w:r:")) != -1) {
     switch (opt) {
       case 't': secs = atof(optarg); break;
       case 's': skip = atof(optarg); break;
       case 'l': portfile = optarg; break;
       case 'T': series = optarg; break;
       case 'w': series_ms = atoi(optarg); break;
+      case 'r': cap = atof(optarg); break;
       default: usage();
     }
   }
@@ -138,9 +153,11 @@ int main(int argc, char** argv) {
   double mean_rate = (double)steady / ((double)(t_e - t_s) / 1e9);
   double total_rate = t_last > t0 ? (double)total / ((double)(t_last - t0) / 1e9) : NAN;
   size_t from = (size_t)((t_s - t0 + BIN_NS - 1) / BIN_NS), to = (size_t)((t_e - t0) / BIN_NS);
-  printf("bytes=%llu secs=%.3f rate=%.1f mean_rate=%.1f total_rate=%.1f cv10=%.4f cv100=%.4f cv1000=%.4f\n",
+  printf("bytes=%llu secs=%.3f rate=%.1f mean_rate=%.1f total_rate=%.1f cv10=%.4f cv100=%.4f cv1000=%.4f",
          (unsigned long long)total, (double)(t_e - t_s) / 1e9, rate, mean_rate, total_rate, window_cv(bins, from, to, 10),
          window_cv(bins, from, to, 100), window_cv(bins, from, to, 1000));
+  if (cap > 0) printf(" peak_excess=%.0f", peak_excess(bins, (size_t)((t_last - t0) / BIN_NS) + 1, cap));
+  printf("\n");
   if (series) {
     FILE* f = fopen(series, "w");
     if (!f) return 1;

@@ -12,7 +12,10 @@ namespace bonsai {
 struct alignas(64) BucketState {
   std::atomic<uint64_t> tat_ns;  // theoretical arrival time (host CLOCK_MONOTONIC ns:
                                  // see shm/shm_clock.h for processes in a time namespace)
-  char pad_[56];
+  std::atomic<uint64_t> late_ns;  // running sum of the cost (ns) of units charged after
+                                  // they moved (a read's overdraft): takers already queued
+                                  // behind tat shift by what it grew while they slept
+  char pad_[48];
 };
 static_assert(sizeof(BucketState) == 64);
 

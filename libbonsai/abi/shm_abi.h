@@ -13,11 +13,12 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 6  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 7  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
                               // 6: ShmSlot::lib_version
+                              // 7: BucketState::late_ns
 
 namespace bonsai {
 

@@ -79,4 +79,24 @@ void bucket_give_back(BucketState& s, const BucketParams& p, uint64_t units, uin
   } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
 }
 
+uint64_t bucket_take_late(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
+  uint64_t tat = bucket_take(s, p, units, now_ns);
+  s.late_ns.fetch_add(bucket_cost_ns(p, units), std::memory_order_relaxed);
+  return tat;
+}
+
+uint64_t bucket_recheck(const BucketState& s, const BucketParams& p, uint64_t deadline, uint64_t* late_seen,
+                        uint64_t now_ns, uint64_t slack_ns) noexcept {
+  uint64_t late = s.late_ns.load(std::memory_order_relaxed);
+  uint64_t grew = late - *late_seen;  // modular: a garbage value is bounded below
+  *late_seen = late;
+  if (grew == 0) return deadline > now_ns ? deadline : 0;
+  uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
+  if (tat > now_ns + p.max_ahead_ns) return deadline > now_ns ? deadline : 0;  // garbage: forgotten
+  uint64_t latest = bucket_eligible(p, tat, now_ns, slack_ns);  // what a fresh take would wait for
+  uint64_t next = deadline + grew < deadline ? UINT64_MAX : deadline + grew;
+  if (next > latest) next = latest;
+  return next > now_ns ? next : 0;
+}
+
 }  // namespace bonsai

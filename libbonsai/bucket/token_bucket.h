@@ -8,8 +8,11 @@
 // now >= tat - depth. Callers do not take per call: each thread prepays a batch
 // (see credit_* below) and spends it without touching shared memory, so an
 // unthrottled call costs no atomic and no clock read. Every unit moved is taken
-// exactly once, so the long-run rate is exact; bursts are bounded by depth + slack
-// + one batch per thread.
+// exactly once, so the long-run rate is exact. A burst is bounded by the depth
+// however many threads share the bucket: a taker goes only while tat stays within
+// the depth of now; a write is paid before it moves (its size is known); a read's
+// bytes beyond the thread's credit are taken as soon as it returns and recorded in
+// late_ns, and takers already asleep in the queue wait that much longer.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -62,23 +65,43 @@ uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint
 // restarts at now anyway, so nothing is gained by going further).
 void bucket_give_back(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
 
-// When a taker whose take returned `tat` may go: 0 if within `slack_ns` of now
-// (the debt is carried), else the absolute time to wait until.
+// When a taker whose take returned `tat` may go: 0 if tat is within the depth of
+// now, else the absolute time to wait until. A sleeper wakes `slack_ns` (at most
+// half the depth) after the earliest instant, so the takes that follow find that
+// much room and go without a sleep each, while no take ever goes more than the
+// depth ahead: the slack is inside the depth, not on top of it.
 inline uint64_t bucket_eligible(const BucketParams& p, uint64_t tat, uint64_t now_ns, uint64_t slack_ns) noexcept {
-  uint64_t at = tat > p.depth_ns ? tat - p.depth_ns : 0;
-  return at > now_ns + slack_ns ? at : 0;
+  if (tat <= now_ns + p.depth_ns) return 0;
+  uint64_t slack = slack_ns < p.depth_ns / 2 ? slack_ns : p.depth_ns / 2;
+  return tat - p.depth_ns + slack;
 }
+
+// Takes `units` that have already moved (a read's bytes beyond its credit): as
+// bucket_take, and adds their cost to late_ns for the takers queued before it.
+uint64_t bucket_take_late(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
+
+// After a sleep to `deadline` that began when late_ns read `*late_seen`: the
+// deadline moved by what was charged late meanwhile (never past the time a fresh
+// take would wait for, never for a tat bucket_take would forget), and `*late_seen`
+// updated. @return the new deadline, or 0 if the taker may go now.
+uint64_t bucket_recheck(const BucketState& s, const BucketParams& p, uint64_t deadline, uint64_t* late_seen,
+                        uint64_t now_ns, uint64_t slack_ns) noexcept;
 
 // ---- A thread's prepaid credit on one bucket ----
 // credit > 0: calls go ahead and subtract what they move. credit <= 0: refill.
 
-// Units to take when refilling a credit of `credit` (its deficit plus a batch).
-inline uint64_t credit_refill_units(const BucketParams& p, int64_t credit) noexcept {
-  return static_cast<uint64_t>(p.batch) + (credit < 0 ? static_cast<uint64_t>(-credit) : 0);
+// credit >= need (a write's size, 0 for a read): the call goes without a take.
+
+// Units to take when refilling a credit of `credit` before a call that needs
+// `need`: what is missing (a prepaid write's deficit included) plus a batch.
+inline uint64_t credit_refill_units(const BucketParams& p, int64_t credit, uint64_t need = 0) noexcept {
+  auto want = static_cast<int64_t>(need < static_cast<uint64_t>(INT64_MAX / 2) ? need : INT64_MAX / 2);
+  return static_cast<uint64_t>(p.batch) + (credit < want ? static_cast<uint64_t>(want - credit) : 0);
 }
 
-// A deficit larger than a batch is settled at once (taken from the bucket) so that
-// other threads see it and a thread that exits leaves at most a batch unpaid.
-inline bool credit_needs_settle(const BucketParams& p, int64_t credit) noexcept { return credit < -p.batch; }
+// A call that moved more than the credit it found (a read: its size is known only
+// after it) is settled at once with bucket_take_late, so that no thread holds
+// unpaid bytes and the queue sees them.
+inline bool credit_needs_settle(int64_t credit) noexcept { return credit < 0; }
 
 }  // namespace bonsai

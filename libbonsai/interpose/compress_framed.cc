@@ -41,11 +41,13 @@ constexpr IoOps kRealIo{io_sendmsg, io_recv, io_poll, mono_ns};
 struct Meter {
   Ticket t;
   size_t chunk;
+  bool is_write;  // sent bytes are paid before they move
 };
 size_t meter_allow(void* ctx, size_t want) {
   auto* m = static_cast<Meter*>(ctx);
-  ticket_wait(m->t, false);  // under the connection lock: never a cancellation point
-  return want < m->chunk ? want : m->chunk;
+  size_t allow = want < m->chunk ? want : m->chunk;
+  ticket_wait(m->t, false, m->is_write ? allow : 0);  // under the connection lock: never a cancellation point
+  return allow;
 }
 void meter_charge(void* ctx, ssize_t moved) { ticket_charge(static_cast<Meter*>(ctx)->t, moved); }
 
@@ -54,6 +56,7 @@ WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
   m.t = ticket_for(id, fd);
   m.chunk = ticket_chunk(m.t);
+  m.is_write = call_dir(id) == CallDir::Write;
   return WireMeter{meter_allow, meter_charge, &m};
 }
 

@@ -47,10 +47,11 @@ class FileHold {
 // short piece (EOF, error). `piece(off, len)` returns the bytes it moved.
 template <typename Piece>
 size_t split_bytes(Ticket& t, size_t chunk, size_t total, Piece&& piece) {
+  bool is_write = call_dir(t.call) == CallDir::Write;  // a write is paid before it moves
   size_t done = 0;
   while (done < total) {
     size_t len = total - done < chunk ? total - done : chunk;
-    ticket_wait(t, false);
+    ticket_wait(t, false, is_write ? len : 0);
     size_t r = piece(done, len);
     ticket_charge(t, static_cast<ssize_t>(r));
     done += r;
@@ -70,7 +71,7 @@ size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& w
   Ticket t = ticket_for(id, fd_of(f));
   size_t chunk = ticket_chunk(t), total;
   if (__builtin_mul_overflow(size, count, &total) || total <= chunk) [[likely]] {
-    ticket_wait(t, false);
+    ticket_wait(t, false, call_dir(id) == CallDir::Write && total <= chunk ? total : 0);
     size_t r = whole();
     ticket_done(t, static_cast<ssize_t>(r * size));
     return r;
@@ -120,7 +121,7 @@ int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
   size_t chunk = ticket_chunk(t);
   size_t len = std::strlen(s);
   if (len <= chunk) [[likely]] {
-    ticket_wait(t, false);
+    ticket_wait(t, false, len);
     int r = whole();
     ticket_done(t, r == EOF ? -1 : static_cast<ssize_t>(len));
     return r;

@@ -83,8 +83,10 @@ bool may_block(int fd, int msg_flags) noexcept;
 // Pays `n` units before a call that cannot be cut, waiting until the bucket allows
 // them all; ticket_refund gives back what the call did not move.
 inline void ticket_prepay(Ticket& t, size_t n, bool cancellable) noexcept {
-  ticket_charge(t, static_cast<ssize_t>(n));
-  ticket_wait(t, cancellable);
+  if (t.bucket == kNoBucket) return;
+  int64_t units = t.view->params[t.bucket].per_call ? 1 : static_cast<int64_t>(n < SIZE_MAX / 2 ? n : SIZE_MAX / 2);
+  ticket_wait(t, cancellable, static_cast<uint64_t>(units));
+  lane_add(t_thread.credit[t.bucket], -units);
 }
 inline void ticket_refund(const Ticket& t, size_t n, ssize_t moved) noexcept {
   if (t.bucket == kNoBucket || t.view->params[t.bucket].per_call) return;
@@ -105,7 +107,7 @@ template <typename Call>
   Ticket t = ticket_for(id, fd);
   size_t chunk = ticket_chunk(t);
   if (n <= chunk) [[likely]] {
-    ticket_wait(t, cancellable);
+    ticket_wait(t, cancellable, is_write ? n : 0);  // a write is paid before it moves
     ssize_t r = call(size_t{0}, whole);
     ticket_done(t, r);
     return r;
@@ -128,7 +130,7 @@ template <typename Call>
     return r;
   }
   if (shape == Shape::Clamp) {
-    ticket_wait(t, cancellable);
+    ticket_wait(t, cancellable, is_write ? chunk : 0);
     size_t len = chunk;
     ssize_t r = call(size_t{0}, len);
     ticket_done(t, r);
@@ -138,7 +140,7 @@ template <typename Call>
   int err = 0;
   while (done < n) {
     size_t len = n - done < chunk ? n - done : chunk;
-    ticket_wait(t, cancellable && done == 0);  // once bytes moved, the call returns them
+    ticket_wait(t, cancellable && done == 0, is_write ? len : 0);  // once bytes moved, the call returns them
     ssize_t r = call(done, len);
     ticket_charge(t, r);
     if (r < 0) {
@@ -302,7 +304,7 @@ template <typename Call>
   size_t all = 0;
   for (unsigned int i = 0; v && i < count && all <= chunk; ++i) all += mmsg_bytes(v[i]);
   if (all <= chunk || !v) [[likely]] {
-    ticket_wait(t, true);
+    ticket_wait(t, true, is_write ? all : 0);
     int r = call(v, n, f);
     ticket_done(t, mmsg_moved(r, v));
     return r;
@@ -323,7 +325,7 @@ template <typename Call>
     }
     bool alone = group > chunk;  // one message larger than a chunk
     if (alone && is_write) ticket_prepay(t, group, done == 0);
-    else ticket_wait(t, done == 0);  // once messages moved, the call returns them
+    else ticket_wait(t, done == 0, is_write ? group : 0);  // once messages moved, the call returns them
     int r = call(v + done, k, flags);
     ssize_t moved = mmsg_moved(r, v + done);
     if (alone && is_write) {
@@ -364,7 +366,8 @@ inline int64_t* credit_fast(CallId id, size_t n) noexcept {
   if (t_thread.credit_view != v) return nullptr;
   const BucketParams& p = v->params[b];
   int64_t* credit = &t_thread.credit[b];
-  if (*credit <= 0 || n > static_cast<size_t>(p.batch) || p.per_call) return nullptr;
+  // The credit covers the whole transfer: no call moves bytes it has not paid for.
+  if (*credit <= 0 || n > static_cast<size_t>(*credit) || p.per_call) return nullptr;
   return credit;
 }
 
@@ -412,7 +415,7 @@ template <typename Call>
   size_t schunk = ticket_chunk(s);
   if (schunk < chunk) chunk = schunk;
   ticket_wait(s, false);
-  ticket_wait(t, false);
+  ticket_wait(t, false, n < chunk ? n : chunk);  // the write side is paid before it moves
   ssize_t r = call(n < chunk ? n : chunk);
   int err = errno;
   ticket_charge(s, r);

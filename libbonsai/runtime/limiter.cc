@@ -178,28 +178,38 @@ uint64_t clock_offset() noexcept {
 
 }  // namespace
 
-uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable) noexcept {
+uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable, uint64_t need) noexcept {
   BucketState& b = g_limiter.buckets[bucket];
   const BucketParams& p = v->params[bucket];
   int64_t& credit = t_thread.credit[bucket];
+  if (p.per_call) need = 0;
   uint64_t waited = 0;
   uint64_t offset = clock_offset();
+  uint64_t slack = g_limiter.opts.debt_ns;
+  uint64_t late_seen = b.late_ns.load(std::memory_order_relaxed);  // before the take: never owes a wait
   uint64_t now = mono_ns();
-  uint64_t tat = bucket_take(b, p, credit_refill_units(p, credit), now - offset);
-  credit = 0;
+  uint64_t units = credit_refill_units(p, credit, need);
+  uint64_t tat = bucket_take(b, p, units, now - offset);
   // bucket_take bounds tat (max_ahead_ns), so a garbage clock cannot make this wait long.
-  uint64_t deadline = bucket_eligible(p, tat, now - offset, g_limiter.opts.debt_ns);
+  uint64_t deadline = bucket_eligible(p, tat, now - offset, slack);
   if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
     t_thread.in_wait = true;
     ShmSlot* slot = shm_wait_begin();  // seen by `bonsaictl set --wait`
-    wait_until(deadline + offset, g_limiter.opts.spin_ns, cancellable, g_limiter.watch.seq,
-               g_limiter.seen_seq.load(std::memory_order_relaxed));
+    const std::atomic<uint64_t>* watch = g_limiter.watch.seq;
+    uint64_t seen = g_limiter.seen_seq.load(std::memory_order_relaxed);
+    // Reads charged late while this thread slept moved ahead of it: it waits that much
+    // more (a few rounds at most; each finds less, and new limits end the wait).
+    for (int round = 0; deadline && round < 8; ++round) {
+      wait_until(deadline + offset, g_limiter.opts.spin_ns, cancellable, watch, seen);
+      if (watch && watch->load(std::memory_order_acquire) != seen) break;
+      deadline = bucket_recheck(b, p, deadline, &late_seen, mono_ns() - offset, slack);
+    }
     shm_wait_end(slot);
     t_thread.in_wait = false;
     uint64_t end = mono_ns();
     waited = end > now ? end - now : 1;
   }
-  lane_add(credit, p.batch);
+  lane_add(credit, static_cast<int64_t>(units));
   return waited;
 }
 
@@ -208,8 +218,8 @@ void ticket_settle_slow(const Ticket& t) noexcept {
   int64_t owed = -credit;
   if (owed <= 0) return;
   lane_add(credit, owed);
-  bucket_take(g_limiter.buckets[t.bucket], t.view->params[t.bucket], static_cast<uint64_t>(owed),
-              mono_ns() - clock_offset());
+  bucket_take_late(g_limiter.buckets[t.bucket], t.view->params[t.bucket], static_cast<uint64_t>(owed),
+                   mono_ns() - clock_offset());
 }
 
 void thread_credit_reset(const LimitsView* v) noexcept {

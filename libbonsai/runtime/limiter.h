@@ -104,19 +104,22 @@ inline Ticket ticket_for(CallId call, int fd) noexcept {
   return t;
 }
 
-// Slow path of ticket_wait: take a batch (plus any deficit) from the bucket and
-// sleep if the bucket is in debt.
+// Slow path of ticket_wait: take a batch plus what the call needs beyond the
+// credit from the bucket, and sleep if the bucket is in debt.
 // @return the time waited in ns (0 if none).
-uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable) noexcept
+uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable, uint64_t need) noexcept
     __attribute__((noinline));
-// Settles a deficit larger than a batch (see credit_needs_settle).
+// Takes a deficit the last call left (see credit_needs_settle) at once.
 void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
 
-// Waits, before the real call, until the call's bucket allows it.
-inline void ticket_wait(Ticket& t, bool cancellable) noexcept {
+// Waits, before the real call, until the call's bucket allows it. `need`: the bytes
+// a write will move at most (paid before it moves); 0 for a read, whose size is
+// known only after it (a call-rate bucket ignores it: a call costs one).
+inline void ticket_wait(Ticket& t, bool cancellable, uint64_t need = 0) noexcept {
   if (t.bucket == kNoBucket) [[likely]] return;
-  if (t_thread.credit[t.bucket] > 0) [[likely]] return;
-  t.waited_ns += ticket_wait_slow(t.view, t.bucket, cancellable);
+  int64_t credit = t_thread.credit[t.bucket];
+  if (credit > 0 && (static_cast<uint64_t>(credit) >= need || t.view->params[t.bucket].per_call)) [[likely]] return;
+  t.waited_ns += ticket_wait_slow(t.view, t.bucket, cancellable, need);
 }
 
 // Largest transfer worth making in one real call (SIZE_MAX if not byte-limited).
@@ -132,7 +135,7 @@ inline void ticket_charge(const Ticket& t, ssize_t moved) noexcept {
   int64_t units = p.per_call ? 1 : (moved > 0 ? moved : 0);
   int64_t& credit = t_thread.credit[t.bucket];
   lane_add(credit, -units);
-  if (credit_needs_settle(p, credit)) [[unlikely]] ticket_settle_slow(t);
+  if (credit_needs_settle(credit)) [[unlikely]] ticket_settle_slow(t);
 }
 
 // Counts one application call that moved `moved` bytes (< 0: it failed). Nothing

@@ -33,7 +33,7 @@ enum class OptType : uint8_t {
   X(stats, "BONSAI_STATS", Path, "", "file that gets one JSON line of counters per process at exit")            \
   X(log, "BONSAI_LOG", Choice, "warn", "library messages on stderr: off, error, warn, info, debug")               \
   X(spin_ns, "BONSAI_SPIN_NS", Duration, "1000000", "waits shorter than this busy-wait, longer ones sleep")      \
-  X(debt_ns, "BONSAI_DEBT_NS", Duration, "2000000", "debt a bucket may run up before a caller sleeps it off")    \
+  X(debt_ns, "BONSAI_DEBT_NS", Duration, "2000000", "room a sleeper leaves for the takes after it (within the depth)")  \
   X(compress_to, "BONSAI_COMPRESS_TO", Text, "", "destinations whose connections are compressed")               \
   X(compress_accept, "BONSAI_COMPRESS_ACCEPT", Flag, "", "decode framed streams on accepted sockets")            \
   X(compress_levels, "BONSAI_COMPRESS_LEVELS", Text, "none,lz4,zstd:1,zstd:3,zstd:6,zstd:9", "compression levels, cheapest first") \

@@ -4,10 +4,12 @@
 
 #include <cerrno>
 #include <ctime>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "sys/clock.h"
+#include "sys/futex.h"
 
 namespace bonsai {
 namespace {
@@ -53,10 +55,20 @@ void wait_until(uint64_t deadline_ns, uint64_t spin_ns, bool cancellable, const 
     uint64_t until = deadline_ns;
     if (watch && until - now > kWatchSliceNs) until = now + kWatchSliceNs;
     timespec ts{static_cast<time_t>(until / 1'000'000'000u), static_cast<long>(until % 1'000'000'000u)};
-    if (cancellable)
+    if (watch) {
+      // One sleep on the limits' seq: a change wakes it at once (shm/seqlock.cc), so a
+      // thousand queued threads cost a wake-up each per wait, not one per slice.
+      // Cancellable: asynchronous cancellation for the syscall alone, as glibc's own
+      // cancellation points were made.
+      int type = PTHREAD_CANCEL_DEFERRED;
+      if (cancellable) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &type);
+      futex_wait_until(futex_low_word(watch), static_cast<uint32_t>(seen), &ts);
+      if (cancellable) pthread_setcanceltype(type, nullptr);
+    } else if (cancellable) {
       clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);  // EINTR: loop
-    else
+    } else {
       raw_sleep_until(&ts);
+    }
   }
   errno = saved_errno;
 }

@@ -9,6 +9,7 @@
 #include <ctime>
 
 #include "sys/clock.h"
+#include "sys/futex.h"
 
 namespace bonsai {
 namespace {
@@ -70,6 +71,7 @@ uint64_t seqlock_write(ShmLimits& l, const LimitSet& set, uint64_t now_unix_ns, 
   copy_in(set, l.set);
   l.changed_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
   l.seq.store(s + 1, std::memory_order_release);
+  futex_wake_all(futex_low_word(&l.seq));  // threads asleep in a wait go on under the new limits
   return s + 1;
 }
 
