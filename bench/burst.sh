@@ -6,8 +6,7 @@
 # burst is the most bytes any interval held beyond cap x its length (rx_meter -r, 1 ms bins:
 # one bin of rate is the measurement's own grain), in ms of rate; the configured depth is
 # 10 ms of rate (the default) and must bound it however many processes and threads join.
-# Also recorded: the excess of the whole 2 s over cap x 2 s (negative when 2 cores cannot
-# wake a thousand threads on time: throughput lost, not a burst).
+# Also recorded: the excess of the whole 2 s over cap x 2 s.
 # Writes $RES/burst.csv and one summary row. Env: BURST_P (quick "1 48 256", full
 # "1 4 16 48 128 256"), BURST_T (quick "2", full "1 2 4"), BURST_CAP (64MiB), BURST_REPS (1 / 2).
 source "$(dirname "$0")/lib/common.sh"
@@ -16,6 +15,11 @@ service_bench burst
 if [ "$BENCH" = full ]; then PS="1 4 16 48 128 256" TS="1 2 4" REPS=2; else PS="1 48 256" TS="2" REPS=1; fi
 PS=${BURST_P:-$PS}; TS=${BURST_T:-$TS}; REPS=${BURST_REPS:-$REPS}; CAP=${BURST_CAP:-64MiB}
 CAP_B=$(bytes_of "$CAP")
+# The meter runs ahead of the writers it measures (nice -10 where allowed): starved by a
+# thousand runnable threads on 2 cores, it would read in gulps and report its own stalls
+# as bursts (measured: 13-27 ms at 1,024 threads, 8-10 ms with the meter ahead).
+METER_NICE=()
+nice -n -10 true 2>/dev/null && METER_NICE=(nice -n -10)
 SECS=2 DEPTH_MS=10
 CSV=$RES/burst.csv
 echo "processes,threads_each,rep,cap_bps,window_s,bytes,excess_pct,excess_ms_of_rate,peak_burst_ms_of_rate,depth_ms" >"$CSV"
@@ -30,7 +34,7 @@ for p in $PS; do
       at=$(awk -v n="$p" -v now="$(date +%s.%N)" 'BEGIN { printf "%.3f", now + 0.5 + n * 0.015 }')
       line=$("$CTL" run -s "$svc" --scope service -l "write=$CAP/s" -- \
           sh -c "i=0; while [ \$i -lt $p ]; do '$HELP/tx_threads' -n $t -b 4096 -t $((SECS + 2)) -a $at & i=\$((i + 1)); done; wait" \
-          2>"$BENCH_TMP/err" | "$HELP/rx_meter" -t "$SECS" -r "$CAP_B")
+          2>"$BENCH_TMP/err" | "${METER_NICE[@]}" "$HELP/rx_meter" -t "$SECS" -r "$CAP_B")
       lib_errors "$BENCH_TMP/err"
       "$CTL" rm --force "$svc" >/dev/null 2>&1
       bytes=$(kv "$line" bytes)
