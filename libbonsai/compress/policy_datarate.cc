@@ -27,6 +27,15 @@ int step(const DatarateState& s, bool up) {
 // While a level's back-off is short, the model may veto a probe: upward if it
 // predicts any loss, downward if it predicts a clear one. Longer back-offs probe
 // regardless, so a wrong model cannot hide the best level for ever.
+// Within the tie margin: the level the model predicts better by kTieMargin/2, if it
+// is trusted at both (measured at >= kModelTrust of its prediction); -1: no opinion.
+int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
+  double pa = model_rate(m, static_cast<uint8_t>(a)), pb = model_rate(m, static_cast<uint8_t>(b));
+  if (pa == 0 || pb == 0 || ra < kModelTrust * pa || rb < kModelTrust * pb) return -1;
+  if (pa > pb * (1 + kTieMargin / 2)) return a;
+  if (pb > pa * (1 + kTieMargin / 2)) return b;
+  return -1;
+}
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
   double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
@@ -53,7 +62,7 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     s.warm = true;
     s.pdr = cdr;
     int best = model_best(m);
-    if (best != s.ccl) move(s, best, cdr);
+    if (best != s.ccl) move(s, best, cdr), s.first_pick = true;
     // The model assumes compression hides behind the bucket's refill, so it errs
     // upwards: the first probe after its pick goes to the cheaper neighbour.
     s.inc = false;
@@ -63,8 +72,22 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
   if (s.probe_from >= 0) {  // the period after a change: keep it or revert it
     int from = s.probe_from;
     s.probe_from = -1;
-    // Ties go to the cheaper level: a dearer level must earn its CPU.
+    bool first = s.first_pick;
+    s.first_pick = false;
+    // Ties go to the cheaper level: a dearer level must earn its CPU. Unless the model,
+    // trusted at both levels, predicts one of them better: at a binding cap it compares
+    // the levels' ratios on the same calibration chunk, which a short probe (noise, and
+    // a new zstd frame without history) cannot resolve within the margin.
     double keep_at = s.before * (s.ccl > from ? 1 + kTieMargin : 1 - kTieMargin);
+    if (cdr < s.before * (1 + kTieMargin) && cdr >= s.before * (1 - kTieMargin)) {
+      int pick = model_tie_break(m, s.ccl, cdr, from, s.before);
+      if (pick >= 0) keep_at = pick == s.ccl ? 0 : 1e300;
+    }
+    // The model's first pick, when the first period ran at `none` (an uncapped start)
+    // and the pick compresses: kept unless it loses more than alpha, as the paper keeps
+    // a stable level (its first 50 ms start a new stream without history, and `none`'s
+    // first period may still carry some of the bucket's depth).
+    if (first && from == 0 && cdr >= s.before * (1 - alpha)) keep_at = 0;
     if (cdr >= keep_at) {  // 15: improved
       reward(s, s.ccl);
       s.c = 0;
@@ -113,9 +136,12 @@ void datarate_policy_init(PolicyState& s) noexcept { s.settle = true; }
 uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   if (policy_settling(s)) return s.level;
   // The first period measures the link: chunks that did not wait spend the bucket's
-  // initial depth (10 ms of rate) and would overstate it.
-  if (!s.dr.warm && r.blocked_ns == 0 && s.warm_skipped < kWarmSkipMax) {
+  // initial depth (10 ms of rate) and would overstate it, and so does the first that
+  // waited (it waits for part of one chunk's debt only): at 20 MiB/s the link was
+  // overstated by 17% when it counted.
+  if (!s.dr.warm && !s.warm_waited && s.warm_skipped < kWarmSkipMax) {
     ++s.warm_skipped;
+    s.warm_waited = r.blocked_ns > 0;
     return s.level;
   }
   // The first period and the period after a change (a probe) are short.

@@ -26,6 +26,7 @@ struct DatarateState {
   bool warm;        // past the first (calibrating) period
   bool dropped;     // the rate dropped at a steady level: the owner should resample the model
   int8_t probe_from;  // level left by the change just made; -1 if none
+  bool first_pick;  // the change just made is the model's first pick (judged within alpha)
   uint32_t c;       // decisions since the last change
   uint8_t bck[kMaxLevels];
   double pdr;       // previous period's rate

@@ -186,13 +186,14 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
 }
 
 // Whether this chunk calibrates (a round in progress, or the policy asks for one).
-// Unbound at `none`, the model only has to keep showing that compressing is slower:
-// a round every kIdleResample is enough (a round costs ~20 ms of a core with zstd:6
-// and zstd:9 in the list, 1-2% of an uncapped sender's time at one a second).
+// Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
+// that dearer levels are slower: a round every kIdleResample is enough (a round costs
+// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
+// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
 bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
   if (len < kSampleChunk) return false;
   if (s.cal_next) return true;
-  if (s.policy.sampled && s.policy.level == 0 && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
+  if (s.policy.sampled && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
     return false;
   return policy_wants_sample(s.policy, now_ns);
 }
@@ -296,6 +297,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
   }
   if (total == 0) return 0;
+  if (!s.header_sent && m.allow) policy_capped_start(s.policy);
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
