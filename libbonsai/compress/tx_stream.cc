@@ -299,7 +299,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
   }
   if (total == 0) return 0;
-  if (!s.header_sent && m.allow) policy_capped_start(s.policy);
+  if (!s.header_sent && m.capped) policy_capped_start(s.policy);
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;

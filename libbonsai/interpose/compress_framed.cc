@@ -54,7 +54,7 @@ WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
   m.t = ticket_for(id, fd);
   m.chunk = ticket_chunk(m.t);
-  return WireMeter{meter_allow, meter_charge, &m};
+  return WireMeter{meter_allow, meter_charge, &m, m.t.bucket != kNoBucket};
 }
 
 // Counts the wire bytes of a framed call next to its application bytes (ticket_count).
