@@ -24,11 +24,6 @@ int step(const DatarateState& s, bool up) {
   if (l < 0) l = s.nlevels >= 2 ? 1 : 0;
   return l;
 }
-// While a level's back-off is short, the model may veto a probe: upward if it
-// predicts a loss beyond the tie margin (the model's CPU figures carry the load of the
-// moment: at 10 MiB/s it vetoed zstd:3 -> zstd:6 for a whole run, 9% lost), downward if
-// it predicts a clear one. Longer back-offs probe
-// regardless, so a wrong model cannot hide the best level for ever.
 // Within the tie margin: the level the model predicts better by kTieMargin/2, if it
 // is trusted at both (measured at >= kModelTrust of its prediction); -1: no opinion.
 int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
@@ -38,6 +33,11 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
   if (pb > pa * (1 + kTieMargin / 2)) return b;
   return -1;
 }
+// While a level's back-off is short, the model may veto a probe: upward if it
+// predicts a loss beyond the tie margin (the model's CPU figures carry the load of the
+// moment: at 10 MiB/s it vetoed zstd:3 -> zstd:6 for a whole run, 9% lost), downward if
+// it predicts a clear one. Longer back-offs probe
+// regardless, so a wrong model cannot hide the best level for ever.
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
   double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
