@@ -40,6 +40,13 @@ void policy_on_sample(PolicyState& s, uint8_t level, uint64_t app, uint64_t wire
   s.sampled_at_ns = now_ns;
 }
 
+void policy_capped_start(PolicyState& s) noexcept {
+  if (s.cfg.kind != PolicyKind::Datarate || s.dr.warm || s.acc_chunks || s.level != 0) return;
+  auto start = static_cast<uint8_t>(s.dr.nlevels / 2);
+  s.level = start;
+  s.dr.ccl = start;
+}
+
 uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept { return ops_of(s).on_chunk(s, r); }
 
 bool policy_settling(PolicyState& s) noexcept {

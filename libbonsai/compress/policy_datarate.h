@@ -14,6 +14,10 @@ namespace bonsai::compress {
 inline constexpr uint8_t kMaxBackoff = 6;    // probes at least every 2^6 periods
 inline constexpr uint8_t kGateBackoff = 4;   // the model may veto probes below this back-off
 inline constexpr double kTieMargin = 0.02;   // a dearer level must be 2% better to be kept
+// A change between two levels in `DatarateState::fresh` starts a new codec frame (zstd:
+// no history for the next ~2 MiB, ~5-8% lower ratio on text over it), so its short probe
+// reads low: within this further margin the model (trusted at both levels) decides.
+inline constexpr double kFreshMargin = 0.06;
 inline constexpr double kDownGate = 0.05;    // a cheaper level predicted 5% worse is not probed
 // A level measured below this share of its predicted rate shows the model wrong there
 // (CPU taken by other processes, compression not hidden by the bucket): no veto.
@@ -26,8 +30,10 @@ struct DatarateState {
   bool warm;        // past the first (calibrating) period
   bool dropped;     // the rate dropped at a steady level: the owner should resample the model
   int8_t probe_from;  // level left by the change just made; -1 if none
+  bool first_pick;  // the change just made is the model's first pick (judged within alpha)
   uint32_t c;       // decisions since the last change
   uint8_t bck[kMaxLevels];
+  uint8_t fresh;    // bit i: level i is one of those between which a change drops history
   double pdr;       // previous period's rate
   double before;    // rate of probe_from before the change
 };

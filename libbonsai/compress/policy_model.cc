@@ -60,10 +60,12 @@ double model_rate(const CostModel& m, uint8_t level) noexcept {
   return t > 0 ? 1e9 / t : 1e18;
 }
 
-uint8_t model_best(const CostModel& m) noexcept {
-  uint8_t best = 0;
-  double best_rate = model_rate(m, 0);
-  for (uint8_t l = 1; l < m.nlevels; ++l) {
+uint8_t model_best(const CostModel& m) noexcept { return model_best_from(m, 0); }
+
+uint8_t model_best_from(const CostModel& m, uint8_t first) noexcept {
+  uint8_t best = first;
+  double best_rate = model_rate(m, first);
+  for (uint8_t l = static_cast<uint8_t>(first + 1); l < m.nlevels; ++l) {
     double r = model_rate(m, l);
     if (r > best_rate) best_rate = r, best = l;
   }

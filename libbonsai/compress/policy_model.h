@@ -50,5 +50,7 @@ double model_rate(const CostModel& m, uint8_t level) noexcept;
 
 // The level with the highest predicted rate (ties: the cheaper level).
 uint8_t model_best(const CostModel& m) noexcept;
+// The same among levels `first` and above (unknown ones left out; none known: `first`).
+uint8_t model_best_from(const CostModel& m, uint8_t first) noexcept;
 
 }  // namespace bonsai::compress

@@ -26,6 +26,7 @@ struct WireMeter {
   size_t (*allow)(void* ctx, size_t want);
   void (*charge)(void* ctx, ssize_t moved);
   void* ctx;
+  bool capped;  // a byte limit applies to these writes (not only accounting)
 };
 
 // Copies up to `n` bytes from `src` into the iovec array at byte offset `skip`.

@@ -186,13 +186,14 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
 }
 
 // Whether this chunk calibrates (a round in progress, or the policy asks for one).
-// Unbound at `none`, the model only has to keep showing that compressing is slower:
-// a round every kIdleResample is enough (a round costs ~20 ms of a core with zstd:6
-// and zstd:9 in the list, 1-2% of an uncapped sender's time at one a second).
+// Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
+// that dearer levels are slower: a round every kIdleResample is enough (a round costs
+// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
+// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
 bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
   if (len < kSampleChunk) return false;
   if (s.cal_next) return true;
-  if (s.policy.sampled && s.policy.level == 0 && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
+  if (s.policy.sampled && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
     return false;
   return policy_wants_sample(s.policy, now_ns);
 }
@@ -260,6 +261,8 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
   s.stage = base + align64(kMaxFrameWire);
   s.pend = s.stage + align64(kMaxFrameRaw);
   policy_init(s.policy, policy, levels->count);
+  for (unsigned i = 0; i < levels->count && i < 8; ++i)  // a change of zstd level starts a new zstd frame
+    if (levels->levels[i].method == Method::Zstd) s.policy.dr.fresh |= static_cast<uint8_t>(1u << i);
   size_t used = align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(kPendSize);
   return tx_stream_codec_init(s.codec, base + used, size - used, *levels);
 }
@@ -296,6 +299,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
   }
   if (total == 0) return 0;
+  if (!s.header_sent && m.capped) policy_capped_start(s.policy);
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
@@ -321,9 +325,15 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       payload[0] = {s.stage, len};
       ns = 1;
     }
-    if (sample) {  // not part of the chunk's time: the model is fed separately
+    // Calibration stays in the chunk's time, counted as time not spent on the chunk
+    // (with the waits): the bucket refills meanwhile (up to its depth), so leaving it out
+    // made the next chunks' waits look short and the period's rate high (27 MiB/s read
+    // at 5 MiB/s x ratio 4.4), and the following period a "drop" that reset back-offs.
+    uint64_t cal_ns = 0;
+    if (sample) {
+      uint64_t c0 = io.now_ns();
       calibrate(s, io, payload[0].iov_base, len);
-      t0 = io.now_ns();
+      cal_ns = io.now_ns() - c0;
     }
     uint64_t cpu_ns = 0;
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {
@@ -341,7 +351,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
     frame_header_write(fhdr, h);
     nv += ns;
-    uint64_t blocked = flush_blocked;
+    uint64_t blocked = flush_blocked + cal_ns;
     flush_blocked = 0;
     int err = send_all(io, m, fd, v, nv, flags, &blocked);
     bool kept = false;
@@ -364,7 +374,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     s.frames[static_cast<unsigned>(h.method)]++;
     s.level_chunks[lvl]++;
     uint64_t t1 = io.now_ns();
-    note_link(s, t1 - t0, blocked);
+    note_link(s, t1 - t0 - cal_ns, blocked - cal_ns);  // the link's state: without calibration
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns});
     if (next != lvl && blog_enabled(LogLevel::Debug))
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,

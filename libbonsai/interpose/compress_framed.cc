@@ -57,7 +57,7 @@ WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   m.t = ticket_for(id, fd);
   m.chunk = ticket_chunk(m.t);
   m.is_write = call_dir(id) == CallDir::Write;
-  return WireMeter{meter_allow, meter_charge, &m};
+  return WireMeter{meter_allow, meter_charge, &m, m.t.bucket != kNoBucket};
 }
 
 // Counts the wire bytes of a framed call next to its application bytes (ticket_count).
