@@ -40,9 +40,9 @@ struct WaitResult {
 
 // Waits until no live process sleeps in a wait under limits older than `seq`. A
 // process not inside a wait takes the new limits on its next call by construction
-// (each call compares the sequence number), so only the sleepers matter; their waits
-// end within ~5 ms of a change (runtime/wait.h). Dead processes' slots are
-// reclaimed on the way.
+// (each call compares the sequence number), so only the sleepers matter; the change
+// wakes their waits (a futex on the sequence number: runtime/wait.h), and a thread
+// cancelled in a wait leaves the count. Dead processes' slots are reclaimed on the way.
 WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
   ShmSegment& seg = handle.seg();
   uint64_t t0 = mono_ns(), last_reclaim = 0;

@@ -178,6 +178,38 @@ uint64_t clock_offset() noexcept {
 
 }  // namespace
 
+namespace {
+void wait_cancelled(void* slot) {
+  shm_wait_end(static_cast<ShmSlot*>(slot));
+  t_thread.in_wait = false;
+}
+
+struct WaitPlan {
+  const BucketState* bucket;
+  const BucketParams* params;
+  uint64_t deadline;   // host clock
+  uint64_t late_seen;  // the bucket's late_ns before the take
+  uint64_t offset;     // this process's clock minus the host's
+  uint64_t slack;
+  bool cancellable;
+};
+
+// Sleeps to the taker's turn. Reads charged late while it slept moved ahead of it: it
+// waits that much more (a few rounds at most; each finds less, and new limits end the
+// wait). Apart from its caller so that no local of the caller lives across the
+// cancellation buffer's setjmp.
+[[gnu::noinline]] void sleep_to_turn(WaitPlan* w) noexcept {
+  const std::atomic<uint64_t>* watch = g_limiter.watch.seq;
+  uint64_t seen = g_limiter.seen_seq.load(std::memory_order_relaxed);
+  uint64_t deadline = w->deadline;
+  for (int round = 0; deadline && round < 8; ++round) {
+    wait_until(deadline + w->offset, g_limiter.opts.spin_ns, w->cancellable, watch, seen);
+    if (watch && watch->load(std::memory_order_acquire) != seen) break;
+    deadline = bucket_recheck(*w->bucket, *w->params, deadline, &w->late_seen, mono_ns() - w->offset, w->slack);
+  }
+}
+}  // namespace
+
 uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable, uint64_t need) noexcept {
   BucketState& b = g_limiter.buckets[bucket];
   const BucketParams& p = v->params[bucket];
@@ -195,15 +227,12 @@ uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable,
   if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
     t_thread.in_wait = true;
     ShmSlot* slot = shm_wait_begin();  // seen by `bonsaictl set --wait`
-    const std::atomic<uint64_t>* watch = g_limiter.watch.seq;
-    uint64_t seen = g_limiter.seen_seq.load(std::memory_order_relaxed);
-    // Reads charged late while this thread slept moved ahead of it: it waits that much
-    // more (a few rounds at most; each finds less, and new limits end the wait).
-    for (int round = 0; deadline && round < 8; ++round) {
-      wait_until(deadline + offset, g_limiter.opts.spin_ns, cancellable, watch, seen);
-      if (watch && watch->load(std::memory_order_acquire) != seen) break;
-      deadline = bucket_recheck(b, p, deadline, &late_seen, mono_ns() - offset, slack);
-    }
+    WaitPlan w{&b, &p, deadline, late_seen, offset, slack, cancellable};
+    // A thread cancelled in a cancellable wait leaves the slot's count of sleepers too,
+    // or `set --wait` would wait for it for as long as its process lives.
+    pthread_cleanup_push(wait_cancelled, slot);
+    sleep_to_turn(&w);
+    pthread_cleanup_pop(0);
     shm_wait_end(slot);
     t_thread.in_wait = false;
     uint64_t end = mono_ns();

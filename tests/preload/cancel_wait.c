@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT
    cancel_wait: two threads wait in throttled wrappers (one 8 MiB write() cut into chunks,
    one loop of 4 KiB write()s); main cancels both after 300 ms and reports how long the
-   joins took. Both must end with PTHREAD_CANCELED. */
+   joins took. Both must end with PTHREAD_CANCELED. With an argument SECS it then stays
+   alive that long without I/O (t_65: a cancelled wait must not be left counted). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "preload_util.h"
@@ -26,7 +29,7 @@ static void* small_writes(void* arg) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char** argv) {
   g_null = open("/dev/null", O_WRONLY);
   if (g_null < 0) die("open");
   pthread_t a, b;
@@ -42,5 +45,7 @@ int main(void) {
   double secs = now_s() - t0;
   if (ra != PTHREAD_CANCELED || rb != PTHREAD_CANCELED) die("a thread was not cancelled");
   printf("join_secs=%.4f\n", secs);
+  fflush(stdout);
+  if (argc > 1) sleep((unsigned)atoi(argv[1]));
   return 0;
 }
