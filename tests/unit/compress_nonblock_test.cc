@@ -276,16 +276,22 @@ TEST_CASE("non-blocking sender: tiny and huge writes, memory bounded to one fram
   CHECK((decode(sock, SIZE_MAX, rng) == big));
 }
 
+// Writes `v` whole through a socket that takes only `budget` bytes: the rest stays in
+// the connection's send buffer.
+void write_into_full_socket(FakeSocket& sock, Sender& s, iovec& v, size_t budget) {
+  sock.budget = budget;
+  REQUIRE(tx_write(s.tx, kFakeIo, kNoMeter, 0, &v, 1, MSG_DONTWAIT) == static_cast<ssize_t>(v.iov_len));
+  REQUIRE(tx_pending(s.tx) > 0);
+}
+
 TEST_CASE("a forked child's view: the send buffer disowned, writes fail with EPIPE", "[compress]") {
   FakeSocket sock;
   g_sock = &sock;
   Sender s("fixed:lz4");
   REQUIRE(s.ok);
   auto data = text(4, 50000);
-  sock.budget = 10;
   iovec v{data.data(), data.size()};
-  REQUIRE(tx_write(s.tx, kFakeIo, kNoMeter, 0, &v, 1, MSG_DONTWAIT) == static_cast<ssize_t>(data.size()));
-  REQUIRE(tx_pending(s.tx) > 0);
+  write_into_full_socket(sock, s, v, 10);
   tx_disown(s.tx, EPIPE);
   CHECK(tx_pending(s.tx) == 0);
   sock.budget = SIZE_MAX;
@@ -302,10 +308,8 @@ TEST_CASE("non-blocking sender: a socket that fails while bytes are buffered dro
   Sender s("fixed:lz4");
   REQUIRE(s.ok);
   auto data = text(6, 50000);
-  sock.budget = 100;
   iovec v{data.data(), data.size()};
-  REQUIRE(tx_write(s.tx, kFakeIo, kNoMeter, 0, &v, 1, MSG_DONTWAIT) == static_cast<ssize_t>(data.size()));
-  REQUIRE(tx_pending(s.tx) > 0);
+  write_into_full_socket(sock, s, v, 100);
   sock.reset = true;
   CHECK(tx_flush(s.tx, kFakeIo, kNoMeter, 0, MSG_DONTWAIT) == EPIPE);
   CHECK(tx_pending(s.tx) == 0);  // readiness stops waiting for bytes that cannot leave
