@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The supervisor's loop (see supervisor.h). One thread, one poll: the listener, the
 // sockets of receives waiting for data, and the earliest deadline of a held call.
-// Why one file of ~600 lines: the charging steps (settle, charge, pay, hold) share the
-// loop's per-thread and per-process state; splitting them would put that state in a
-// header for one user. Next split when it grows: the held-call queue (hold/release/run's
-// first half) into sv_held.cc.
+// The charging steps (settle, charge, pay, hold) share the loop's per-thread and
+// per-process state; a thread's debts are their own module (sv_debt.h). Next split
+// when it grows: the held-call queue (hold/release/run's first half) into sv_held.cc.
 #include "supervisor.h"
 
 #include <algorithm>
@@ -27,6 +26,7 @@
 #include "shm/shm_guard.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
+#include "sv_debt.h"
 #include "sv_syscalls.h"
 #include "sv_target.h"
 #include "sys/clock.h"
@@ -73,21 +73,12 @@ struct Proc {
   BucketState own[kMaxRules]{};  // scope process
 };
 
-// Units a thread owes a bucket and has not taken yet. One call may owe far more than a
-// bucket takes at once (a 1 GiB write: the library would have cut it up, the supervisor
-// cannot), so debt is taken in pieces of ~100 ms of rate, each when the last is paid.
-struct Debt {
-  uint8_t bucket = kNoBucket;
-  uint64_t units = 0;
-};
-constexpr int kDebts = 4;
-
 struct Thread {
   int tid = 0, tgid = 0;
   int io_fd = -1;
   SvIo io{};
   Owed owed{};
-  Debt debt[kDebts]{};
+  DebtList debt;
 };
 
 // A call held back: until `deadline` (its buckets' debt is paid), or, a receive that
@@ -115,7 +106,9 @@ class Loop {
   Thread* thread_get(int tid);
   Proc* proc_get(int tgid);
   void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
-  void charge(Thread& th, uint8_t bucket, uint64_t moved);
+  // `late`: the units have moved already (a read settled after it): the library's
+  // sleepers in the same service bucket then wait them off too (bucket_take_late).
+  void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);
   void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
   void pay(Thread& th, Proc& p, uint64_t now);
   uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
@@ -182,7 +175,7 @@ void Loop::view_refresh() {
   // under the new limits from their next call on), as in the library.
   for (auto& [tid, th] : threads_) {
     th.owed.active = false;
-    for (Debt& d : th.debt) d.units = 0;
+    th.debt.clear();
   }
   for (auto& [pid, p] : procs_) {
     for (auto& b : p.own) bucket_reset_clock(b);
@@ -242,43 +235,29 @@ BucketState& Loop::state(Proc& p, uint8_t bucket) {
   return p.own[bucket];
 }
 
-void Loop::charge(Thread& th, uint8_t bucket, uint64_t moved) {
+void Loop::charge(Thread& th, uint8_t bucket, uint64_t moved, bool late) {
   if (bucket == kNoBucket || !view_.usable || bucket >= view_.set.count) return;
-  uint64_t units = view_.params[bucket].per_call ? 1 : moved;
-  if (!units) return;
-  Debt* free_slot = nullptr;
-  for (Debt& d : th.debt) {
-    if (d.units && d.bucket == bucket) return void(d.units += units);
-    if (!d.units && !free_slot) free_slot = &d;
-  }
-  if (!free_slot) free_slot = &th.debt[0];  // more buckets than slots: cannot happen (2 per call)
-  free_slot->bucket = bucket;
-  free_slot->units += units;
+  th.debt.add(bucket, view_.params[bucket].per_call ? 1 : moved, late);
 }
 
 void Loop::give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now) {
   if (bucket == kNoBucket || !view_.usable || bucket >= view_.set.count) return;
-  for (Debt& d : th.debt)
-    if (d.units && d.bucket == bucket) {  // not taken yet: forgotten first
-      uint64_t k = std::min(units, d.units);
-      d.units -= k;
-      units -= k;
-    }
+  units = th.debt.forget(bucket, units);  // not taken yet: forgotten first
   if (units) bucket_give_back(state(p, bucket), view_.params[bucket], units, now);
 }
 
 void Loop::pay(Thread& th, Proc& p, uint64_t now) {
-  for (Debt& d : th.debt) {
+  for (Debt& d : th.debt.slot) {
     if (!d.units) continue;
     if (!view_.usable || d.bucket >= view_.set.count) {
-      d.units = 0;
+      d = Debt{};
       continue;
     }
     const BucketParams& bp = view_.params[d.bucket];
-    uint64_t piece = std::max<uint64_t>(1, static_cast<uint64_t>(bp.batch) * 100);  // ~100 ms of rate
-    uint64_t k = std::min(d.units, piece);
-    bucket_take(state(p, d.bucket), bp, k, now);
-    d.units -= k;
+    BucketState& b = state(p, d.bucket);
+    auto piece = DebtList::next_piece(d, static_cast<uint64_t>(bp.batch) * 100);  // ~100 ms of rate
+    if (piece.late) bucket_take_late(b, bp, piece.late, now);
+    if (piece.fresh) bucket_take(b, bp, piece.fresh, now);
   }
 }
 
@@ -289,10 +268,7 @@ uint64_t Loop::hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t
     pay(th, p, now);
     uint64_t at = eligible_at(p, bucket, now);
     if (at) return at;
-    bool owing = false;
-    for (const Debt& d : th.debt)
-      if (d.units && (d.bucket == bucket[0] || d.bucket == bucket[1])) owing = true;
-    if (!owing) return 0;
+    if (!th.debt.owes(bucket[0]) && !th.debt.owes(bucket[1])) return 0;
   }
   return now + 1'000'000;  // a huge debt on an idle bucket: look again in 1 ms
 }
@@ -333,10 +309,10 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
   for (uint8_t b : o.bucket) {
     if (b == kNoBucket || !view_.usable || b >= view_.set.count) continue;
     if (view_.params[b].per_call) {  // one call: a prepaid write paid it when it went
-      if (!o.prepaid && o.moved == SvMoved::ReadChar) charge(th, b, 1);
-      if (!o.prepaid && o.moved == SvMoved::WriteChar) charge(th, b, 1);
+      if (!o.prepaid && o.moved == SvMoved::ReadChar) charge(th, b, 1, true);
+      if (!o.prepaid && o.moved == SvMoved::WriteChar) charge(th, b, 1, true);
     } else if (moved > o.prepaid) {
-      charge(th, b, moved - o.prepaid);
+      charge(th, b, moved - o.prepaid, true);
     } else if (moved < o.prepaid) {
       give_back(th, p, b, o.prepaid - moved, now);
     }

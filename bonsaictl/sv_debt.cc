@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// A supervised thread's debts (see sv_debt.h).
+#include "sv_debt.h"
+
+#include <algorithm>
+
+namespace bonsai::ctl {
+
+void DebtList::add(uint8_t bucket, uint64_t units, bool late) noexcept {
+  if (bucket == kNoBucket || !units) return;
+  Debt* free_slot = nullptr;
+  for (Debt& d : slot) {
+    if (d.units && d.bucket == bucket) {
+      d.units += units;
+      if (late) d.late += units;
+      return;
+    }
+    if (!d.units && !free_slot) free_slot = &d;
+  }
+  if (!free_slot) free_slot = &slot[0];  // more buckets than slots: cannot happen (see kSlots)
+  if (free_slot->bucket != bucket) *free_slot = Debt{};
+  free_slot->bucket = bucket;
+  free_slot->units += units;
+  if (late) free_slot->late += units;
+}
+
+uint64_t DebtList::forget(uint8_t bucket, uint64_t units) noexcept {
+  for (Debt& d : slot)
+    if (d.units && d.bucket == bucket) {
+      uint64_t k = std::min(units, d.units);
+      d.units -= k;
+      units -= k;
+      d.late = std::min(d.late, d.units);  // what has not moved goes first
+    }
+  return units;
+}
+
+void DebtList::clear() noexcept {
+  for (Debt& d : slot) d = Debt{};
+}
+
+bool DebtList::owes(uint8_t bucket) const noexcept {
+  for (const Debt& d : slot)
+    if (d.units && d.bucket == bucket) return true;
+  return false;
+}
+
+DebtList::Piece DebtList::next_piece(Debt& d, uint64_t piece) noexcept {
+  uint64_t k = std::min(d.units, std::max<uint64_t>(piece, 1));
+  uint64_t late = std::min(k, d.late);
+  d.units -= k;
+  d.late -= late;
+  return {late, k - late};
+}
+
+}  // namespace bonsai::ctl
