@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Readiness calls: poll/ppoll (+ fortify), select/pselect, epoll_wait/epoll_pwait
+// Readiness calls: poll/ppoll (+ fortify), select/pselect, epoll_wait/epoll_pwait/epoll_pwait2
 // and epoll_ctl. A framed socket whose decoded bytes wait inside the library has
 // nothing left in the kernel, so these report it readable themselves, or an
 // event-driven receiver would hang. A framed socket whose send buffer holds bytes
@@ -42,7 +42,13 @@ int to_ms(int64_t ns) {
   return ms > INT_MAX ? INT_MAX : static_cast<int>(ms);
 }
 int64_t ms_ns(int ms) { return ms < 0 ? -1 : int64_t{ms} * 1000000; }
-int64_t ts_ns(const timespec* t) { return t ? int64_t{t->tv_sec} * 1000000000 + t->tv_nsec : -1; }
+// A timeout of ~285 years or more is none (no overflow); an invalid one goes to the real
+// call untouched (ts_valid), which fails with EINVAL as it would without the library.
+int64_t ts_ns(const timespec* t) {
+  if (!t || t->tv_sec >= 9'000'000'000) return -1;
+  return int64_t{t->tv_sec} * 1000000000 + t->tv_nsec;
+}
+bool ts_valid(const timespec* t) { return !t || (t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < 1000000000); }
 timespec ns_ts(int64_t ns) { return timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)}; }
 int64_t tv_ns(const timeval* t) { return t ? int64_t{t->tv_sec} * 1000000000 + int64_t{t->tv_usec} * 1000 : -1; }
 
@@ -151,15 +157,15 @@ int select_merged(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout,
   }
 }
 
-// epoll_wait/epoll_pwait: `call(ms)` the real call; `wait(p, n, ns)` a poll (with the
+// epoll_wait/epoll_pwait/epoll_pwait2: `call(ns)` the real call with that timeout (-1:
+// none); `wait(p, n, ns)` a poll (with the
 // call's signal mask) on the epoll descriptor and the sockets whose send buffers hold
 // bytes, so those are flushed while the application waits, whatever it waits for.
 // EPOLLOUT is withheld while a buffer holds bytes and reported once it empties if
 // the application was refused meanwhile (an edge-triggered loop would miss it).
 template <typename Call, typename Wait>
-int epoll_merged(int ep, epoll_event* ev, int max, int timeout_ms, Call&& call, Wait&& wait) {
+int epoll_merged(int ep, epoll_event* ev, int max, int64_t timeout, Call&& call, Wait&& wait) {
   uint64_t t0 = mono_ns();
-  int64_t timeout = ms_ns(timeout_ms);
   for (;;) {
     uint32_t pe[64];
     uint64_t pd[64];
@@ -175,7 +181,7 @@ int epoll_merged(int ep, epoll_event* ev, int max, int timeout_ms, Call&& call, 
       nt = compress::epoll_tx_pending(ep, tfd, tdata, kMaxTx, &busy);
       no = compress::epoll_tx_owed(ep, ofd, od, cap);
     }
-    if (!np && !nt && !no) return call(to_ms(left_ns(timeout, t0)));
+    if (!np && !nt && !no) return call(left_ns(timeout, t0));
     if (!np && !no) {  // wait for the epoll set, or for a send buffer's socket to take bytes
       pollfd p[kMaxTx + 1];
       p[0] = pollfd{ep, POLLIN, 0};
@@ -231,7 +237,7 @@ int __poll_chk(pollfd* f, nfds_t n, int t, size_t l) {
 }
 
 int ppoll(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending()) [[likely]] return real::ppoll(f, n, t, s);
+  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::ppoll(f, n, t, s);
   return poll_merged(f, n, ts_ns(t), [&](int64_t ns) {
     timespec ts = ns_ts(ns);
     return real::ppoll(f, n, ns < 0 ? nullptr : &ts, s);
@@ -239,7 +245,7 @@ int ppoll(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s) {
 }
 
 int __ppoll_chk(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_t l) {
-  if (!maybe_pending()) [[likely]] return real::__ppoll_chk(f, n, t, s, l);
+  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::__ppoll_chk(f, n, t, s, l);
   return poll_merged(f, n, ts_ns(t), [&](int64_t ns) {
     timespec ts = ns_ts(ns);
     return real::__ppoll_chk(f, n, ns < 0 ? nullptr : &ts, s, l);
@@ -256,7 +262,7 @@ int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
 }
 
 int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending()) [[likely]] return real::pselect(n, r, w, e, t, s);
+  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::pselect(n, r, w, e, t, s);
   return select_merged(n, r, w, e, ts_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
     timespec ts = ns_ts(ns);
     return real::pselect(n, r2, w2, e2, ns < 0 ? nullptr : &ts, s);
@@ -266,14 +272,29 @@ int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sig
 int epoll_wait(int ep, epoll_event* ev, int max, int t) {
   if (!maybe_pending()) [[likely]] return real::epoll_wait(ep, ev, max, t);
   return epoll_merged(
-      ep, ev, max, t, [&](int ms) { return real::epoll_wait(ep, ev, max, ms); },
+      ep, ev, max, ms_ns(t), [&](int64_t ns) { return real::epoll_wait(ep, ev, max, to_ms(ns)); },
       [&](pollfd* p, nfds_t n, int64_t ns) { return real::poll(p, n, to_ms(ns)); });
 }
 
 int epoll_pwait(int ep, epoll_event* ev, int max, int t, const sigset_t* s) {
   if (!maybe_pending()) [[likely]] return real::epoll_pwait(ep, ev, max, t, s);
   return epoll_merged(
-      ep, ev, max, t, [&](int ms) { return real::epoll_pwait(ep, ev, max, ms, s); },
+      ep, ev, max, ms_ns(t), [&](int64_t ns) { return real::epoll_pwait(ep, ev, max, to_ms(ns), s); },
+      [&](pollfd* p, nfds_t n, int64_t ns) {
+        timespec ts = ns_ts(ns);
+        return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);
+      });
+}
+
+// glibc 2.35+: epoll_pwait with a timespec (nanoseconds; null: no timeout).
+int epoll_pwait2(int ep, epoll_event* ev, int max, const timespec* t, const sigset_t* s) {
+  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::epoll_pwait2(ep, ev, max, t, s);
+  return epoll_merged(
+      ep, ev, max, ts_ns(t),
+      [&](int64_t ns) {
+        timespec ts = ns_ts(ns);
+        return real::epoll_pwait2(ep, ev, max, ns < 0 ? nullptr : &ts, s);
+      },
       [&](pollfd* p, nfds_t n, int64_t ns) {
         timespec ts = ns_ts(ns);
         return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);

@@ -149,6 +149,8 @@ namespace bonsai::real {
     (n, r, w, e, t, s))                                                                            \
   X(int, epoll_wait, (int ep, epoll_event* ev, int max, int t), (ep, ev, max, t))                  \
   X(int, epoll_pwait, (int ep, epoll_event* ev, int max, int t, const sigset_t* s), (ep, ev, max, t, s)) \
+  X(int, epoll_pwait2, (int ep, epoll_event* ev, int max, const timespec* t, const sigset_t* s),       \
+    (ep, ev, max, t, s))                                                                           \
   X(int, epoll_ctl, (int ep, int op, int fd, epoll_event* ev), (ep, op, fd, ev))
 
 // Interposed names with no glibc pointer of their own: the exec l-forms and execv/execvp

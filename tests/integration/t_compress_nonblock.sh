@@ -91,6 +91,7 @@ nb "close with buffered bytes" close
 nb "exit without closing, bytes buffered" exit
 nb "last write, then only POLLIN" pollin "--expect $SIZE"
 nb "last write, then only EPOLLIN (edge-triggered)" epollin "--expect $SIZE"
+nb "last write, then only EPOLLIN through epoll_pwait2" epollin2 "--expect $SIZE"
 nb "last write, then only select's read set" selectin "--expect $SIZE"
 nb "fork while bytes are buffered" fork
 nb "MSG_DONTWAIT on a blocking socket" dontwait

@@ -11,6 +11,7 @@
      close     close at once (the buffered bytes go out at close)
      pollin    waits only for POLLIN (the peer closes after the last byte: EOF)
      epollin   the same with epoll (EPOLLIN only, edge-triggered)
+     epollin2  the same with epoll_pwait2 (glibc 2.35+: a timespec timeout)
      selectin  the same with select (readable only); its waits after EAGAIN use
                select's write set too
      fork      at the first EAGAIN forks: the child writes once (must fail, EPIPE),
@@ -180,11 +181,13 @@ int main(int argc, char** argv) {
   if (!strcmp(mode, "pollin")) {
     struct pollfd p = {fd, POLLIN, 0};
     if (poll(&p, 1, 20000) != 1) die("poll POLLIN (the peer never got the last bytes)");
-  } else if (!strcmp(mode, "epollin")) {
+  } else if (!strcmp(mode, "epollin") || !strcmp(mode, "epollin2")) {
     int ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLIN | EPOLLET, .data.u64 = 9};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) die("epoll_ctl");
-    if (epoll_wait(ep, &ev, 1, 20000) != 1) die("epoll_wait EPOLLIN (the peer never got the last bytes)");
+    struct timespec ts = {20, 0};
+    int r = mode[7] ? epoll_pwait2(ep, &ev, 1, &ts, NULL) : epoll_wait(ep, &ev, 1, 20000);
+    if (r != 1) die("epoll_wait EPOLLIN (the peer never got the last bytes)");
     close(ep);
   } else if (!strcmp(mode, "selectin")) {
     fd_set r;
