@@ -81,10 +81,12 @@ png() { [ -s "$RES/$1.png" ] && printf '\n![%s](%s/%s.png)\n' "$1" "$REL" "$1"; 
   echo "(what the three readers move together unthrottled). B exists twice, under bonsai and in a cgroup"
   echo "under the kernel's throttle, and the two take turns with A alone (SIGSTOP/SIGCONT), phase by phase,"
   echo "order rotated, so the machine's drift hits the three alike. Loss: 1 - A's rate while B runs / A's"
-  echo "rate alone; A+B: (A + B) / A alone. \`bench/isolation_curve.sh\`; what differs and why: at the end."
+  echo "rate alone; A+B: (A + B) / A alone; each a mean over cycles, each cycle against its own \"A alone\""
+  echo "phase, ± the half-width of its 95% confidence interval. \`bench/isolation_curve.sh\`; what differs and why: at the end."
   echo
-  md_table "$RES/isolation_curve.csv" 'printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $4, $8, $9, $7, $12, $13, $11, $14' \
-    "variant | B's cap % of D | cap MB/s | A alone MB/s | bonsai: A's loss % | bonsai: A+B % | bonsai: B MB/s | kernel: A's loss % | kernel: A+B % | kernel: B MB/s | loss diff (pp)"
+  # "X ± CI" where the run had cycles enough for an interval (columns 15, 17, 18; older CSVs lack them).
+  md_table "$RES/isolation_curve.csv" 'ci = ($15 ~ /^-?[0-9]/); printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $4, $8 (ci && $17 ~ /^[0-9]/ ? " ± " $17 : ""), $9, $7, $12 (ci && $18 ~ /^[0-9]/ ? " ± " $18 : ""), $13, $11, $14 (ci ? " ± " $15 : ""), ($16 == "" ? "-" : $16)' \
+    "variant | B's cap % of D | cap MB/s | A alone MB/s | bonsai: A's loss % | bonsai: A+B % | bonsai: B MB/s | kernel: A's loss % | kernel: A+B % | kernel: B MB/s | loss diff, bonsai - kernel (pp) | cycles"
   png isolation_curve
   if [ -s "$RES/isolation_curve.txt" ]; then echo; echo '```'; cat "$RES/isolation_curve.txt"; echo '```'; fi
   echo
