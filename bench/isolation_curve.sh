@@ -16,7 +16,8 @@
 # Writes $RES/isolation_curve.csv (+ .png through plot.sh) and summary rows.
 # Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 0.8, full 1.0), CURVE_CYCLES (quick 1,
 # full 24: cycles of the 3 phases per cap), CURVE_VARIANTS ("direct buffered socket"),
-# CURVE_FILE_MIB (256 / 1024: five files), CURVE_SETTLE_MS. Quick: ~50 s, indicative only (one
+# CURVE_FILE_MIB (256 / 1024: five files), CURVE_SETTLE_MS, CURVE_READ_AHEAD_KB (the disk's
+# read-ahead during the run, default 128, "keep": as it is; root; restored after). Quick: ~50 s, indicative only (one
 # cycle per cap on a shared machine); full: ~13 min. Each cycle's losses are taken against that
 # cycle's own "A alone" phase and averaged over cycles with a 95% confidence interval: this
 # virtual disk's rate alone wanders by +-15% from one second to the next (360-566 MB/s for one
@@ -53,6 +54,7 @@ cleanup() {
     [ ! -d "$CG" ] || note "could not remove $CG (remove it with rmdir once it is empty)"
   fi
   rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai.* 2>/dev/null
+  [ -z "${RA_SAVED:-}" ] || echo "$RA_SAVED" >"$RA_FILE"
   if [ -n "${CURVE_KEEP:-}" ]; then rm -f "$W"/a "$W"/b1 "$W"/b2 "$W"/k1 "$W"/k2; note "kept the runs' logs in $W"; return; fi
   rm -rf "$W"
   [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
@@ -87,6 +89,19 @@ fi
 BURST_MS=100
 [ "$(cat "/sys/dev/block/$DEV/queue/rotational" 2>/dev/null)" = 0 ] && BURST_MS=20
 BURST_MS=${CURVE_BONSAI_BURST_MS:-$BURST_MS}
+# The disk's read-ahead for the run (CURVE_READ_AHEAD_KB, default 128: the kernel's own
+# default; "keep" leaves it; root only; restored on every exit path). Buffered readers read
+# ahead what the device gives at once: with this VM disk's 8 MiB, two streams lost 5-15% of
+# the device under either limiter (A + B 82-95% of A alone with the kernel's throttle too),
+# which measured the read-ahead, not the throttling. O_DIRECT and sockets never read ahead.
+RA_FILE="/sys/dev/block/$DEV/queue/read_ahead_kb" RA_SAVED=""
+CURVE_READ_AHEAD_KB=${CURVE_READ_AHEAD_KB:-128}
+[ "$CURVE_READ_AHEAD_KB" = keep ] && CURVE_READ_AHEAD_KB=""
+if [ -n "$CURVE_READ_AHEAD_KB" ] && [ "$(cat "$RA_FILE" 2>/dev/null)" != "$CURVE_READ_AHEAD_KB" ]; then
+  if [ -w "$RA_FILE" ] && RA_SAVED=$(cat "$RA_FILE") && echo "$CURVE_READ_AHEAD_KB" >"$RA_FILE"; then
+    note "read-ahead of $DEV: $CURVE_READ_AHEAD_KB KiB for this run (was $RA_SAVED)"
+  else RA_SAVED=""; note "cannot set the read-ahead of $DEV: left as it is"; fi
+fi
 kernel_cap() {  # BYTES_PER_S (0: none)
   if [ "$KNOB" = io.max ]; then
     echo "$DEV rbps=$([ "$1" = 0 ] && echo max || echo "$1")" >"$CG/$KNOB"
@@ -203,7 +218,9 @@ one_run() {
   [ "$v" = socket ] || [ -n "$KSKIP" ] || lims="bonsai kernel"
   local conds=(alone $lims)
   local fr=($FRACS)
-  local total; total=$(calc "${#fr[@]} * $CYCLES * ${#conds[@]} * $PH + 4" %.0f)
+  # The readers' running time: twice the phases' (the marks, signals and sleeps overrun them:
+  # A's fio had ended 5 phases before the last of 288); all are stopped at the end anyway.
+  local total; total=$(calc "2 * ${#fr[@]} * $CYCLES * ${#conds[@]} * $PH + 10" %.0f)
   bps=$(calc "$d * 1e6 * ${fr[0]} / 100" %.0f)
   if [ "$v" = socket ]; then CALLS=recv; else CALLS=reads; fi
   LIMITS0=$(bonsai_rule "$bps")
