@@ -14,11 +14,11 @@
 # Kernel: cgroup v1 blkio.throttle.read_bps_device or v2 io.max rbps, root only; its cgroup
 # and the data files are removed on every exit path.
 # Writes $RES/isolation_curve.csv (+ .png through plot.sh) and summary rows.
-# Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 0.8, full 1.0), CURVE_CYCLES (quick 1,
+# Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 0.6, full 1.0), CURVE_CYCLES (quick 1,
 # full 24: cycles of the 3 phases per cap), CURVE_VARIANTS ("direct buffered socket"),
-# CURVE_FILE_MIB (256 / 1024: five files), CURVE_SETTLE_MS, CURVE_READ_AHEAD_KB (the disk's
-# read-ahead during the run, default 128, "keep": as it is; root; restored after). Quick: ~50 s, indicative only (one
-# cycle per cap on a shared machine); full: ~13 min. Each cycle's losses are taken against that
+# CURVE_FILE_MIB (128 / 1024: five files), CURVE_SETTLE_MS, CURVE_READ_AHEAD_KB (the disk's
+# read-ahead during the run, default 128, "keep": as it is; root; restored after).
+# Quick: ~35 s, indicative only (one cycle per cap); full: ~13 min. Each cycle's losses are taken against that
 # cycle's own "A alone" phase and averaged over cycles with a 95% confidence interval: this
 # virtual disk's rate alone wanders by +-15% from one second to the next (360-566 MB/s for one
 # O_DIRECT reader), so only paired, repeated phases resolve a 2 pp difference.
@@ -26,7 +26,7 @@ source "$(dirname "$0")/lib/common.sh"
 [ -f "$LIB" ] && [ -x "$CTL" ] || die "no $LIB or $CTL: run make first"
 command -v fio >/dev/null || { note "fio not installed: isolation curve skipped"; summary_row "isolation curve" "skipped: no fio" "-" "-" "skip"; exit 0; }
 if [ "$BENCH" = full ]; then PH=1.0 CYCLES=24 MIB=1024 PROBE=3
-else PH=0.8 CYCLES=1 MIB=256 PROBE=2; fi
+else PH=0.6 CYCLES=1 MIB=128 PROBE=2; fi  # quick: make bench's 300 s budget
 # Rate log bins of the socket readers (ms). The first settle ms of a phase are left out of A's
 # rate (settle_of): 100 ms for O_DIRECT (nothing of B's carries over a stop), 300 ms otherwise
 # (buffered: B first reads what was read ahead for it before it stopped; sockets: the TCP
@@ -252,7 +252,7 @@ one_run() {
     [ "$n" = "$(wc -w <<<"$lims")" ] && break
     sleep 0.1
   done
-  sleep 1.5
+  sleep "$([ "$BENCH" = full ] && echo 1.5 || echo 1.0)"
   for lim in $lims; do sig STOP "$run/$lim.pids"; done
   # fio variants: bytes each process had the device read (/proc/PID/io read_bytes, all its
   # threads, counted when the kernel submits the I/O; sampled with shell builtins at each
