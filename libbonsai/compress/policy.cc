@@ -34,8 +34,8 @@ bool policy_wants_sample(const PolicyState& s, uint64_t now_ns) noexcept {
 }
 
 void policy_on_sample(PolicyState& s, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns,
-                      uint64_t now_ns) noexcept {
-  model_sample(s.model, level, app, wire, cpu_ns);
+                      uint64_t now_ns, bool same_chunk) noexcept {
+  model_sample(s.model, level, app, wire, cpu_ns, same_chunk);
   s.sampled = true;
   s.sampled_at_ns = now_ns;
 }

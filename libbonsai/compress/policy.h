@@ -124,7 +124,8 @@ uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept;
 // kResampleNs.)
 bool policy_wants_sample(const PolicyState& s, uint64_t now_ns) noexcept;
 // One level's calibration result (wire == app: the chunk did not compress).
+// `same_chunk`: one of a round over every level on the same chunk.
 void policy_on_sample(PolicyState& s, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns,
-                      uint64_t now_ns) noexcept;
+                      uint64_t now_ns, bool same_chunk = false) noexcept;
 
 }  // namespace bonsai::compress

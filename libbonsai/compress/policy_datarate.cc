@@ -40,6 +40,12 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
 // regardless, so a wrong model cannot hide the best level for ever.
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
+  // Waiting for the bucket with CPU to spare, a dearer level is worth a probe: the
+  // model's CPU figure for a level the stream has not run is a one-shot sample times
+  // the current level's correction (at 5 MiB/s it put zstd:9 at 16 MiB/s of text, CPU
+  // bound; fixed there it moved 21.4, link bound), and a probe that turns CPU-bound is
+  // reverted.
+  if (to > s.ccl && s.bound) return true;
   double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
   if (here == 0 || there == 0) return true;  // unknown: Algorithm 1 as is
   if (cdr < kModelTrust * here) return true;  // the model is wrong about this level
@@ -53,6 +59,7 @@ void reward(DatarateState& s, int level) {
 void move(DatarateState& s, int to, double rate) {
   s.probe_from = static_cast<int8_t>(s.ccl);
   s.before = rate;
+  s.before_bound = s.bound;
   s.inc = to > s.ccl;
   s.ccl = static_cast<uint8_t>(to);
   s.c = 0;
@@ -95,6 +102,15 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     // a stable level (its first 50 ms start a new stream without history, and `none`'s
     // first period may still carry some of the bucket's depth).
     if (first && from == 0 && cdr >= s.before * (1 - alpha)) keep_at = 0;
+    // The link bound at both levels: the higher ratio on the same data wins, where the
+    // calibration tells them apart by half the tie margin. (It cannot on data whose
+    // gain comes from the stream's history, which a one-shot chunk lacks: .gz files
+    // sampled 1.07-1.14 alike at every zstd level: the rates decide there.)
+    if (s.bound && s.before_bound && m.level[s.ccl].pair_known && m.level[from].pair_known) {
+      double here = m.level[s.ccl].pair_ratio, there = m.level[from].pair_ratio;
+      if (here >= there * (1 + kTieMargin / 2)) keep_at = 0;
+      else if (there >= here * (1 + kTieMargin / 2)) keep_at = 1e300;
+    }
     if (cdr >= keep_at) {  // 15: improved
       reward(s, s.ccl);
       s.c = 0;
@@ -165,6 +181,7 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
     return s.level;
   uint8_t before = s.level;
   model_observe(s.model, s.level, s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns);
+  s.dr.bound = static_cast<double>(s.acc_blocked_ns) >= kHeadroomShare * static_cast<double>(s.acc_busy_ns);
   s.level = datarate_next(s.dr, rate, s.cfg.alpha, s.model);
   if (s.dr.dropped) s.sampled = false, s.dr.dropped = false;  // calibrate on the new data
   policy_period_end(s, before);

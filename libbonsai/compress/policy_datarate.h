@@ -22,6 +22,10 @@ inline constexpr double kDownGate = 0.05;    // a cheaper level predicted 5% wor
 // A level measured below this share of its predicted rate shows the model wrong there
 // (CPU taken by other processes, compression not hidden by the bucket): no veto.
 inline constexpr double kModelTrust = 0.85;
+// A period spent at least this share of its time waiting for the bucket had CPU to
+// spare: the link, not compression, set its rate. Between two such periods the data
+// decides (the ratio), not the rate: see DatarateState::bound.
+inline constexpr double kHeadroomShare = 0.10;
 
 struct DatarateState {
   uint8_t ccl;      // current level index
@@ -36,6 +40,15 @@ struct DatarateState {
   uint8_t fresh;    // bit i: level i is one of those between which a change drops history
   double pdr;       // previous period's rate
   double before;    // rate of probe_from before the change
+  // The period just ended waited for the bucket >= kHeadroomShare of its time (set by
+  // the owner before datarate_next); before_bound: so did the period before a probe.
+  // When both did, the link bound at both levels, so the level with the higher ratio
+  // moves more data: a probe is judged by the model's ratios (calibrated on the same
+  // chunk at every level), not by the two periods' rates, which differ as much by the
+  // data they happened to carry (+-10% from one 512 KiB of text to the next) and by the
+  // new zstd frame's missing history as by the level.
+  bool bound;
+  bool before_bound;
 };
 
 void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;

@@ -14,17 +14,22 @@ constexpr double kGainMin = 0.5, kGainMax = 8.0;
 void model_init(CostModel& m, uint8_t nlevels) noexcept {
   m = CostModel{};
   m.nlevels = nlevels ? (nlevels > kMaxLevels ? kMaxLevels : nlevels) : 1;
-  m.level[0] = LevelModel{1.0, 0.0, true};
+  m.level[0] = LevelModel{1.0, 0.0, true, 1.0, true};
   m.hist_gain = m.cpu_gain = 1.0;
 }
 
-void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns) noexcept {
+void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns,
+                  bool same_chunk) noexcept {
   if (level == 0 || level >= m.nlevels || app == 0) return;
   double ratio = wire && wire < app ? static_cast<double>(app) / static_cast<double>(wire) : 1.0;
   LevelModel& l = m.level[level];
   l.ratio = ewma(l.ratio, ratio, l.known);
   l.cpu_ns_byte = ewma(l.cpu_ns_byte, static_cast<double>(cpu_ns) / static_cast<double>(app), l.known);
   l.known = true;
+  if (same_chunk) {
+    l.pair_ratio = ewma(l.pair_ratio, ratio, l.pair_known);
+    l.pair_known = true;
+  }
 }
 
 void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,

@@ -14,6 +14,11 @@ struct LevelModel {
   double ratio;        // application bytes per wire byte (>= 1)
   double cpu_ns_byte;  // compression time per application byte
   bool known;
+  // The ratio from rounds that compressed one chunk at every level (model_sample's
+  // same_chunk), which compare levels on the same data: later rounds spread over
+  // chunks, one level each, and text's ratio moves +-10% from one chunk to the next.
+  double pair_ratio;
+  bool pair_known;
 };
 
 struct CostModel {
@@ -34,8 +39,10 @@ inline constexpr double kBindingShare = 0.05;
 void model_init(CostModel& m, uint8_t nlevels) noexcept;
 
 // A calibration sample: `app` bytes of one chunk compressed at `level` into `wire`
-// bytes in `cpu_ns` (wire == app: the chunk does not compress).
-void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns) noexcept;
+// bytes in `cpu_ns` (wire == app: the chunk does not compress). `same_chunk`: one of a
+// round over every level on the same chunk.
+void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t cpu_ns,
+                  bool same_chunk = false) noexcept;
 
 // One measuring period at `level`: totals of its chunks. Updates the send cost and
 // (if the bucket bound) the link rate. Levels are learnt from calibration samples

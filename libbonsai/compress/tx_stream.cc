@@ -179,7 +179,7 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
       t1 = io.now_ns();
       if (pass == 0 || t1 - t0 < best_ns) best_ns = t1 - t0;
     }
-    policy_on_sample(s.policy, l, len, c, best_ns, t1);
+    policy_on_sample(s.policy, l, len, c, best_ns, t1, all);
   }
   s.cal_next = last + 1 < s.levels->count ? static_cast<uint8_t>(last + 1) : 0;
   calibrator_release();

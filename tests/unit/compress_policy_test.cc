@@ -47,7 +47,7 @@ uint64_t simulate(Sim& sim, const char* policy, double seconds, uint8_t* final_l
       for (uint8_t k = 1; k < l.count; ++k)
         policy_on_sample(s, k, chunk, static_cast<uint64_t>(chunk / sim.ratio[k]),
                          sim.ratio[k] > 1 ? static_cast<uint64_t>(chunk * 1e9 / sim.cpu_bps[k] * sim.sample_cpu_scale[k]) : 0,
-                         now);  // as calibrate(): incompressible is reported as free
+                         now, true);  // as calibrate(): incompressible is reported as free
     auto wire = static_cast<uint64_t>(chunk / sim.ratio[lv]) + 12;
     // Incompressible: the guard's 4 KiB lz4 sample, then the chunk goes raw.
     double cpu = !lv ? 0 : sim.ratio[lv] > 1 ? chunk * 1e9 / sim.cpu_bps[lv] : 4096 * 1e9 / sim.cpu_bps[1];
@@ -361,4 +361,78 @@ TEST_CASE("datarate: a capped start whose cap did not bind picks the best compre
   DatarateState s{};
   datarate_init(s, 4, 2);
   CHECK(datarate_next(s, 2.0e8, 0.2, m) == 1);  // lz4: the fastest compressing level
+}
+
+TEST_CASE("datarate: between two periods that waited for the bucket, the ratio on the same chunk decides",
+          "[compress]") {
+  CostModel m{};
+  model_init(m, 4);
+  // A round over every level on one chunk: zstd:6 (level 3) 5% above zstd:3 (level 2).
+  model_sample(m, 1, 100000, 40000, 10000, true);  // ratio 2.50
+  model_sample(m, 2, 100000, 25000, 20000, true);  // ratio 4.00
+  model_sample(m, 3, 100000, 23800, 60000, true);  // ratio 4.20
+  // A later sample of level 3 alone, on another (less compressible) chunk: not compared.
+  model_sample(m, 3, 100000, 40000, 60000);
+  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);  // 10 MB/s link
+  auto probe = [&](bool bound_before, bool bound_after, double after) {
+    DatarateState s{};
+    datarate_init(s, 4, 2);
+    s.warm = true;
+    s.pdr = 4.0e7;
+    s.c = 1;
+    s.inc = true;
+    s.bound = bound_before;
+    REQUIRE(datarate_next(s, 4.0e7, 0.2, m) == 3);  // probe up
+    s.bound = bound_after;
+    return datarate_next(s, after, 0.2, m);
+  };
+  // The probe's period read 12% low (other data, a new frame): outside every margin.
+  // Both periods waited for the bucket: the link bound at both, and level 3's ratio
+  // on the same chunk is higher: kept.
+  CHECK(probe(true, true, 3.52e7) == 3);
+  // The probe did not wait (CPU-bound there): the rates decide, reverted.
+  CHECK(probe(true, false, 3.52e7) == 2);
+  // A probe down from level 3 to level 2, both bound, reads 3% higher: the ratio keeps 3.
+  DatarateState d{};
+  datarate_init(d, 4, 3);
+  d.warm = true;
+  d.pdr = 4.2e7;
+  d.c = 1;
+  d.inc = false;
+  d.bound = true;
+  REQUIRE(datarate_next(d, 4.2e7, 0.2, m) == 2);
+  CHECK(datarate_next(d, 4.33e7, 0.2, m) == 3);
+  // Levels the round cannot tell apart (within 1%): the rates decide.
+  CostModel tie = m;
+  tie.level[3].pair_ratio = 4.02;
+  DatarateState t{};
+  datarate_init(t, 4, 2);
+  t.warm = true;
+  t.pdr = 4.0e7;
+  t.c = 1;
+  t.inc = true;
+  t.bound = true;
+  REQUIRE(datarate_next(t, 4.0e7, 0.2, tie) == 3);
+  CHECK(datarate_next(t, 3.52e7, 0.2, tie) == 2);
+}
+
+TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if the model predicts a loss",
+          "[compress]") {
+  CostModel m{};
+  model_init(m, 4);
+  model_sample(m, 1, 100000, 40000, 10000, true);
+  model_sample(m, 2, 100000, 25000, 20000, true);
+  model_sample(m, 3, 100000, 23800, 9000000, true);  // 90 ns/B sampled: predicted CPU-bound
+  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);
+  REQUIRE(model_rate(m, 3) < 0.98 * model_rate(m, 2));
+  for (bool bound : {false, true}) {
+    DatarateState s{};
+    datarate_init(s, 4, 2);
+    s.warm = true;
+    s.pdr = 4.0e7;
+    s.c = 1;
+    s.inc = true;
+    s.bound = bound;
+    CHECK(datarate_next(s, 4.0e7, 0.2, m) == (bound ? 3 : 2));  // vetoed unless bound
+  }
 }
