@@ -50,7 +50,14 @@ int64_t ts_ns(const timespec* t) {
 }
 bool ts_valid(const timespec* t) { return !t || (t->tv_sec >= 0 && t->tv_nsec >= 0 && t->tv_nsec < 1000000000); }
 timespec ns_ts(int64_t ns) { return timespec{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)}; }
-int64_t tv_ns(const timeval* t) { return t ? int64_t{t->tv_sec} * 1000000000 + int64_t{t->tv_usec} * 1000 : -1; }
+// select's timeval as Linux reads it: tv_usec past a second is carried into tv_sec;
+// either part negative fails with EINVAL (tv_valid: the real call gives it).
+bool tv_valid(const timeval* t) { return !t || (t->tv_sec >= 0 && t->tv_usec >= 0); }
+int64_t tv_ns(const timeval* t) {
+  if (!t || t->tv_sec >= 9'000'000'000 || t->tv_usec >= 9'000'000'000'000'000 / 1000) return -1;
+  int64_t ns = int64_t{t->tv_sec} * 1000000000 + int64_t{t->tv_usec} * 1000;
+  return ns < 0 ? -1 : ns;  // both parts near their bounds: centuries, none
+}
 
 // A poll that asks the kernel (`call(ns)`: the real call with that timeout, -1 none)
 // and adds what the library holds: framed sockets with decoded bytes waiting are
@@ -253,7 +260,7 @@ int __ppoll_chk(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_
 }
 
 int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
-  if (!maybe_pending()) [[likely]] return real::select(n, r, w, e, t);
+  if (!maybe_pending() || !tv_valid(t)) [[likely]] return real::select(n, r, w, e, t);
   return select_merged(n, r, w, e, tv_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
     int64_t us = (ns + 999) / 1000;
     timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};

@@ -13,7 +13,8 @@
      epollin   the same with epoll (EPOLLIN only, edge-triggered)
      epollin2  the same with epoll_pwait2 (glibc 2.35+: a timespec timeout)
      selectin  the same with select (readable only); its waits after EAGAIN use
-               select's write set too
+               select's write set too. First select, pselect and ppoll with invalid
+               timeouts must fail with EINVAL (the library holds bytes then)
      fork      at the first EAGAIN forks: the child writes once (must fail, EPIPE),
                closes and exits; the parent goes on (no byte sent twice)
      dontwait  a blocking socket written with send(MSG_DONTWAIT)
@@ -193,6 +194,19 @@ int main(int argc, char** argv) {
     fd_set r;
     FD_ZERO(&r);
     FD_SET(fd, &r);
+    /* Invalid timeouts, while the library most likely holds bytes: EINVAL, as without
+       it (not "no timeout"), and the bytes still go out below. */
+    struct timeval bad_tv = {0, -1};
+    struct timespec bad_ts = {0, 1000000000};
+    struct pollfd p = {fd, POLLIN, 0};
+    errno = 0;
+    if (select(fd + 1, &r, NULL, NULL, &bad_tv) != -1 || errno != EINVAL) die("select with tv_usec -1: not EINVAL");
+    FD_SET(fd, &r);
+    errno = 0;
+    if (pselect(fd + 1, &r, NULL, NULL, &bad_ts, NULL) != -1 || errno != EINVAL) die("pselect with tv_nsec 1e9: not EINVAL");
+    FD_SET(fd, &r);
+    errno = 0;
+    if (ppoll(&p, 1, &bad_ts, NULL) != -1 || errno != EINVAL) die("ppoll with tv_nsec 1e9: not EINVAL");
     struct timeval tv = {20, 0};
     if (select(fd + 1, &r, NULL, NULL, &tv) != 1) die("select readable (the peer never got the last bytes)");
   } else if (!strcmp(mode, "exit")) {
