@@ -363,6 +363,21 @@ TEST_CASE("datarate: a capped start whose cap did not bind picks the best compre
   CHECK(datarate_next(s, 2.0e8, 0.2, m) == 1);  // lz4: the fastest compressing level
 }
 
+namespace {
+// A warm datarate state at `level` of 4, steady at `rate`, whose back-off is over: its
+// next decision probes the neighbour in direction `up`. `bound`: its period waited.
+DatarateState steady_at(uint8_t level, double rate, bool up, bool bound) {
+  DatarateState s{};
+  datarate_init(s, 4, level);
+  s.warm = true;
+  s.pdr = rate;
+  s.c = 1;
+  s.inc = up;
+  s.bound = bound;
+  return s;
+}
+}  // namespace
+
 TEST_CASE("datarate: between two periods that waited for the bucket, the ratio on the same chunk decides",
           "[compress]") {
   CostModel m{};
@@ -374,46 +389,24 @@ TEST_CASE("datarate: between two periods that waited for the bucket, the ratio o
   // A later sample of level 3 alone, on another (less compressible) chunk: not compared.
   model_sample(m, 3, 100000, 40000, 60000);
   model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);  // 10 MB/s link
-  auto probe = [&](bool bound_before, bool bound_after, double after) {
-    DatarateState s{};
-    datarate_init(s, 4, 2);
-    s.warm = true;
-    s.pdr = 4.0e7;
-    s.c = 1;
-    s.inc = true;
-    s.bound = bound_before;
-    REQUIRE(datarate_next(s, 4.0e7, 0.2, m) == 3);  // probe up
+  // Probes from `s` to `to`, whose period reads `after` (and waited if `bound_after`).
+  auto judged = [](DatarateState s, const CostModel& cm, uint8_t to, bool bound_after, double after) {
+    REQUIRE(datarate_next(s, s.pdr, 0.2, cm) == to);
     s.bound = bound_after;
-    return datarate_next(s, after, 0.2, m);
+    return datarate_next(s, after, 0.2, cm);
   };
   // The probe's period read 12% low (other data, a new frame): outside every margin.
   // Both periods waited for the bucket: the link bound at both, and level 3's ratio
   // on the same chunk is higher: kept.
-  CHECK(probe(true, true, 3.52e7) == 3);
+  CHECK(judged(steady_at(2, 4.0e7, true, true), m, 3, true, 3.52e7) == 3);
   // The probe did not wait (CPU-bound there): the rates decide, reverted.
-  CHECK(probe(true, false, 3.52e7) == 2);
+  CHECK(judged(steady_at(2, 4.0e7, true, true), m, 3, false, 3.52e7) == 2);
   // A probe down from level 3 to level 2, both bound, reads 3% higher: the ratio keeps 3.
-  DatarateState d{};
-  datarate_init(d, 4, 3);
-  d.warm = true;
-  d.pdr = 4.2e7;
-  d.c = 1;
-  d.inc = false;
-  d.bound = true;
-  REQUIRE(datarate_next(d, 4.2e7, 0.2, m) == 2);
-  CHECK(datarate_next(d, 4.33e7, 0.2, m) == 3);
+  CHECK(judged(steady_at(3, 4.2e7, false, true), m, 2, true, 4.33e7) == 3);
   // Levels the round cannot tell apart (within 1%): the rates decide.
   CostModel tie = m;
   tie.level[3].pair_ratio = 4.02;
-  DatarateState t{};
-  datarate_init(t, 4, 2);
-  t.warm = true;
-  t.pdr = 4.0e7;
-  t.c = 1;
-  t.inc = true;
-  t.bound = true;
-  REQUIRE(datarate_next(t, 4.0e7, 0.2, tie) == 3);
-  CHECK(datarate_next(t, 3.52e7, 0.2, tie) == 2);
+  CHECK(judged(steady_at(2, 4.0e7, true, true), tie, 3, true, 3.52e7) == 2);
 }
 
 TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if the model predicts a loss",
@@ -426,13 +419,7 @@ TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if th
   model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);
   REQUIRE(model_rate(m, 3) < 0.98 * model_rate(m, 2));
   for (bool bound : {false, true}) {
-    DatarateState s{};
-    datarate_init(s, 4, 2);
-    s.warm = true;
-    s.pdr = 4.0e7;
-    s.c = 1;
-    s.inc = true;
-    s.bound = bound;
+    DatarateState s = steady_at(2, 4.0e7, true, bound);
     CHECK(datarate_next(s, 4.0e7, 0.2, m) == (bound ? 3 : 2));  // vetoed unless bound
   }
 }
