@@ -423,3 +423,39 @@ TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if th
     CHECK(datarate_next(s, 4.0e7, 0.2, m) == (bound ? 3 : 2));  // vetoed unless bound
   }
 }
+
+TEST_CASE("datarate: levels a round cannot tell apart are neither picked nor probed across a new zstd frame",
+          "[compress]") {
+  // Data whose gain is the stream's history (.gz files): one-shot, every zstd level
+  // samples the same ratio, and each change of zstd level drops that history.
+  CostModel m{};
+  model_init(m, 4);
+  model_sample(m, 1, 100000, 99000, 10000, true);   // ratio 1.010
+  model_sample(m, 2, 100000, 93000, 20000, true);   // ratio 1.075
+  model_sample(m, 3, 100000, 92800, 40000, true);   // ratio 1.078: a 0.2% "gain"
+  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);  // 10 MB/s link
+  REQUIRE(model_best(m) == 3);
+  for (uint8_t fresh : {0b1100, 0b0000}) {  // levels 2 and 3 zstd; or two other codecs
+    DatarateState s{};
+    datarate_init(s, 4, 2);
+    s.fresh = fresh;
+    s.bound = true;
+    CHECK(datarate_next(s, 1.08e7, 0.2, m) == 2);  // the first period: no pick
+    // Stable periods while the link binds: the probe down (level 1, predicted 6% worse)
+    // is vetoed as before; the probe up is ruled out only across a new zstd frame.
+    uint8_t highest = 2;
+    for (int i = 0; i < 8; ++i) {
+      uint8_t l = datarate_next(s, 1.08e7, 0.2, m);
+      highest = l > highest ? l : highest;
+    }
+    INFO("fresh " << int(fresh));
+    CHECK(highest == (fresh ? 2 : 3));
+  }
+  // The same ratios 5% apart: the pick is made.
+  model_sample(m, 3, 100000, 88000, 40000, true);  // EWMA: ~1.11
+  DatarateState t{};
+  datarate_init(t, 4, 2);
+  t.fresh = 0b1100;
+  t.bound = true;
+  CHECK(datarate_next(t, 1.08e7, 0.2, m) == 3);
+}
