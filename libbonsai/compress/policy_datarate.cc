@@ -40,11 +40,6 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
 // regardless, so a wrong model cannot hide the best level for ever.
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
-  // Waiting for the bucket with CPU to spare, a dearer level is worth a probe: the
-  // model's CPU figure for a level the stream has not run is a one-shot sample times
-  // the current level's correction (at 5 MiB/s it put zstd:9 at 16 MiB/s of text, CPU
-  // bound; fixed there it moved 21.4, link bound), and a probe that turns CPU-bound is
-  // reverted.
   // Between two levels whose change starts a new zstd frame (the history is lost) and
   // whose ratios on the same chunk are within half the tie margin, while the link binds:
   // the probe could only measure the lost history and the data's noise (LOW at 20 MiB/s
@@ -54,6 +49,11 @@ bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cd
     double a = m.level[s.ccl].pair_ratio, b = m.level[to].pair_ratio;
     if (a < b * (1 + kTieMargin / 2) && b < a * (1 + kTieMargin / 2)) return false;
   }
+  // Waiting for the bucket with CPU to spare, a dearer level is worth a probe: the
+  // model's CPU figure for a level the stream has not run is a one-shot sample times
+  // the current level's correction (at 5 MiB/s it put zstd:9 at 16 MiB/s of text, CPU
+  // bound; fixed there it moved 21.4, link bound), and a probe that turns CPU-bound is
+  // reverted.
   if (to > s.ccl && s.bound) return true;
   double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
   if (here == 0 || there == 0) return true;  // unknown: Algorithm 1 as is
