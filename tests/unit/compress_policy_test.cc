@@ -376,19 +376,25 @@ DatarateState steady_at(uint8_t level, double rate, bool up, bool bound) {
   s.bound = bound;
   return s;
 }
+
+// A cost model of 4 levels after one calibration round on one 100,000-byte chunk (level
+// k compressed into wire[k-1] bytes in cpu_ns[k-1]), with the cap binding at 10 MB/s.
+CostModel round_model(const uint64_t (&wire)[3], const uint64_t (&cpu_ns)[3]) {
+  CostModel m{};
+  model_init(m, 4);
+  for (uint8_t k = 1; k <= 3; ++k) model_sample(m, k, 100000, wire[k - 1], cpu_ns[k - 1], true);
+  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);
+  return m;
+}
 }  // namespace
 
 TEST_CASE("datarate: between two periods that waited for the bucket, the ratio on the same chunk decides",
           "[compress]") {
-  CostModel m{};
-  model_init(m, 4);
-  // A round over every level on one chunk: zstd:6 (level 3) 5% above zstd:3 (level 2).
-  model_sample(m, 1, 100000, 40000, 10000, true);  // ratio 2.50
-  model_sample(m, 2, 100000, 25000, 20000, true);  // ratio 4.00
-  model_sample(m, 3, 100000, 23800, 60000, true);  // ratio 4.20
+  // A round over every level on one chunk: ratios 2.50, 4.00 and 4.20 (zstd:6, level 3,
+  // 5% above zstd:3, level 2).
+  CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 60000});
   // A later sample of level 3 alone, on another (less compressible) chunk: not compared.
   model_sample(m, 3, 100000, 40000, 60000);
-  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);  // 10 MB/s link
   // Probes from `s` to `to`, whose period reads `after` (and waited if `bound_after`).
   auto judged = [](DatarateState s, const CostModel& cm, uint8_t to, bool bound_after, double after) {
     REQUIRE(datarate_next(s, s.pdr, 0.2, cm) == to);
@@ -411,12 +417,8 @@ TEST_CASE("datarate: between two periods that waited for the bucket, the ratio o
 
 TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if the model predicts a loss",
           "[compress]") {
-  CostModel m{};
-  model_init(m, 4);
-  model_sample(m, 1, 100000, 40000, 10000, true);
-  model_sample(m, 2, 100000, 25000, 20000, true);
-  model_sample(m, 3, 100000, 23800, 9000000, true);  // 90 ns/B sampled: predicted CPU-bound
-  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);
+  // Level 3 sampled at 90 ns/B: predicted CPU-bound.
+  CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 9000000});
   REQUIRE(model_rate(m, 3) < 0.98 * model_rate(m, 2));
   for (bool bound : {false, true}) {
     DatarateState s = steady_at(2, 4.0e7, true, bound);
@@ -428,19 +430,20 @@ TEST_CASE("datarate: levels a round cannot tell apart are neither picked nor pro
           "[compress]") {
   // Data whose gain is the stream's history (.gz files): one-shot, every zstd level
   // samples the same ratio, and each change of zstd level drops that history.
-  CostModel m{};
-  model_init(m, 4);
-  model_sample(m, 1, 100000, 99000, 10000, true);   // ratio 1.010
-  model_sample(m, 2, 100000, 93000, 20000, true);   // ratio 1.075
-  model_sample(m, 3, 100000, 92800, 40000, true);   // ratio 1.078: a 0.2% "gain"
-  model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);  // 10 MB/s link
+  // Ratios 1.010, 1.075 and 1.078 (a 0.2% "gain" for level 3).
+  CostModel m = round_model({99000, 93000, 92800}, {10000, 20000, 40000});
   REQUIRE(model_best(m) == 3);
-  for (uint8_t fresh : {0b1100, 0b0000}) {  // levels 2 and 3 zstd; or two other codecs
+  // The first period (a state not yet warm) at level 2, the link binding.
+  auto first_period = [](uint8_t fresh) {
     DatarateState s{};
     datarate_init(s, 4, 2);
     s.fresh = fresh;
     s.bound = true;
-    CHECK(datarate_next(s, 1.08e7, 0.2, m) == 2);  // the first period: no pick
+    return s;
+  };
+  for (uint8_t fresh : {0b1100, 0b0000}) {  // levels 2 and 3 zstd; or two other codecs
+    DatarateState s = first_period(fresh);
+    CHECK(datarate_next(s, 1.08e7, 0.2, m) == 2);  // no pick
     // Stable periods while the link binds: the probe down (level 1, predicted 6% worse)
     // is vetoed as before; the probe up is ruled out only across a new zstd frame.
     uint8_t highest = 2;
@@ -453,9 +456,6 @@ TEST_CASE("datarate: levels a round cannot tell apart are neither picked nor pro
   }
   // The same ratios 5% apart: the pick is made.
   model_sample(m, 3, 100000, 88000, 40000, true);  // EWMA: ~1.11
-  DatarateState t{};
-  datarate_init(t, 4, 2);
-  t.fresh = 0b1100;
-  t.bound = true;
+  DatarateState t = first_period(0b1100);
   CHECK(datarate_next(t, 1.08e7, 0.2, m) == 3);
 }
