@@ -4,6 +4,8 @@
 // end, the `datarate` row of the policy table (compress/policy.h).
 #include "compress/policy_datarate.h"
 
+#include <cmath>
+
 #include "compress/policy.h"
 
 namespace bonsai::compress {
@@ -60,6 +62,36 @@ bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cd
   if (cdr < kModelTrust * here) return true;  // the model is wrong about this level
   return to > s.ccl ? there >= here * (1 - kTieMargin) : there >= here * (1 - kDownGate);
 }
+// How much more the current level moves than `from`, on the data of the period before
+// the probe (run at `from`) and of the probe's (run at the current level): the
+// geometric mean of the two periods' predictions, with the CPU of one level over the
+// other scaled by `k`. 0: not known.
+double same_data_gain(const DatarateState& s, const CostModel& m, int from, double k) {
+  auto f = static_cast<uint8_t>(from);
+  if (k <= 0) return 0;
+  double before_here = model_rate_on(m, s.before_period, f, s.ccl, k);
+  double before_there = model_rate_on(m, s.before_period, f, f, 1);
+  double after_here = model_rate_on(m, s.period, s.ccl, s.ccl, 1);
+  double after_there = model_rate_on(m, s.period, s.ccl, f, 1 / k);
+  if (before_here <= 0 || before_there <= 0 || after_here <= 0 || after_there <= 0) return 0;
+  return std::sqrt(before_here / before_there * (after_here / after_there));
+}
+// The same-data verdict: > 1 the current level, < 1 `from`, 0 none. It must hold with
+// the CPU ratio of the calibration chunk and with the one the two periods measured
+// (other data, but the stream's real cost): a calibration that got a level's CPU wrong
+// (a one-shot chunk, a busy moment) would otherwise revert every probe to it for good.
+double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
+  const PeriodMeasure &a = s.before_period, &b = s.period;
+  if (a.app == 0 || b.app == 0 || a.cpu_ns == 0 || b.cpu_ns == 0) return 0;
+  double measured = static_cast<double>(b.cpu_ns) / static_cast<double>(b.app) /
+                    (static_cast<double>(a.cpu_ns) / static_cast<double>(a.app));
+  double g1 = same_data_gain(s, m, from, model_pair_cpu_scale(m, static_cast<uint8_t>(from), s.ccl));
+  double g2 = same_data_gain(s, m, from, measured);
+  double edge = 1 + kTieMargin / 2;
+  if (g1 >= edge && g2 >= edge) return g1 < g2 ? g1 : g2;
+  if (g1 > 0 && g2 > 0 && g1 * edge <= 1 && g2 * edge <= 1) return g1 > g2 ? g1 : g2;
+  return 0;
+}
 void reward(DatarateState& s, int level) {
   if (s.bck[level] < kMaxBackoff) s.bck[level] += 1;
 }
@@ -68,7 +100,7 @@ void reward(DatarateState& s, int level) {
 void move(DatarateState& s, int to, double rate) {
   s.probe_from = static_cast<int8_t>(s.ccl);
   s.before = rate;
-  s.before_bound = s.bound;
+  s.before_period = s.period;
   s.inc = to > s.ccl;
   s.ccl = static_cast<uint8_t>(to);
   s.c = 0;
@@ -118,15 +150,16 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     // a stable level (its first 50 ms start a new stream without history, and `none`'s
     // first period may still carry some of the bucket's depth).
     if (first && from == 0 && cdr >= s.before * (1 - alpha)) keep_at = 0;
-    // The link bound at both levels: the higher ratio on the same data wins, where the
-    // calibration tells them apart by half the tie margin. (It cannot on data whose
-    // gain comes from the stream's history, which a one-shot chunk lacks: .gz files
-    // sampled 1.07-1.14 alike at every zstd level: the rates decide there.)
-    if (s.bound && s.before_bound && m.level[s.ccl].pair_known && m.level[from].pair_known) {
-      double here = m.level[s.ccl].pair_ratio, there = m.level[from].pair_ratio;
-      if (here >= there * (1 + kTieMargin / 2)) keep_at = 0;
-      else if (there >= here * (1 + kTieMargin / 2)) keep_at = 1e300;
-    }
+    // On the same data, by the model: each period's verdict of the level it did not
+    // run against the one it ran, averaged. Where the link bound at both levels this
+    // compares their ratios on the same calibration chunk; where one level is CPU-bound
+    // (zstd:6 on HTML at 10 MiB/s, against zstd:3 waiting for the bucket), also their
+    // CPU per byte on that chunk. Within half the tie margin it has no opinion (.gz
+    // files sampled 1.07-1.14 alike at every zstd level one-shot: their gain is the
+    // stream's history, which the rates show).
+    double verdict = same_data_verdict(s, m, from);
+    if (verdict > 1) keep_at = 0;
+    else if (verdict > 0) keep_at = 1e300;
     if (cdr >= keep_at) {  // 15: improved
       reward(s, s.ccl);
       s.c = 0;
@@ -183,21 +216,18 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
     s.warm_waited = r.blocked_ns > 0;
     return s.level;
   }
-  // The first period and the period after a change (a probe) are short. Except a
-  // first period that compresses (a capped start) while the cap binds: it costs little
-  // (the middle level is within ~10% of the best one at a binding cap), and a whole
-  // period reads the link better (period/4 overstated 5 MiB/s by 6-9%, and every
-  // probe is judged against that first rate).
+  // The first period and the period after a change (a probe) are short (period/4).
+  // A whole first period at the middle level cost HTML at 5 MiB/s 2.7% of a 3 s run
+  // (zstd:3 sends it 6.4x smaller, zstd:9 9.5x); the link it reads a little high (the
+  // bucket's depth) no longer decides probes, which are judged on the same data.
   bool brief = !s.dr.warm || s.dr.probe_from >= 0;
-  if (!s.dr.warm && s.level != 0 && s.acc_busy_ns > 0 &&
-      static_cast<double>(s.acc_blocked_ns) >= kBindingShare * static_cast<double>(s.acc_busy_ns))
-    brief = false;
   double rate;
   if (!policy_period_add(s, r, brief ? s.cfg.period_ns / 4 : s.cfg.period_ns, brief ? kWarmChunks : 0, rate))
     return s.level;
   uint8_t before = s.level;
   model_observe(s.model, s.level, s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns);
   s.dr.bound = static_cast<double>(s.acc_blocked_ns) >= kHeadroomShare * static_cast<double>(s.acc_busy_ns);
+  s.dr.period = PeriodMeasure{s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns};
   s.level = datarate_next(s.dr, rate, s.cfg.alpha, s.model);
   if (s.dr.dropped) s.sampled = false, s.dr.dropped = false;  // calibrate on the new data
   policy_period_end(s, before);

@@ -41,14 +41,16 @@ struct DatarateState {
   double pdr;       // previous period's rate
   double before;    // rate of probe_from before the change
   // The period just ended waited for the bucket >= kHeadroomShare of its time (set by
-  // the owner before datarate_next); before_bound: so did the period before a probe.
-  // When both did, the link bound at both levels, so the level with the higher ratio
-  // moves more data: a probe is judged by the model's ratios (calibrated on the same
-  // chunk at every level), not by the two periods' rates, which differ as much by the
-  // data they happened to carry (+-10% from one 512 KiB of text to the next) and by the
-  // new zstd frame's missing history as by the level.
+  // the owner before datarate_next): the link, not compression, set its rate.
   bool bound;
-  bool before_bound;
+  // The totals of the period just ended (set by the owner before datarate_next) and of
+  // the period before a probe. A probe is judged on the same data: each period tells,
+  // by the model, what the other level would have moved on its data
+  // (model_rate_on), and the two verdicts are averaged, since two periods' rates differ
+  // as much by the data they happened to carry (+-10% from one 512 KiB of text to the
+  // next), and by the new zstd frame's missing history, as by the level.
+  PeriodMeasure period;
+  PeriodMeasure before_period;
 };
 
 void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;

@@ -14,7 +14,7 @@ constexpr double kGainMin = 0.5, kGainMax = 8.0;
 void model_init(CostModel& m, uint8_t nlevels) noexcept {
   m = CostModel{};
   m.nlevels = nlevels ? (nlevels > kMaxLevels ? kMaxLevels : nlevels) : 1;
-  m.level[0] = LevelModel{1.0, 0.0, true, 1.0, true};
+  m.level[0] = LevelModel{1.0, 0.0, true, 1.0, 0.0, true};
   m.hist_gain = m.cpu_gain = 1.0;
 }
 
@@ -28,6 +28,7 @@ void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint
   l.known = true;
   if (same_chunk) {
     l.pair_ratio = ewma(l.pair_ratio, ratio, l.pair_known);
+    l.pair_cpu_ns_byte = ewma(l.pair_cpu_ns_byte, static_cast<double>(cpu_ns) / static_cast<double>(app), l.pair_known);
     l.pair_known = true;
   }
 }
@@ -63,6 +64,29 @@ double model_rate(const CostModel& m, uint8_t level) noexcept {
     if (link > t) t = link;
   }
   return t > 0 ? 1e9 / t : 1e18;
+}
+
+double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,
+                     double cpu_scale) noexcept {
+  if (at == 0 || level == 0 || at >= m.nlevels || level >= m.nlevels || m.wire_bps <= 0 || cpu_scale <= 0) return 0;
+  const LevelModel &a = m.level[at], &l = m.level[level];
+  if (!a.pair_known || !l.pair_known || a.pair_ratio <= 0) return 0;
+  if (p.app == 0 || p.wire == 0 || p.busy_ns == 0) return 0;
+  double app = static_cast<double>(p.app), wire = static_cast<double>(p.wire);
+  uint64_t other = p.busy_ns > p.cpu_ns + p.blocked_ns ? p.busy_ns - p.cpu_ns - p.blocked_ns : 0;
+  double send = static_cast<double>(other) / wire;  // ns per wire byte
+  double ratio = app / wire * l.pair_ratio / a.pair_ratio;
+  if (ratio < 1) ratio = 1;
+  double cpu = static_cast<double>(p.cpu_ns) / app * cpu_scale;
+  double t = cpu + send / ratio, link = 1e9 / (ratio * m.wire_bps);
+  if (link > t) t = link;
+  return t > 0 ? 1e9 / t : 0;
+}
+
+double model_pair_cpu_scale(const CostModel& m, uint8_t at, uint8_t level) noexcept {
+  if (at >= m.nlevels || level >= m.nlevels || !m.level[at].pair_known || !m.level[level].pair_known) return 0;
+  double a = m.level[at].pair_cpu_ns_byte, l = m.level[level].pair_cpu_ns_byte;
+  return a > 0 && l > 0 ? l / a : 0;
 }
 
 uint8_t model_best(const CostModel& m) noexcept { return model_best_from(m, 0); }

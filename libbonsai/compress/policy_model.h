@@ -18,7 +18,13 @@ struct LevelModel {
   // same_chunk), which compare levels on the same data: later rounds spread over
   // chunks, one level each, and text's ratio moves +-10% from one chunk to the next.
   double pair_ratio;
+  double pair_cpu_ns_byte;  // the CPU per byte in those rounds
   bool pair_known;
+};
+
+// One measuring period's totals (see ChunkReport in policy.h).
+struct PeriodMeasure {
+  uint64_t app, wire, busy_ns, blocked_ns, cpu_ns;
 };
 
 struct CostModel {
@@ -54,6 +60,18 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
 // Predicted application bytes/s at `level`: 1 / max(cpu + send/ratio, 1/(ratio*W))
 // (compression overlaps the bucket's refill: the bucket is 10 ms deep). 0: unknown.
 double model_rate(const CostModel& m, uint8_t level) noexcept;
+
+// Predicted application bytes/s `level` would have moved on the data of period `p`,
+// measured at level `at`: the period's own ratio, CPU per byte and send cost, scaled
+// to `level` by the two levels' ratio on the same calibration chunk (pair_ratio) and
+// by `cpu_scale` (level's CPU per byte over at's), then model_rate's formula with the
+// link's rate. Two periods differ by their data (text: +-10% from one 512 KiB to the
+// next) more than two levels differ; on the same data they do not. 0: not known (a
+// level without rounds, `none`, the link never bound).
+double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,
+                     double cpu_scale) noexcept;
+// `level`'s CPU per byte over `at`'s on the same calibration chunk. 0: not known.
+double model_pair_cpu_scale(const CostModel& m, uint8_t at, uint8_t level) noexcept;
 
 // The level with the highest predicted rate (ties: the cheaper level).
 uint8_t model_best(const CostModel& m) noexcept;

@@ -180,7 +180,7 @@ TEST_CASE("fixed policy never moves; policy names parse", "[compress]") {
   for (int i = 0; i < 100; ++i) CHECK(policy_on_chunk(s, ChunkReport{uint64_t(i) * 1000000000, 1, 1, 1000000000, 0, 0}) == 3);
   CHECK(policy_parse("fixed:none", l, c) == nullptr);
   CHECK(c.fixed_level == 0);
-  CHECK(policy_parse("fixed:zstd:5", l, c) != nullptr);
+  CHECK(policy_parse("fixed:zstd:4", l, c) != nullptr);  // not in the default list
   CHECK(policy_parse("adaptive", l, c) != nullptr);
   REQUIRE(policy_parse("queue", l, c) == nullptr);
   CHECK(c.kind == PolicyKind::Queue);
@@ -386,33 +386,77 @@ CostModel round_model(const uint64_t (&wire)[3], const uint64_t (&cpu_ns)[3]) {
   model_observe(m, 0, 10'000'000, 10'000'000, 1'000'000'000, 900'000'000, 0);
   return m;
 }
+
+
+// A period of `app` bytes compressed `ratio` times at `cpu` ns per byte onto a link of
+// `link_bps` wire bytes/s (the bucket refills while it compresses): as the sender
+// reports it.
+PeriodMeasure measured(double app, double ratio, double cpu, double link_bps) {
+  double wire = app / ratio, cpu_ns = app * cpu, link_ns = wire * 1e9 / link_bps;
+  double busy = cpu_ns > link_ns ? cpu_ns : link_ns;
+  return PeriodMeasure{static_cast<uint64_t>(app), static_cast<uint64_t>(wire), static_cast<uint64_t>(busy),
+                       static_cast<uint64_t>(busy - cpu_ns), static_cast<uint64_t>(cpu_ns)};
+}
+double rate_of(const PeriodMeasure& p) { return static_cast<double>(p.app) * 1e9 / static_cast<double>(p.busy_ns); }
 }  // namespace
 
-TEST_CASE("datarate: between two periods that waited for the bucket, the ratio on the same chunk decides",
-          "[compress]") {
+TEST_CASE("cost model: a period tells what another level would have moved on its data", "[compress]") {
+  // Ratios 2.5, 4.0, 4.2 and 0.1, 0.2, 0.6 ns/B on one chunk; the link 10 MB/s.
+  CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 60000});
+  REQUIRE(m.wire_bps == Approx(1e7));
+  REQUIRE(model_pair_cpu_scale(m, 2, 3) == Approx(3.0));
+  // Data 10% less compressible than the chunk, at level 2: level 3 on it, 3.78 x the link.
+  PeriodMeasure p = measured(3.6e6, 3.6, 0.2, 1e7);
+  CHECK(model_rate_on(m, p, 2, 2, 1) == Approx(3.6e7).epsilon(1e-3));
+  CHECK(model_rate_on(m, p, 2, 3, 3.0) == Approx(3.78e7).epsilon(1e-3));
+  // The same data where level 3's CPU is 200x level 2's (40 ns/B): CPU-bound.
+  CHECK(model_rate_on(m, p, 2, 3, 200) == Approx(1e9 / 40).epsilon(1e-2));
+  // Unknown: `none`, a level without a round, a link never seen binding.
+  CHECK(model_rate_on(m, p, 2, 0, 1) == 0);
+  CostModel spread = m;
+  spread.level[3].pair_known = false;
+  CHECK(model_rate_on(spread, p, 2, 3, 3.0) == 0);
+  CostModel unbound = m;
+  unbound.wire_bps = 0;
+  CHECK(model_rate_on(unbound, p, 2, 3, 3.0) == 0);
+}
+
+TEST_CASE("datarate: a probe is judged on the same data: each period's verdict by the model", "[compress]") {
   // A round over every level on one chunk: ratios 2.50, 4.00 and 4.20 (zstd:6, level 3,
-  // 5% above zstd:3, level 2).
+  // 5% above zstd:3, level 2), 0.2 and 0.6 ns/B at levels 2 and 3; the link 10 MB/s.
   CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 60000});
   // A later sample of level 3 alone, on another (less compressible) chunk: not compared.
   model_sample(m, 3, 100000, 40000, 60000);
-  // Probes from `s` to `to`, whose period reads `after` (and waited if `bound_after`).
-  auto judged = [](DatarateState s, const CostModel& cm, uint8_t to, bool bound_after, double after) {
-    REQUIRE(datarate_next(s, s.pdr, 0.2, cm) == to);
-    s.bound = bound_after;
-    return datarate_next(s, after, 0.2, cm);
+  // Probes from level `from` (its period `before`) to `to` (its period `after`).
+  auto judged = [](const CostModel& cm, uint8_t from, const PeriodMeasure& before, uint8_t to,
+                   const PeriodMeasure& after) {
+    DatarateState s = steady_at(from, rate_of(before), to > from, true);
+    s.period = before;
+    REQUIRE(datarate_next(s, rate_of(before), 0.2, cm) == to);
+    s.period = after;
+    return datarate_next(s, rate_of(after), 0.2, cm);
   };
-  // The probe's period read 12% low (other data, a new frame): outside every margin.
-  // Both periods waited for the bucket: the link bound at both, and level 3's ratio
-  // on the same chunk is higher: kept.
-  CHECK(judged(steady_at(2, 4.0e7, true, true), m, 3, true, 3.52e7) == 3);
-  // The probe did not wait (CPU-bound there): the rates decide, reverted.
-  CHECK(judged(steady_at(2, 4.0e7, true, true), m, 3, false, 3.52e7) == 2);
-  // A probe down from level 3 to level 2, both bound, reads 3% higher: the ratio keeps 3.
-  CHECK(judged(steady_at(3, 4.2e7, false, true), m, 2, true, 4.33e7) == 3);
-  // Levels the round cannot tell apart (within 1%): the rates decide.
+  // The probe to level 3 landed on data 16% less compressible: its rate reads 12% low,
+  // outside every margin. Both waited for the bucket: level 3's 5% more on the same
+  // data decide, kept.
+  PeriodMeasure at2 = measured(4.0e6, 4.0, 0.2, 1e7), at3_worse_data = measured(3.52e6, 3.52, 0.6, 1e7);
+  CHECK(judged(m, 2, at2, 3, at3_worse_data) == 3);
+  // A probe down to level 2 that reads 3% higher on more compressible data: level 3 kept.
+  PeriodMeasure at3 = measured(4.2e6, 4.2, 0.6, 1e7), at2_better_data = measured(4.33e6, 4.33, 0.2, 1e7);
+  CHECK(judged(m, 3, at3, 2, at2_better_data) == 3);
+  // The probe turned CPU-bound (the stream ran at 30 ns/B: 33 MB/s against 40 MB/s at
+  // level 2): both verdicts agree, reverted.
+  CHECK(judged(m, 2, at2, 3, measured(3.3e6, 4.2, 30, 1e7)) == 2);
+  // Levels the round cannot tell apart (within 1%): no verdict, the rates decide.
   CostModel tie = m;
   tie.level[3].pair_ratio = 4.02;
-  CHECK(judged(steady_at(2, 4.0e7, true, true), tie, 3, true, 3.52e7) == 2);
+  CHECK(judged(tie, 2, at2, 3, at3_worse_data) == 2);
+  // A calibration that got level 3's CPU wrong (90 ns/B: CPU-bound at 11 MB/s by it)
+  // while the stream ran it link-bound at 0.6 ns/B: the verdicts with the calibrated and
+  // the measured CPU disagree, so the rates decide (here level 3 read 5% higher: kept),
+  // not the wrong calibration.
+  CostModel wrong = round_model({40000, 25000, 23800}, {10000, 20000, 9000000});
+  CHECK(judged(wrong, 2, at2, 3, measured(4.2e6, 4.2, 0.6, 1e7)) == 3);
 }
 
 TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if the model predicts a loss",
