@@ -46,7 +46,7 @@ NONBLOCK=0
 
 if [ $FULL = 1 ]; then
   sets="HIGH MODERATE LOW"; caps="5 10 20 100 0"
-  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:6 fixed:zstd:9 datarate zstd-adapt"
+  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:5 fixed:zstd:6 fixed:zstd:9 datarate zstd-adapt"
 else
   sets="HIGH LOW"; caps="10 20 0"; modes=""
 fi

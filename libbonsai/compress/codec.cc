@@ -70,9 +70,10 @@ LevelList levels_default() noexcept {
   l.levels[1] = {Method::Lz4, 0};
   l.levels[2] = {Method::Zstd, 1};
   l.levels[3] = {Method::Zstd, 3};
-  l.levels[4] = {Method::Zstd, 6};
-  l.levels[5] = {Method::Zstd, 9};
-  l.count = 6;
+  l.levels[4] = {Method::Zstd, 5};
+  l.levels[5] = {Method::Zstd, 6};
+  l.levels[6] = {Method::Zstd, 9};
+  l.count = 7;
   return l;
 }
 
