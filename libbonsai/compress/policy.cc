@@ -38,13 +38,17 @@ void policy_on_sample(PolicyState& s, uint8_t level, uint64_t app, uint64_t wire
   model_sample(s.model, level, app, wire, cpu_ns, same_chunk);
   s.sampled = true;
   s.sampled_at_ns = now_ns;
+  const PolicyOps& ops = ops_of(s);
+  if (same_chunk && level + 1u == s.model.nlevels && ops.on_round) s.level = ops.on_round(s);
 }
 
-void policy_capped_start(PolicyState& s) noexcept {
+void policy_capped_start(PolicyState& s, double rate_bps) noexcept {
   if (s.cfg.kind != PolicyKind::Datarate || s.dr.warm || s.acc_chunks || s.level != 0) return;
   auto start = static_cast<uint8_t>(s.dr.nlevels / 2);
   s.level = start;
   s.dr.ccl = start;
+  // A rate beyond any link (or NaN) is no information.
+  if (rate_bps >= 1 && rate_bps < 1e12 && s.model.wire_bps == 0) s.model.wire_bps = rate_bps;
 }
 
 uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept { return ops_of(s).on_chunk(s, r); }

@@ -92,6 +92,9 @@ struct PolicyOps {
   uint8_t (*on_chunk)(PolicyState& s, const ChunkReport& r) noexcept;
   // Whether to calibrate on the next chunk (nullptr: never).
   bool (*wants_sample)(const PolicyState& s, uint64_t now_ns) noexcept;
+  // A round over every level on one chunk is complete (nullptr: nothing to do).
+  // @return the level index for the next chunk.
+  uint8_t (*on_round)(PolicyState& s) noexcept;
 };
 #define BONSAI_X(kind, name, takes_level) extern const PolicyOps k##kind##Ops;
 BONSAI_POLICIES(BONSAI_X)
@@ -114,7 +117,10 @@ void policy_init(PolicyState& s, const PolicyConfig& cfg, uint8_t nlevels) noexc
 // period (which measures the link: the wire rate is seen at any level) already
 // compresses. Starting at `none` cost ~2% of a 3 s run at every binding cap (at 5 MiB/s
 // its ~4 chunks took 100 ms of the link). Uncapped senders still start at `none`.
-void policy_capped_start(PolicyState& s) noexcept;
+// `rate_bps` (0: unknown): the cap's rate, the model's link until a period measures
+// it, so that the first calibration round already picks a level (see datarate's
+// on_round).
+void policy_capped_start(PolicyState& s, double rate_bps) noexcept;
 
 // Feeds one chunk's report. @return the level index for the next chunk.
 uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept;

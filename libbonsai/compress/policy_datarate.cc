@@ -98,6 +98,22 @@ double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
   if (g1 > 0 && g2 > 0 && g1 * edge <= 1 && g2 * edge <= 1) return g1 > g2 ? g1 : g2;
   return 0;
 }
+// The model's pick from the current level, before the first period ends.
+int model_pick(const DatarateState& s, const CostModel& m) {
+  int best = model_best(m);
+  // Started compressing under a cap that did not bind (CPU-bound at the middle
+  // level): the link is unknown and `none` would look infinitely fast. The cap is
+  // there: the best compressing level, and Algorithm 1 probes `none` later.
+  if (best == 0 && s.ccl != 0 && m.wire_bps == 0) best = model_best_from(m, 1);
+  // A pick the model cannot tell from the start level (within half the tie margin)
+  // is no pick: the .gz set sampled 1.07-1.14 alike at zstd:3, 6 and 9 one-shot, and
+  // the pick of zstd:9 (4% below zstd:3 there with the stream's history) cost LOW at
+  // 20 MiB/s 4% against fixed zstd:3.
+  double here = model_rate(m, s.ccl);
+  if (best != s.ccl && here > 0 && model_rate(m, static_cast<uint8_t>(best)) < here * (1 + kTieMargin / 2))
+    best = s.ccl;
+  return best;
+}
 void reward(DatarateState& s, int level) {
   if (s.bck[level] < kMaxBackoff) s.bck[level] += 1;
 }
@@ -113,22 +129,16 @@ void move(DatarateState& s, int to, double rate) {
 }
 }  // namespace
 
+uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept {
+  if (!s.warm && m.wire_bps > 0) s.ccl = static_cast<uint8_t>(model_pick(s, m));
+  return s.ccl;
+}
+
 uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostModel& m) noexcept {
   if (!s.warm) {  // first period: measured at the start level; the model picks the level
     s.warm = true;
     s.pdr = cdr;
-    int best = model_best(m);
-    // Started compressing under a cap that did not bind (CPU-bound at the middle
-    // level): the link is unknown and `none` would look infinitely fast. The cap is
-    // there: the best compressing level, and Algorithm 1 probes `none` later.
-    if (best == 0 && s.ccl != 0 && m.wire_bps == 0) best = model_best_from(m, 1);
-    // A pick the model cannot tell from the start level (within half the tie margin)
-    // is no pick: the .gz set sampled 1.07-1.14 alike at zstd:3, 6 and 9 one-shot, and
-    // the pick of zstd:9 (4% below zstd:3 there with the stream's history) cost LOW at
-    // 20 MiB/s 4% against fixed zstd:3.
-    double here = model_rate(m, s.ccl);
-    if (best != s.ccl && here > 0 && model_rate(m, static_cast<uint8_t>(best)) < here * (1 + kTieMargin / 2))
-      best = s.ccl;
+    int best = model_pick(s, m);
     if (best != s.ccl) move(s, best, cdr), s.first_pick = true;
     // The model assumes compression hides behind the bucket's refill, so it errs
     // upwards: the first probe after its pick goes to the cheaper neighbour.
@@ -240,12 +250,19 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   return s.level;
 }
 
+// Before the first period has measured anything, with the cap's rate as the link.
+uint8_t datarate_on_round(PolicyState& s) noexcept {
+  if (s.acc_chunks == 0) s.level = datarate_round_pick(s.dr, s.model);
+  return s.level;
+}
+
 // At the start and every kResampleNs.
 bool datarate_wants_sample(const PolicyState& s, uint64_t now_ns) noexcept {
   return !s.sampled || now_ns - s.sampled_at_ns >= kResampleNs;
 }
 }  // namespace
 
-extern const PolicyOps kDatarateOps{datarate_policy_init, datarate_on_chunk, datarate_wants_sample};
+extern const PolicyOps kDatarateOps{datarate_policy_init, datarate_on_chunk, datarate_wants_sample,
+                                    datarate_on_round};
 
 }  // namespace bonsai::compress

@@ -11,6 +11,6 @@ uint8_t fixed_on_chunk(PolicyState& s, const ChunkReport&) noexcept { return s.l
 
 }  // namespace
 
-extern const PolicyOps kFixedOps{fixed_init, fixed_on_chunk, nullptr};
+extern const PolicyOps kFixedOps{fixed_init, fixed_on_chunk, nullptr, nullptr};
 
 }  // namespace bonsai::compress

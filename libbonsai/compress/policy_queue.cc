@@ -81,6 +81,6 @@ uint8_t queue_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
 }
 }  // namespace
 
-extern const PolicyOps kQueueOps{queue_policy_init, queue_on_chunk, nullptr};
+extern const PolicyOps kQueueOps{queue_policy_init, queue_on_chunk, nullptr, nullptr};
 
 }  // namespace bonsai::compress

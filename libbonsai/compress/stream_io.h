@@ -27,6 +27,9 @@ struct WireMeter {
   void (*charge)(void* ctx, ssize_t moved);
   void* ctx;
   bool capped;  // a byte limit applies to these writes (not only accounting)
+  // That limit's rate in bytes/s (an upper bound on the link: other processes of the
+  // service may share it). 0: unknown.
+  double rate_bps;
 };
 
 // Copies up to `n` bytes from `src` into the iovec array at byte offset `skip`.

@@ -299,7 +299,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
   }
   if (total == 0) return 0;
-  if (!s.header_sent && m.capped) policy_capped_start(s.policy);
+  if (!s.header_sent && m.capped) policy_capped_start(s.policy, m.rate_bps);
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
@@ -334,6 +334,10 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       uint64_t c0 = io.now_ns();
       calibrate(s, io, payload[0].iov_base, len);
       cal_ns = io.now_ns() - c0;
+      // The first round may have picked the level already (the cap's rate known).
+      lvl = s.policy.level;
+      level = s.levels->levels[lvl];
+      try_it = level.method != Method::Raw && len >= kSmallWrite;
     }
     uint64_t cpu_ns = 0;
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {

@@ -51,13 +51,22 @@ size_t meter_allow(void* ctx, size_t want) {
 }
 void meter_charge(void* ctx, ssize_t moved) { ticket_charge(static_cast<Meter*>(ctx)->t, moved); }
 
+// The byte rate of the ticket's bucket (0: none, or a call-rate bucket).
+double rate_of(const Ticket& t) {
+  if (!t.view || t.bucket >= kMaxRules) return 0;
+  const BucketParams& p = t.view->params[t.bucket];
+  if (p.per_call || p.ns_per_unit_q32 == 0) return 0;
+  return 1e9 * 4294967296.0 / static_cast<double>(p.ns_per_unit_q32);
+}
+
 WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   *limited = limiter_active();
   if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
   m.t = ticket_for(id, fd);
   m.chunk = ticket_chunk(m.t);
   m.is_write = call_dir(id) == CallDir::Write;
-  return WireMeter{meter_allow, meter_charge, &m, m.t.bucket != kNoBucket};
+  bool capped = m.t.bucket != kNoBucket;
+  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0};
 }
 
 // Counts the wire bytes of a framed call next to its application bytes (ticket_count).

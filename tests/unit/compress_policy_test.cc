@@ -316,13 +316,46 @@ TEST_CASE("datarate under a byte cap starts at the middle of the ladder", "[comp
   REQUIRE(policy_parse("datarate", l, c) == nullptr);
   PolicyState s{};
   policy_init(s, c, l.count);
-  policy_capped_start(s);
-  CHECK(s.level == 3);  // zstd:3 of none,lz4,zstd:1,zstd:3,zstd:6,zstd:9
+  policy_capped_start(s, 0);
+  CHECK(s.level == 3);  // zstd:3 of none,lz4,zstd:1,zstd:3,zstd:5,zstd:6,zstd:9
   CHECK(s.dr.ccl == 3);
   REQUIRE(policy_parse("fixed:lz4", l, c) == nullptr);
   policy_init(s, c, l.count);
-  policy_capped_start(s);
+  policy_capped_start(s, 5e6);
   CHECK(s.level == 1);  // other policies: untouched
+  CHECK(s.model.wire_bps == 0);
+}
+
+TEST_CASE("datarate under a cap of known rate picks its level on the first calibration round", "[compress]") {
+  LevelList l = levels_default();
+  PolicyConfig c{};
+  REQUIRE(policy_parse("datarate", l, c) == nullptr);
+  // One round on a 131072-byte chunk of text: ratio and ns per byte of lz4, zstd:1, 3,
+  // 5, 6, 9 (as measured on HIGH: CPU-bound zstd:9 at ~38 MiB/s).
+  const double ratio[] = {2.3, 3.3, 3.9, 4.1, 4.3, 4.4}, ns_byte[] = {2.0, 4.5, 7.5, 13.0, 17.0, 25.0};
+  auto round = [&](PolicyState& s) {
+    for (uint8_t k = 1; k < l.count; ++k)
+      policy_on_sample(s, k, 131072, static_cast<uint64_t>(131072 / ratio[k - 1]),
+                       static_cast<uint64_t>(131072 * ns_byte[k - 1]), 1'000'000'000, true);
+  };
+  auto first_level = [&](double rate) {
+    PolicyState s{};
+    policy_init(s, c, l.count);
+    policy_capped_start(s, rate);
+    round(s);
+    return s.level;
+  };
+  CHECK(first_level(5 * 1048576.0) == 6);    // zstd:9: link-bound at 22 MiB/s
+  CHECK(first_level(100 * 1048576.0) == 1);  // lz4: the others CPU-bound
+  CHECK(first_level(0) == 3);                // the cap's rate unknown: the first period decides
+  CHECK(first_level(1e300) == 3);            // nor a rate beyond any link
+  // Later rounds (after the first period) leave the level to Algorithm 1.
+  PolicyState s{};
+  policy_init(s, c, l.count);
+  policy_capped_start(s, 100 * 1048576.0);
+  s.dr.warm = true;
+  round(s);
+  CHECK(s.level == 3);
 }
 
 TEST_CASE("datarate: a probe between zstd levels (a new frame, no history) is judged by the model within 8%",
