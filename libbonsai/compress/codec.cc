@@ -23,8 +23,8 @@ size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 ZSTD_compressionParameters stream_cparams(int level) {
   ZSTD_compressionParameters cp = ZSTD_getCParams(level, size_t{1} << kZstdWindowLog, 0);
   cp.windowLog = kZstdWindowLog;
-  if (cp.hashLog > kZstdTableLog) cp.hashLog = kZstdTableLog;
-  if (cp.chainLog > kZstdTableLog) cp.chainLog = kZstdTableLog;
+  if (cp.hashLog > kZstdHashLog) cp.hashLog = kZstdHashLog;
+  if (cp.chainLog > kZstdChainLog) cp.chainLog = kZstdChainLog;
   return ZSTD_adjustCParams(cp, 0, 0);
 }
 

@@ -64,11 +64,15 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 // the bench's text (Debian changelogs) zstd:3 gains 3.42x with 128 KiB, 3.76x with
 // 256 KiB, 3.89x with 1 MiB, 3.92x with 2 MiB; on their .gz files (LOW) it saves 0%,
 // 4% and 9% with 128 KiB, 1 MiB and 2 MiB (repeats across files). The match tables
-// of every level are capped at 2^17 entries (kZstdTableLog): they, not the window,
-// make zstd:9's context large (14 MiB with its own), for ~2% of ratio. Memory per
-// connection: docs/compression.md.
+// are capped (their own make zstd:9's context 14 MiB): the hash table at 2^18 entries,
+// which levels from zstd:5 up would make 2^19-2^21 (2^17 cost them 1.4-2.3% of ratio
+// on text against 2^18, for 0.5 MiB per sending connection; 2^19 was 0.6-1% more ratio
+// for 1.5 MiB more and 10-15% of speed), the chain table at 2^17 (unused by zstd:5-9's
+// row match finder; zstd:3 keeps its own 2^17/2^16). Memory per connection:
+// docs/compression.md.
 inline constexpr int kZstdWindowLog = 21;
-inline constexpr unsigned kZstdTableLog = 17;
+inline constexpr unsigned kZstdHashLog = 18;
+inline constexpr unsigned kZstdChainLog = 17;
 // lz4's history ring, the same on both sides (LZ4's "synchronized" ring mode). A frame
 // that does not fit at the end goes to the start; it must not overlap the 64 KiB of
 // history before the wrap (the encoder reads that history while compressing it), so
