@@ -36,7 +36,7 @@ enum class OptType : uint8_t {
   X(debt_ns, "BONSAI_DEBT_NS", Duration, "2000000", "room a sleeper leaves for the takes after it (within the depth)")  \
   X(compress_to, "BONSAI_COMPRESS_TO", Text, "", "destinations whose connections are compressed")               \
   X(compress_accept, "BONSAI_COMPRESS_ACCEPT", Flag, "", "decode framed streams on accepted sockets")            \
-  X(compress_levels, "BONSAI_COMPRESS_LEVELS", Text, "none,lz4,zstd:1,zstd:3,zstd:6,zstd:9", "compression levels, cheapest first") \
+  X(compress_levels, "BONSAI_COMPRESS_LEVELS", Text, "none,lz4,zstd:1,zstd:3,zstd:5,zstd:6,zstd:9", "compression levels, cheapest first") \
   X(compress_policy, "BONSAI_COMPRESS_POLICY", Choice, "datarate", "how a connection's level is chosen")         \
   X(compress_period_ms, "BONSAI_COMPRESS_PERIOD_MS", Number, "200", "datarate's measuring period (busy time)") \
   X(compress_alpha, "BONSAI_COMPRESS_ALPHA", Number, "0.2", "datarate's tolerance")                             \

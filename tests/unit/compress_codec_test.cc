@@ -7,6 +7,7 @@
 #include "compress/codec.h"
 #include "compress/wire_format.h"
 #include "compress_test_util.h"
+#include "runtime/options.h"
 
 using namespace bonsai::compress;
 
@@ -55,6 +56,18 @@ TEST_CASE("stream header recognition", "[compress]") {
   CHECK(stream_header_match(s, 8) == HeaderMatch::BadVersion);
   const uint8_t http[] = "GET / HTTP/1.1";
   CHECK(stream_header_match(http, 8) == HeaderMatch::No);
+}
+
+TEST_CASE("the documented default level list is the one the library uses", "[compress]") {
+  // runtime/options.h's row (what docs/limits.md and the man page say) and
+  // levels_default() (what a connection gets) must not drift apart.
+  LevelList documented{}, used = levels_default();
+  REQUIRE(levels_parse(bonsai::option_row(bonsai::Opt::compress_levels).def, documented) == nullptr);
+  REQUIRE(documented.count == used.count);
+  for (uint8_t i = 0; i < used.count; ++i) {
+    CHECK(documented.levels[i].method == used.levels[i].method);
+    CHECK(documented.levels[i].param == used.levels[i].param);
+  }
 }
 
 TEST_CASE("level lists parse, keep order, put none first", "[compress]") {
