@@ -464,6 +464,8 @@ TEST_CASE("datarate: a probe is judged on the same data: each period's verdict b
   auto judged = [](const CostModel& cm, uint8_t from, const PeriodMeasure& before, uint8_t to,
                    const PeriodMeasure& after) {
     DatarateState s = steady_at(from, rate_of(before), to > from, true);
+    if (to < from)  // a long back-off: probed though the link binds (see the veto below)
+      s.bck[from] = kGateBackoff, s.c = 1u << kGateBackoff;
     s.period = before;
     REQUIRE(datarate_next(s, rate_of(before), 0.2, cm) == to);
     s.period = after;
@@ -490,6 +492,28 @@ TEST_CASE("datarate: a probe is judged on the same data: each period's verdict b
   // not the wrong calibration.
   CostModel wrong = round_model({40000, 25000, 23800}, {10000, 20000, 9000000});
   CHECK(judged(wrong, 2, at2, 3, measured(4.2e6, 4.2, 0.6, 1e7)) == 3);
+}
+
+TEST_CASE("datarate: waiting for the bucket, a cheaper level with a lower ratio on the same chunk is not probed",
+          "[compress]") {
+  // Ratios 2.50, 4.00 and 4.20 on one chunk: level 2 is 5% below level 3.
+  CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 60000});
+  for (bool bound : {false, true}) {
+    DatarateState s = steady_at(3, 4.2e7, false, bound);
+    INFO("bound " << bound);
+    CHECK(datarate_next(s, 4.2e7, 0.2, m) == (bound ? 3 : 2));  // vetoed only while bound
+    if (bound) CHECK(s.inc);  // a failed probe: the other direction next
+  }
+  // Within half the tie margin (.gz: every zstd level alike one-shot): probed.
+  CostModel tie = m;
+  tie.level[2].pair_ratio = 4.18;
+  DatarateState t = steady_at(3, 4.2e7, false, true);
+  CHECK(datarate_next(t, 4.2e7, 0.2, tie) == 2);
+  // A long back-off probes regardless, so a stale round cannot pin a level for ever.
+  DatarateState u = steady_at(3, 4.2e7, false, true);
+  u.bck[3] = kGateBackoff;
+  u.c = 1u << kGateBackoff;
+  CHECK(datarate_next(u, 4.2e7, 0.2, m) == 2);
 }
 
 TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if the model predicts a loss",
