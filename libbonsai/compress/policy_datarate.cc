@@ -42,22 +42,18 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
 // regardless, so a wrong model cannot hide the best level for ever.
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
+  // While the link binds, the ratios on the same calibration chunk speak (0: unknown).
+  double gain = s.bound ? model_pair_gain(m, s.ccl, static_cast<uint8_t>(to)) : 0;
+  double edge = 1 + kTieMargin / 2;
   // Between two levels whose change starts a new zstd frame (the history is lost) and
-  // whose ratios on the same chunk are within half the tie margin, while the link binds:
-  // the probe could only measure the lost history and the data's noise (LOW at 20 MiB/s
-  // lost 4% against fixed zstd:3 to such probes: its gain is all history).
-  if (s.bound && (s.fresh >> s.ccl & 1) && (s.fresh >> to & 1) && m.level[s.ccl].pair_known &&
-      m.level[to].pair_known) {
-    double a = m.level[s.ccl].pair_ratio, b = m.level[to].pair_ratio;
-    if (a < b * (1 + kTieMargin / 2) && b < a * (1 + kTieMargin / 2)) return false;
-  }
-  // Waiting for the bucket with CPU to spare, a cheaper level can only lose: the link
-  // binds at this level, and the cheaper one's ratio on the same chunk is lower by
-  // half the tie margin or more (text at 5 MiB/s spent a third of its time on zstd:6
-  // probes kept on noisy rates, 2.5% below zstd:9's ratio).
-  if (to < s.ccl && s.bound && m.level[s.ccl].pair_known && m.level[to].pair_known &&
-      m.level[s.ccl].pair_ratio >= m.level[to].pair_ratio * (1 + kTieMargin / 2))
-    return false;
+  // whose ratios are within half the tie margin: the probe could only measure the lost
+  // history and the data's noise (LOW at 20 MiB/s lost 4% against fixed zstd:3 to such
+  // probes: its gain is all history).
+  if (gain > 0 && (s.fresh >> s.ccl & 1) && (s.fresh >> to & 1) && gain < edge && gain * edge > 1) return false;
+  // With CPU to spare, a cheaper level can only lose when its ratio is lower by half the
+  // tie margin or more (text at 5 MiB/s spent a third of its time on zstd:6 probes kept
+  // on noisy rates, 2.5% below zstd:9's ratio).
+  if (to < s.ccl && gain >= edge) return false;
   // Waiting for the bucket with CPU to spare, a dearer level is worth a probe: the
   // model's CPU figure for a level the stream has not run is a one-shot sample times
   // the current level's correction (at 5 MiB/s it put zstd:9 at 16 MiB/s of text, CPU

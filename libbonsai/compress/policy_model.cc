@@ -83,6 +83,11 @@ double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uin
   return t > 0 ? 1e9 / t : 0;
 }
 
+double model_pair_gain(const CostModel& m, uint8_t a, uint8_t b) noexcept {
+  if (a >= m.nlevels || b >= m.nlevels || !m.level[a].pair_known || !m.level[b].pair_known) return 0;
+  return m.level[b].pair_ratio > 0 ? m.level[a].pair_ratio / m.level[b].pair_ratio : 0;
+}
+
 double model_pair_cpu_scale(const CostModel& m, uint8_t at, uint8_t level) noexcept {
   if (at >= m.nlevels || level >= m.nlevels || !m.level[at].pair_known || !m.level[level].pair_known) return 0;
   double a = m.level[at].pair_cpu_ns_byte, l = m.level[level].pair_cpu_ns_byte;

@@ -70,6 +70,8 @@ double model_rate(const CostModel& m, uint8_t level) noexcept;
 // level without rounds, `none`, the link never bound).
 double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,
                      double cpu_scale) noexcept;
+// `a`'s ratio over `b`'s on the same calibration chunk (pair_ratio). 0: not known.
+double model_pair_gain(const CostModel& m, uint8_t a, uint8_t b) noexcept;
 // `level`'s CPU per byte over `at`'s on the same calibration chunk. 0: not known.
 double model_pair_cpu_scale(const CostModel& m, uint8_t at, uint8_t level) noexcept;
 
