@@ -28,11 +28,24 @@ ZSTD_compressionParameters stream_cparams(int level) {
   return ZSTD_adjustCParams(cp, 0, 0);
 }
 
-size_t cstream_size_for(int level) { return ZSTD_estimateCStreamSize_usingCParams(stream_cparams(level)); }
+// zstd's long-distance matcher's workspace with our parameters: its hash table
+// (8-byte entries), bucket offsets, and sequence store (one 12-byte sequence per
+// kLdmMinMatch bytes of a 128 KiB block), each rounded to zstd's 64-byte alignment.
+// libzstd's estimate counts it only with the LDM parameters set, which the CParams
+// estimate cannot carry; tests compare the two (compress_codec_test).
+size_t ldm_space() {
+  auto al = [](size_t n) { return (n + 63) & ~size_t{63}; };
+  return al((size_t{1} << kLdmHashLog) * 8) + al(size_t{1} << (kLdmHashLog - kLdmBucketLog)) +
+         al((size_t{128} * 1024 / kLdmMinMatch) * 12);
+}
+
+size_t cstream_size_for(int level) {
+  return ZSTD_estimateCStreamSize_usingCParams(stream_cparams(level)) + ldm_space();
+}
 
 // Starts a new zstd frame at `level` with explicit parameters (a level alone would
 // pick tables for an unknown source size, larger than the static workspace).
-bool zstd_start(ZSTD_CCtx* z, int level) {
+bool zstd_start(ZSTD_CCtx* z, int level, bool ldm) {
   ZSTD_compressionParameters cp = stream_cparams(level);
   ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters);
   const std::pair<ZSTD_cParameter, int> params[] = {
@@ -47,6 +60,16 @@ bool zstd_start(ZSTD_CCtx* z, int level) {
       {ZSTD_c_checksumFlag, 0},
   };
   for (const auto& [k, v] : params)
+    if (ZSTD_isError(ZSTD_CCtx_setParameter(z, k, v))) return false;
+  if (!ldm) return true;
+  const std::pair<ZSTD_cParameter, int> long_params[] = {
+      {ZSTD_c_enableLongDistanceMatching, 1},
+      {ZSTD_c_ldmHashLog, static_cast<int>(kLdmHashLog)},
+      {ZSTD_c_ldmMinMatch, static_cast<int>(kLdmMinMatch)},
+      {ZSTD_c_ldmBucketSizeLog, static_cast<int>(kLdmBucketLog)},
+      {ZSTD_c_ldmHashRateLog, kZstdWindowLog - static_cast<int>(kLdmHashLog)},
+  };
+  for (const auto& [k, v] : long_params)
     if (ZSTD_isError(ZSTD_CCtx_setParameter(z, k, v))) return false;
   return true;
 }
@@ -186,10 +209,11 @@ size_t lz4_stream(TxStreamCodec& c, const void* src, size_t n, void* dst, size_t
 size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void* dst, size_t cap, uint8_t* flags) {
   auto* z = static_cast<ZSTD_CCtx*>(c.zcs);
   if (!z || level < 1 || level > c.max_zstd) return 0;
-  if (c.zstd_level != level) {
+  if (c.zstd_level != level || c.zstd_ldm != c.want_ldm) {
     c.zstd_level = 0;
-    if (!zstd_start(z, level)) return 0;
+    if (!zstd_start(z, level, c.want_ldm)) return 0;
     c.zstd_level = level;
+    c.zstd_ldm = c.want_ldm;
     *flags |= kFlagNewStream;
   }
   ZSTD_inBuffer in{src, n, 0};
@@ -198,6 +222,8 @@ size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void*
     size_t r = ZSTD_compressStream2(z, &out, &in, ZSTD_e_flush);
     if (ZSTD_isError(r) || (r && out.pos == out.size)) {  // cannot happen with cap's bound: start afresh
       c.zstd_level = 0;
+      // A libzstd whose long-distance matcher needs more than ldm_space(): without it.
+      if (c.zstd_ldm) c.ldm_failed = true, c.want_ldm = false;
       return 0;
     }
     if (r == 0) return out.pos;

@@ -73,6 +73,15 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 inline constexpr int kZstdWindowLog = 21;
 inline constexpr unsigned kZstdHashLog = 18;
 inline constexpr unsigned kZstdChainLog = 17;
+// Long-distance matching (zstd's LDM), for data that barely compresses (see
+// stream_long_matches): a rolling hash over the whole window finds repeats of 256 bytes
+// or more that the capped match tables have lost. On the LOW set (.gz files) it lifts
+// every level to 1.111x of its first 33 MiB (zstd:3 1.099x, zstd:5-9 1.06x, `zstd
+// --adapt` 1.110x); on text it costs zstd:3 20-30% of its speed, so it stays off there.
+// A 2^11-entry table (23 KiB with its sequence store) finds as much as 2^14 on LOW.
+inline constexpr unsigned kLdmHashLog = 11;
+inline constexpr unsigned kLdmMinMatch = 256;
+inline constexpr unsigned kLdmBucketLog = 3;
 // lz4's history ring, the same on both sides (LZ4's "synchronized" ring mode). A frame
 // that does not fit at the end goes to the start; it must not overlap the 64 KiB of
 // history before the wrap (the encoder reads that history while compressing it), so
@@ -83,6 +92,9 @@ struct TxStreamCodec {
   void* zcs;       // ZSTD_CCtx* (static, streaming), nullptr if no zstd level
   int max_zstd;
   int zstd_level;  // level of the open zstd frame; 0: none (the next frame starts one)
+  bool zstd_ldm;   // the open frame's long-distance matching
+  bool want_ldm;   // the next frames' (stream_long_matches)
+  bool ldm_failed; // a frame with it failed: never again on this stream
   void* lz4;       // LZ4_stream_t*
   void* lz4_sample;  // LZ4 extState for the sampler (never touches the stream)
   uint8_t* lz4_ring;
@@ -101,6 +113,10 @@ bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelL
 // @return payload size, or 0 if it failed (the stream is reset: send the chunk raw).
 size_t stream_compress(TxStreamCodec& c, Level level, const void* src, size_t n, void* dst, size_t cap,
                        uint8_t* flags) noexcept;
+
+// Long-distance matching for the next zstd frames: on or off. A change starts a new
+// frame (history dropped), as a change of level does.
+inline void stream_long_matches(TxStreamCodec& c, bool on) noexcept { c.want_ldm = on && !c.ldm_failed; }
 
 // The sampler on the streaming codec's own lz4 state: does a ~4 KiB sample of src
 // shrink below `keep_pct` percent?

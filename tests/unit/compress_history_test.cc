@@ -352,3 +352,76 @@ TEST_CASE("under a cap of known rate the first chunk goes at the level the first
     CHECK(dearer == (rate > 0 ? 1u : 0u));
   }
 }
+
+namespace {
+// Barely compressible data with far repeats, like a stream of .gz files: random 4 KiB
+// blocks, every fourth a copy of the block 1.5 MiB back (within zstd's 2 MiB window,
+// beyond what the capped tables of zstd:5-9 keep).
+std::vector<uint8_t> far_repeats(size_t n) {
+  constexpr size_t kBlock = 4096, kBack = 1536 * 1024;
+  std::mt19937 rng(21);
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i + kBlock <= n; i += kBlock) {
+    if (i >= kBack && (i / kBlock) % 4 == 0) std::memcpy(&v[i], &v[i - kBack], kBlock);
+    else
+      for (size_t j = 0; j < kBlock; ++j) v[i + j] = static_cast<uint8_t>(rng());
+  }
+  return v;
+}
+}  // namespace
+
+TEST_CASE("long-distance matching finds far repeats in barely compressible data, byte-exact", "[compress]") {
+  auto data = far_repeats(4 << 20);
+  LevelList l = levels_default();
+  std::vector<uint8_t> out(kMaxFrameWire), back(kMaxFrameRaw);
+  // Every zstd level of the list on its fixed workspace, with and without LDM.
+  for (uint8_t level = 2; level < l.count; ++level) {
+    double ratio[2] = {0, 0};
+    for (bool ldm : {false, true}) {
+      Workspace tws(tx_stream_codec_size(l)), rws(rx_codec_size());
+      TxStreamCodec tx{};
+      RxCodec rx{};
+      REQUIRE(tx_stream_codec_init(tx, tws.mem, tws.size, l));
+      REQUIRE(rx_codec_init(rx, rws.mem, rws.size));
+      stream_long_matches(tx, ldm);
+      size_t wire = 0;
+      bool exact = true;
+      for (size_t pos = 0; pos < data.size(); pos += kMaxFrameRaw) {
+        size_t n = std::min(kMaxFrameRaw, data.size() - pos);
+        uint8_t flags = 0;
+        size_t c = stream_compress(tx, l.levels[level], &data[pos], n, out.data(), out.size(), &flags);
+        REQUIRE(c > 0);
+        const uint8_t* got = codec_decompress_stream(rx, Method::Zstd, flags, out.data(), c, back.data(), n);
+        REQUIRE(got != nullptr);
+        exact = exact && std::memcmp(got, &data[pos], n) == 0;
+        wire += c;
+      }
+      CHECK(exact);
+      CHECK_FALSE(tx.ldm_failed);  // the workspace holds LDM's tables at every level
+      CHECK(tx.zstd_ldm == ldm);
+      ratio[ldm] = static_cast<double>(data.size()) / static_cast<double>(wire);
+    }
+    INFO("level zstd:" << int(l.levels[level].param) << ": ratio " << ratio[0] << " without LDM, " << ratio[1]
+                       << " with");
+    CHECK(ratio[1] > 1.15);  // a quarter of the blocks repeat: at most 1.33
+    CHECK(ratio[1] >= ratio[0] * 0.995);
+    if (l.levels[level].param >= 5) CHECK(ratio[0] < 1.05);  // the capped row tables lose them
+  }
+}
+
+TEST_CASE("a sender turns long-distance matching on for barely compressible data only", "[compress]") {
+  std::mt19937 rng(5);
+  std::vector<uint8_t> words(2 << 20);
+  fill_text(rng, words.data(), words.size());
+  for (bool poor : {true, false}) {
+    Tx t("datarate");
+    auto wire = encode(t, poor ? far_repeats(2 << 20) : words, [](unsigned) { return kMaxFrameRaw; },
+                       [&](unsigned) { return t.tx.policy.level; });
+    int err;
+    auto got = decode(wire, &err);
+    CHECK(err == 0);
+    CHECK(got.size() == (2u << 20));
+    INFO((poor ? "far repeats" : "text"));
+    CHECK(t.tx.codec.want_ldm == poor);
+  }
+}
