@@ -17,13 +17,14 @@ Calibrator* calibrator_try_acquire(const LevelList& levels) noexcept {
   if (pthread_mutex_trylock(&g_mu) != 0) return nullptr;
   size_t need = tx_codec_size(levels);
   if (!g_codec_size && !g_failed) {
-    size_t total = need + kMaxFrameWire;
+    size_t total = need + kMaxFrameWire + kMaxFrameRaw;
     void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED || !tx_codec_init(g_cal.codec, p, need, levels)) {
       if (p != MAP_FAILED) munmap(p, total);
       g_failed = true;
     } else {
       g_cal.out = static_cast<uint8_t*>(p) + need;
+      g_cal.chunk = g_cal.out + kMaxFrameWire;
       g_codec_size = need;
     }
   }

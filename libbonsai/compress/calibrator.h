@@ -14,6 +14,12 @@ namespace bonsai::compress {
 struct Calibrator {
   TxCodec codec;
   uint8_t* out;  // kMaxFrameWire bytes
+  // A round over every level on one chunk, spread over the owner's next chunks (one
+  // run each): the chunk is kept here, so every level still sees the same data.
+  uint8_t* chunk;  // kMaxFrameRaw bytes
+  size_t chunk_len;
+  const void* owner;     // the sender whose round holds `chunk`; nullptr: none
+  uint64_t owner_at_ns;  // when the owner last used it (a closed sender's claim lapses)
 };
 
 // @return the calibrator, locked for the caller, or nullptr (busy, no memory, or

@@ -154,34 +154,86 @@ bool worth_trying(TxStream& s, const void* src, size_t len) {
   return false;
 }
 
-// Calibration for the datarate policy's model: compresses one chunk at a level
+// Calibration for the datarate policy's model: compresses one chunk at every level
 // (one-shot, on the process's shared calibrator: the connection's streams are not
 // touched) and reports ratio and time. Skipped if another connection is calibrating.
 // Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
-// cannot tell what zstd gains on slightly compressible data. The first round (and one
-// after the data changed) does every level at once, since the policy decides on it
-// next; later rounds do one level per chunk, so that no chunk is held up longer than
-// the bucket's depth (10 ms) hides at a binding cap (all levels at once cost ~25 ms).
+// cannot tell what zstd gains on slightly compressible data. Each level runs twice,
+// keeping the faster time: the first run after a change of level also pays zstd's
+// table set-up, which a steady sender at that level does not.
+// The stream's first round runs at once: the policy picks its level on it next. Later
+// rounds (every kResampleNs, and when the data changed) are spread over the sender's
+// next chunks, one run each, on a copy of the round's chunk kept in the calibrator, so
+// every level still sees the same data (while another sender's round holds the copy, a
+// round runs one level per chunk, both runs on that chunk, as all rounds did before:
+// no one waits for the copy). All at once a round held one chunk ~25 ms, and
+// one level's two runs ~7-10 ms, which a binding cap's bucket does not hide: a sender
+// waiting for it runs (depth - BONSAI_DEBT_NS) = 8 ms ahead of the link (HIGH at
+// 5 MiB/s lost ~2% of its run to them).
+constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
+
+// One run of level l on src: its compressed size (len: did not compress) and time.
+uint64_t run_level(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
+                   uint64_t* ns) {
+  uint64_t t0 = io.now_ns();
+  size_t n = codec_compress(cal->codec, s.levels->levels[l], src, len, cal->out, kMaxFrameWire);
+  *ns = io.now_ns() - t0;
+  return n ? n : len;
+}
+
 void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
   Calibrator* cal = calibrator_try_acquire(*s.levels);
   if (!cal) return;
-  bool all = !s.policy.sampled;
-  uint8_t first = all || !s.cal_next ? 1 : s.cal_next;
-  uint8_t last = all ? static_cast<uint8_t>(s.levels->count - 1) : first;
-  for (uint8_t l = first; l <= last && l < s.levels->count; ++l) {
-    uint64_t c = len, best_ns = 0, t1 = io.now_ns();
-    // Twice, keeping the faster: the first run after a change of level also pays
-    // zstd's table set-up, which a steady sender at that level does not.
-    for (int pass = 0; pass < 2; ++pass) {
-      uint64_t t0 = io.now_ns();
-      size_t n = codec_compress(cal->codec, s.levels->levels[l], src, len, cal->out, kMaxFrameWire);
-      c = n ? n : len;
-      t1 = io.now_ns();
-      if (pass == 0 || t1 - t0 < best_ns) best_ns = t1 - t0;
+  uint8_t count = s.levels->count;
+  uint64_t now = io.now_ns();
+  if (!s.cal_paired) {  // the stream's first round: every level, now
+    for (uint8_t l = 1; l < count; ++l) {
+      uint64_t a = 0, b = 0, c = run_level(s, io, cal, l, src, len, &a);
+      run_level(s, io, cal, l, src, len, &b);
+      policy_on_sample(s.policy, l, len, c, a < b ? a : b, io.now_ns(), true);
     }
-    policy_on_sample(s.policy, l, len, c, best_ns, t1, all);
+    s.cal_paired = true;
+    s.cal_next = 0;
+    calibrator_release();
+    return;
   }
-  s.cal_next = last + 1 < s.levels->count ? static_cast<uint8_t>(last + 1) : 0;
+  if (!s.cal_next) {  // a round starts: on a copy of this chunk if the calibrator has room
+    s.cal_next = 1;
+    s.cal_pass = 0;
+    s.cal_pair = !cal->owner || cal->owner == &s || now >= cal->owner_at_ns + kClaimLapseNs;
+    if (s.cal_pair) {
+      std::memcpy(cal->chunk, src, len);
+      cal->chunk_len = len;
+      cal->owner = &s;
+    }
+  } else if (s.cal_pair && cal->owner != &s) {  // another sender took the copy over
+    s.cal_pair = false;
+    s.cal_pass = 0;
+  }
+  uint8_t l = s.cal_next;
+  bool done = true;
+  if (s.cal_pair) {  // one run per chunk on the copy
+    cal->owner_at_ns = now;
+    uint64_t ns = 0, wire = run_level(s, io, cal, l, cal->chunk, cal->chunk_len, &ns);
+    if (s.cal_pass == 0) {
+      s.cal_pass = 1;
+      s.cal_first_ns = ns;
+      done = false;
+    } else {
+      policy_on_sample(s.policy, l, cal->chunk_len, wire, ns < s.cal_first_ns ? ns : s.cal_first_ns,
+                       io.now_ns(), true);
+      s.cal_pass = 0;
+    }
+  } else {  // the copy is another sender's: both runs on this chunk, one level per chunk
+    uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
+    run_level(s, io, cal, l, src, len, &b);
+    policy_on_sample(s.policy, l, len, wire, a < b ? a : b, io.now_ns(), false);
+  }
+  if (done) s.cal_next = l + 1u < count ? static_cast<uint8_t>(l + 1) : 0;
+  if (!s.cal_next && s.cal_pair) {  // complete: the copy is free
+    cal->owner = nullptr;
+    s.cal_pair = false;
+  }
   calibrator_release();
 }
 
@@ -203,13 +255,13 @@ void choose_long_matches(TxStream& s) {
   else if (best > kLdmOffAbove) stream_long_matches(s.codec, false);
 }
 
-// Whether this chunk calibrates (a round in progress, or the policy asks for one).
-// Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
-// that dearer levels are slower: a round every kIdleResample is enough (a round costs
-// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
-// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
+// At a binding cap a spread round runs only after a chunk that waited for the bucket:
+// such a sender wakes 8 ms ahead of the link (see calibrate), which hides one run and
+// the chunk's own compression; right after a chunk that did not wait, that lead is
+// spent, and back-to-back runs of zstd:6 and zstd:9 left the link idle (HIGH at 5 MiB/s).
 bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
   if (len < kSampleChunk) return false;
+  if (s.cal_paired && cap_binds(s) && !s.last_waited) return false;
   if (s.cal_next) return true;
   if (s.policy.sampled && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
     return false;
@@ -398,6 +450,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     s.level_chunks[lvl]++;
     uint64_t t1 = io.now_ns();
     note_link(s, t1 - t0 - cal_ns, blocked - cal_ns);  // the link's state: without calibration
+    s.last_waited = blocked > cal_ns;
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns});
     if (next != lvl && blog_enabled(LogLevel::Debug))
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,

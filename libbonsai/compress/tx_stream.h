@@ -36,7 +36,12 @@ struct TxStream {
   uint32_t skip_streak;  // consecutive chunks found incompressible
   uint32_t skip_left;    // chunks to send raw before sampling again
   uint64_t link_busy_ns, link_blocked_ns;  // decaying sums: does the byte cap bind?
+  bool last_waited;  // the last chunk waited (for the bucket or a full socket)
   uint8_t cal_next;  // next level of a calibration round spread over chunks (0: none)
+  bool cal_pair;         // that round runs on the calibrator's copy of one chunk
+  uint8_t cal_pass;      // and that level's run: 0 or 1 (the faster of two counts)
+  uint64_t cal_first_ns; // the time of its run 0
+  bool cal_paired;       // the first round (every level on one chunk at once) is done
   uint64_t app_bytes, wire_bytes;
   uint64_t frames[kMethodCount];
   uint64_t level_chunks[kMaxLevels];

@@ -425,3 +425,46 @@ TEST_CASE("a sender turns long-distance matching on for barely compressible data
     CHECK(t.tx.codec.want_ldm == poor);
   }
 }
+
+TEST_CASE("calibration rounds after the first spread over chunks on a shared copy, or fall back", "[compress]") {
+  std::mt19937 rng(9);
+  std::vector<uint8_t> text(kMaxFrameRaw);
+  fill_text(rng, text.data(), text.size());
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  std::thread r([&] {
+    uint8_t buf[1 << 16];
+    while (::read(sv[1], buf, sizeof buf) > 0) {
+    }
+  });
+  auto one = [&](Tx& t) {
+    iovec v{text.data(), text.size()};
+    REQUIRE(tx_write(t.tx, kLibcIo, kNoMeter, sv[0], &v, 1, 0) == static_cast<ssize_t>(text.size()));
+  };
+  Tx a("datarate"), b("datarate");
+  one(a);  // the first round: every level at once
+  one(b);
+  CHECK(a.tx.cal_paired);
+  CHECK(a.tx.cal_next == 0);
+  a.tx.policy.sampled = false;  // as when the policy sees the data change
+  b.tx.policy.sampled = false;
+  one(a);  // a's round takes the copy: level 1's first run
+  CHECK(a.tx.cal_pair);
+  CHECK(a.tx.cal_next == 1);
+  CHECK(a.tx.cal_pass == 1);
+  one(b);  // the copy is a's: b runs level 1 twice on its own chunk
+  CHECK_FALSE(b.tx.cal_pair);
+  CHECK(b.tx.cal_next == 2);
+  unsigned chunks = 1;
+  while (a.tx.cal_next && chunks < 64) one(a), ++chunks;
+  CHECK(a.tx.cal_next == 0);
+  CHECK(chunks == 2u * (a.levels.count - 1));  // one run per chunk, two per level
+  CHECK(a.tx.policy.sampled);
+  b.tx.cal_next = 0;
+  b.tx.policy.sampled = false;
+  one(b);  // the copy is free again
+  CHECK(b.tx.cal_pair);
+  close(sv[0]);
+  r.join();
+  close(sv[1]);
+}
