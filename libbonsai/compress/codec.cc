@@ -211,7 +211,11 @@ size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void*
   if (!z || level < 1 || level > c.max_zstd) return 0;
   if (c.zstd_level != level || c.zstd_ldm != c.want_ldm) {
     c.zstd_level = 0;
-    if (!zstd_start(z, level, c.want_ldm)) return 0;
+    if (!zstd_start(z, level, c.want_ldm)) {
+      if (!c.want_ldm) return 0;
+      c.ldm_failed = true, c.want_ldm = false;  // a libzstd that refuses our LDM parameters
+      if (!zstd_start(z, level, false)) return 0;
+    }
     c.zstd_level = level;
     c.zstd_ldm = c.want_ldm;
     *flags |= kFlagNewStream;

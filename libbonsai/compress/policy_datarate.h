@@ -29,6 +29,8 @@ inline constexpr double kHeadroomShare = 0.10;
 // A probe's same-data verdict uses the calibration chunk's CPU ratio between the two
 // levels unless the two periods measured one more than this factor away from it.
 inline constexpr double kCpuAgree = 1.5;
+// The model's pick, predicted CPU-bound, yields to a cheaper neighbour this close.
+inline constexpr double kCpuPickMargin = 0.05;
 
 struct DatarateState {
   uint8_t ccl;      // current level index

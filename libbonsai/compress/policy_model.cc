@@ -66,6 +66,14 @@ double model_rate(const CostModel& m, uint8_t level) noexcept {
   return t > 0 ? 1e9 / t : 1e18;
 }
 
+bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept {
+  if (level == 0 || level >= m.nlevels || !m.level[level].known || m.wire_bps <= 0) return false;
+  const LevelModel& l = m.level[level];
+  double ratio = l.ratio * m.hist_gain;
+  if (ratio < 1) ratio = 1;
+  return l.cpu_ns_byte * m.cpu_gain + m.send_ns_byte / ratio > 1e9 / (ratio * m.wire_bps);
+}
+
 double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,
                      double cpu_scale) noexcept {
   if (at == 0 || level == 0 || at >= m.nlevels || level >= m.nlevels || m.wire_bps <= 0 || cpu_scale <= 0) return 0;

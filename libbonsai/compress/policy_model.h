@@ -61,6 +61,9 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
 // (compression overlaps the bucket's refill: the bucket is 10 ms deep). 0: unknown.
 double model_rate(const CostModel& m, uint8_t level) noexcept;
 
+// Whether model_rate(level) is limited by the CPU rather than the link (false: unknown).
+bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept;
+
 // Predicted application bytes/s `level` would have moved on the data of period `p`,
 // measured at level `at`: the period's own ratio, CPU per byte and send cost, scaled
 // to `level` by the two levels' ratio on the same calibration chunk (pair_ratio) and

@@ -560,3 +560,21 @@ TEST_CASE("datarate: levels a round cannot tell apart are neither picked nor pro
   DatarateState t = first_period(0b1100);
   CHECK(datarate_next(t, 1.08e7, 0.2, m) == 3);
 }
+
+TEST_CASE("datarate: a pick the model puts CPU-bound yields to a cheaper neighbour within 5%", "[compress]") {
+  // Link 10 MB/s. Level 2: ratio 4.0, link-bound at 40 MB/s. Level 3, 3% above it:
+  // either CPU-bound (21.9 ns/B at ratio 4.2) or link-bound (ratio 4.12).
+  CostModel cpu_bound = round_model({40000, 25000, 23810}, {10000, 20000, 2189000});
+  CostModel link_bound = round_model({40000, 25000, 24272}, {10000, 20000, 60000});
+  for (const CostModel* m : {&cpu_bound, &link_bound}) {
+    bool cpu = m == &cpu_bound;
+    INFO((cpu ? "level 3 CPU-bound" : "level 3 link-bound"));
+    REQUIRE(model_cpu_bound(*m, 3) == cpu);
+    REQUIRE_FALSE(model_cpu_bound(*m, 2));
+    REQUIRE(model_rate(*m, 3) == Approx(model_rate(*m, 2) * 1.03).epsilon(0.005));
+    REQUIRE(model_best(*m) == 3);
+    DatarateState s{};
+    datarate_init(s, 4, 1);
+    CHECK(datarate_round_pick(s, *m) == (cpu ? 2 : 3));
+  }
+}
