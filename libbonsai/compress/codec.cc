@@ -32,7 +32,8 @@ ZSTD_compressionParameters stream_cparams(int level) {
 // (8-byte entries), bucket offsets, and sequence store (one 12-byte sequence per
 // kLdmMinMatch bytes of a 128 KiB block), each rounded to zstd's 64-byte alignment.
 // libzstd's estimate counts it only with the LDM parameters set, which the CParams
-// estimate cannot carry; tests compare the two (compress_codec_test).
+// estimate cannot carry (and a parameter object would allocate); compress_codec_test
+// compares the sum with libzstd's own estimate at every level.
 size_t ldm_space() {
   auto al = [](size_t n) { return (n + 63) & ~size_t{63}; };
   return al((size_t{1} << kLdmHashLog) * 8) + al(size_t{1} << (kLdmHashLog - kLdmBucketLog)) +

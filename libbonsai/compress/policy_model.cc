@@ -53,25 +53,30 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
     m.wire_bps = wire_bps;  // the link is at least this fast
 }
 
-double model_rate(const CostModel& m, uint8_t level) noexcept {
-  if (level >= m.nlevels || !m.level[level].known) return 0;
+namespace {
+// A known level's predicted time per application byte: CPU and send path (`work`) and
+// the link's (0 while the link was never seen binding). false: not known.
+bool level_times(const CostModel& m, uint8_t level, double& work, double& link) {
+  if (level >= m.nlevels || !m.level[level].known) return false;
   const LevelModel& l = m.level[level];
   double ratio = level ? l.ratio * m.hist_gain : 1.0, cpu = level ? l.cpu_ns_byte * m.cpu_gain : 0.0;
   if (ratio < 1) ratio = 1;
-  double t = cpu + m.send_ns_byte / ratio;  // ns per application byte
-  if (m.wire_bps > 0) {
-    double link = 1e9 / (ratio * m.wire_bps);
-    if (link > t) t = link;
-  }
+  work = cpu + m.send_ns_byte / ratio;  // ns per application byte
+  link = m.wire_bps > 0 ? 1e9 / (ratio * m.wire_bps) : 0;
+  return true;
+}
+}  // namespace
+
+double model_rate(const CostModel& m, uint8_t level) noexcept {
+  double work = 0, link = 0;
+  if (!level_times(m, level, work, link)) return 0;
+  double t = link > work ? link : work;
   return t > 0 ? 1e9 / t : 1e18;
 }
 
 bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept {
-  if (level == 0 || level >= m.nlevels || !m.level[level].known || m.wire_bps <= 0) return false;
-  const LevelModel& l = m.level[level];
-  double ratio = l.ratio * m.hist_gain;
-  if (ratio < 1) ratio = 1;
-  return l.cpu_ns_byte * m.cpu_gain + m.send_ns_byte / ratio > 1e9 / (ratio * m.wire_bps);
+  double work = 0, link = 0;
+  return level != 0 && level_times(m, level, work, link) && link > 0 && work > link;
 }
 
 double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,

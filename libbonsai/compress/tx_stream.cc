@@ -181,17 +181,21 @@ uint64_t run_level(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, con
   return n ? n : len;
 }
 
+// Both runs of level l on src at once, reported to the policy.
+void sample_now(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
+                bool same_chunk) {
+  uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
+  run_level(s, io, cal, l, src, len, &b);
+  policy_on_sample(s.policy, l, len, wire, a < b ? a : b, io.now_ns(), same_chunk);
+}
+
 void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
   Calibrator* cal = calibrator_try_acquire(*s.levels);
   if (!cal) return;
   uint8_t count = s.levels->count;
   uint64_t now = io.now_ns();
   if (!s.cal_paired) {  // the stream's first round: every level, now
-    for (uint8_t l = 1; l < count; ++l) {
-      uint64_t a = 0, b = 0, c = run_level(s, io, cal, l, src, len, &a);
-      run_level(s, io, cal, l, src, len, &b);
-      policy_on_sample(s.policy, l, len, c, a < b ? a : b, io.now_ns(), true);
-    }
+    for (uint8_t l = 1; l < count; ++l) sample_now(s, io, cal, l, src, len, true);
     s.cal_paired = true;
     s.cal_next = 0;
     calibrator_release();
@@ -225,9 +229,7 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
       s.cal_pass = 0;
     }
   } else {  // the copy is another sender's: both runs on this chunk, one level per chunk
-    uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
-    run_level(s, io, cal, l, src, len, &b);
-    policy_on_sample(s.policy, l, len, wire, a < b ? a : b, io.now_ns(), false);
+    sample_now(s, io, cal, l, src, len, false);
   }
   if (done) s.cal_next = l + 1u < count ? static_cast<uint8_t>(l + 1) : 0;
   if (!s.cal_next && s.cal_pair) {  // complete: the copy is free
@@ -255,6 +257,11 @@ void choose_long_matches(TxStream& s) {
   else if (best > kLdmOffAbove) stream_long_matches(s.codec, false);
 }
 
+// Whether this chunk calibrates (a round in progress, or the policy asks for one).
+// Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
+// that dearer levels are slower: a round every kIdleResample is enough (a round costs
+// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
+// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
 // At a binding cap a spread round runs only after a chunk that waited for the bucket:
 // such a sender wakes 8 ms ahead of the link (see calibrate), which hides one run and
 // the chunk's own compression; right after a chunk that did not wait, that lead is

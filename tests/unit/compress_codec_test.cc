@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Unit tests for libbonsai/compress: wire format headers, level lists, codecs on
 // fixed workspaces, the incompressible-data sample.
+#define ZSTD_STATIC_LINKING_ONLY
 #include <catch2/catch.hpp>
 #include <cstring>
+#include <lz4.h>
+#include <utility>
+#include <zstd.h>
 
 #include "compress/codec.h"
 #include "compress/wire_format.h"
@@ -126,4 +130,41 @@ TEST_CASE("random bytes are sampled as incompressible, text as compressible", "[
   CHECK(codec_sample_compressible(tx, text.data(), text.size()));
   std::vector<uint8_t> out(65536);
   CHECK(codec_compress(tx, Level{Method::Zstd, 3}, noise.data(), noise.size(), out.data(), out.size()) == 0);
+}
+
+TEST_CASE("the sender's zstd workspace holds long-distance matching by libzstd's own estimate", "[compress]") {
+  LevelList l = levels_default();
+  auto a16 = [](size_t n) { return (n + 15) & ~size_t{15}; };
+  size_t need = 0;
+  for (int level = 1; level <= 9; ++level) {
+    // The stream's parameters (codec.cc stream_cparams) with LDM as zstd_start sets it.
+    ZSTD_compressionParameters cp = ZSTD_getCParams(level, size_t{1} << kZstdWindowLog, 0);
+    cp.windowLog = kZstdWindowLog;
+    if (cp.hashLog > kZstdHashLog) cp.hashLog = kZstdHashLog;
+    if (cp.chainLog > kZstdChainLog) cp.chainLog = kZstdChainLog;
+    cp = ZSTD_adjustCParams(cp, 0, 0);
+    ZSTD_CCtx_params* p = ZSTD_createCCtxParams();
+    REQUIRE(p);
+    ZSTD_CCtxParams_init(p, level);
+    const std::pair<ZSTD_cParameter, int> params[] = {
+        {ZSTD_c_windowLog, static_cast<int>(cp.windowLog)},
+        {ZSTD_c_hashLog, static_cast<int>(cp.hashLog)},
+        {ZSTD_c_chainLog, static_cast<int>(cp.chainLog)},
+        {ZSTD_c_searchLog, static_cast<int>(cp.searchLog)},
+        {ZSTD_c_minMatch, static_cast<int>(cp.minMatch)},
+        {ZSTD_c_targetLength, static_cast<int>(cp.targetLength)},
+        {ZSTD_c_strategy, static_cast<int>(cp.strategy)},
+        {ZSTD_c_enableLongDistanceMatching, 1},
+        {ZSTD_c_ldmHashLog, static_cast<int>(kLdmHashLog)},
+        {ZSTD_c_ldmMinMatch, static_cast<int>(kLdmMinMatch)},
+        {ZSTD_c_ldmBucketSizeLog, static_cast<int>(kLdmBucketLog)},
+        {ZSTD_c_ldmHashRateLog, kZstdWindowLog - static_cast<int>(kLdmHashLog)},
+    };
+    for (const auto& [k, v] : params) REQUIRE_FALSE(ZSTD_isError(ZSTD_CCtxParams_setParameter(p, k, v)));
+    size_t est = ZSTD_estimateCStreamSize_usingCCtxParams(p);
+    ZSTD_freeCCtxParams(p);
+    need = est > need ? est : need;
+  }
+  size_t lz4 = a16(sizeof(LZ4_stream_t)) + a16(static_cast<size_t>(LZ4_sizeofState())) + a16(kLz4Ring);
+  CHECK(tx_stream_codec_size(l) >= lz4 + a16(need));
 }
