@@ -23,6 +23,13 @@
 # most the SIZE_MIB file (it compresses at ~100-200 MiB/s: a datarate run's GiBs
 # would take a minute). A cell without datarate gives zstd the prefix it would send
 # in about DURATION_MS at 4x the cap.
+# `pv -L` (pv 1.6.20, Debian 12) is a token bucket without a depth: it adds a tenth of
+# the rate every 100 ms and never caps what is owed, so the link time zstd leaves unused
+# while its CPU binds is all spent later (after a 2 s stall, `pv -L 10m` passed 25 MiB
+# in the next 0.5 s). bonsai's cap is a bucket 10 ms deep (BONSAI_LIMITS' default
+# burst). So capped cells also run zstd-adapt-tb: the same pipeline with pv uncapped and
+# its writes held by libbonsai at the cap (`writes=CAPMiB/s`, the bucket the bonsai runs
+# have); the summary gives datarate against both.
 # Env: BONSAI_BUILD, SIZE_MIB (data set size; 64), DURATION_MS (quick 2000, full 4000),
 # OUT (CSV), SETS / CAPS / MODES (override the grid), DATA_DIR (keep data sets between
 # runs), REPS (runs per uncapped cell, 3: the median is kept), OUT_KEEP (copy of the CSV).
@@ -46,7 +53,7 @@ NONBLOCK=0
 
 if [ $FULL = 1 ]; then
   sets="HIGH MODERATE LOW"; caps="5 10 20 100 0"
-  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:5 fixed:zstd:6 fixed:zstd:9 datarate zstd-adapt"
+  modes="fixed:none fixed:lz4 fixed:zstd:1 fixed:zstd:3 fixed:zstd:5 fixed:zstd:6 fixed:zstd:9 datarate zstd-adapt zstd-adapt-tb"
 else
   sets="HIGH LOW"; caps="10 20 0"; modes=""
 fi
@@ -74,22 +81,28 @@ for s in $sets HIGH LOW; do
 done
 
 # run SET CAP MODE WSIZE: prints "seconds mibps bytes wire_mibps" (wire_mibps: "-" for
-# bonsai). MODE: fixed:LEVEL, datarate, queue, zstd-adapt, or any of the bonsai ones
+# bonsai). MODE: fixed:LEVEL, datarate, queue, zstd-adapt, zstd-adapt-tb, or any of the bonsai ones
 # with "+nb" (non-blocking epoll sender). zstd-adapt sends ADAPT_BYTES (see the header).
 loop_file() { while cat "$1"; do :; done; }
 run() {
   local set=$1 cap=$2 mode=$3 wsize=$4 limits="" extra=()
   [ "$cap" != 0 ] && limits="writes=${cap}MiB/s"
-  if [ "$mode" = zstd-adapt ]; then
-    local t0 t1 pvcap=() n=${ADAPT_BYTES:-0} wire
-    [ "$cap" != 0 ] && pvcap=(-L "${cap}m")  # pv -L: powers of 1024
+  if [ "$mode" = zstd-adapt ] || [ "$mode" = zstd-adapt-tb ]; then
+    local t0 t1 pvcap=() pvenv=() n=${ADAPT_BYTES:-0} wire
+    # zstd-adapt: pv -L (powers of 1024), an unbounded bucket (see the header);
+    # zstd-adapt-tb: pv uncapped, its writes and splices held by libbonsai's bucket at
+    # the cap with bonsai's default depth, the bucket the bonsai runs of the row have.
+    if [ "$cap" != 0 ]; then
+      if [ "$mode" = zstd-adapt ]; then pvcap=(-L "${cap}m")
+      else pvenv=(LD_PRELOAD="$LIB" BONSAI_LIMITS="writes=${cap}MiB/s"); fi
+    fi
     if [ "$n" -le 0 ]; then n=$SIZE; [ "$cap" != 0 ] && n=$(( cap * 4 * 1048576 * DUR / 1000 )); fi
     [ "$cap" = 0 ] && [ "$n" -gt "$SIZE" ] && n=$SIZE
     rm -f "$W/wire"
     t0=$(date +%s%N)
     # pv -n -b with a long interval prints one number, at the end: the bytes it passed.
     loop_file "$D/$set" | head -c "$n" | zstd -q --adapt -c |
-      pv -f -n -b -i 3600 "${pvcap[@]}" 2> "$W/wire" | zstd -q -d -c > /dev/null
+      env "${pvenv[@]}" pv -f -n -b -i 3600 "${pvcap[@]}" 2> "$W/wire" | zstd -q -d -c > /dev/null
     t1=$(date +%s%N)
     wire=$(tail -n 1 "$W/wire" 2>/dev/null)
     awk -v a="$t0" -v b="$t1" -v n="$n" -v w="${wire:-0}" \
@@ -114,13 +127,14 @@ printf '%-9s %5s %6s %-16s %8s %9s %10s %9s\n' set cap write mode seconds app_Mi
 
 # cell SET CAP WSIZE MODES...: runs the modes interleaved (uncapped: REPS times, the
 # median kept: loopback memcpy speed varies by +-5% between runs) and records them.
-# zstd-adapt, listed after datarate, sends what that repetition's datarate run moved.
+# zstd-adapt(-tb), listed after datarate, sends what that repetition's datarate run moved.
 cell() {
   local set=$1 cap=$2 wsize=$3 r mode secs rate bytes wire reps=1
   shift 3
   local ms=()
   for mode in "$@"; do
-    [ "$mode" = zstd-adapt ] && { [ $have_zstd = 1 ] && [ "$wsize" = 131072 ] || continue; }
+    case $mode in zstd-adapt*) { [ $have_zstd = 1 ] && [ "$wsize" = 131072 ] || continue; } ;; esac
+    [ "$mode" = zstd-adapt-tb ] && [ "$cap" = 0 ] && continue
     ms+=("$mode")
   done
   [ "$cap" = 0 ] && reps=${REPS:-3}
@@ -148,8 +162,8 @@ if [ -n "$modes" ]; then  # the grid
 fi
 if [ -z "${SETS:-}${CAPS:-}${MODES:-}" ]; then  # the rows that carry issue 12's targets
   if [ $FULL = 0 ]; then
-    cell HIGH 10 131072 datarate fixed:zstd:3 zstd-adapt
-    cell HIGH 20 131072 datarate fixed:zstd:3 zstd-adapt
+    cell HIGH 10 131072 datarate fixed:zstd:3 zstd-adapt zstd-adapt-tb
+    cell HIGH 20 131072 datarate fixed:zstd:3 zstd-adapt zstd-adapt-tb
     cell LOW 10 131072 datarate fixed:none zstd-adapt
     cell HIGH 0 131072 datarate fixed:none
     cell LOW 0 131072 datarate fixed:none
@@ -187,6 +201,12 @@ awk -F, 'NR > 1 { k = $1 "," $2 "," $6; keys[k] = 1; r[k, $3] = $5; wr[k, $3] = 
         line = line sprintf("  vs zstd --adapt %.3f (raw %.3f; pv wire %s MiB/s", dr / zn, dr / za, zw)
         if (f[2] != 0) line = line sprintf(" = %.3fx the cap) %s", zw / f[2], dr / zn >= 1 ? "met" : "MISSED")
         else line = line ")"
+      }
+      zt = r[k, "zstd-adapt-tb"]; ztw = wr[k, "zstd-adapt-tb"]
+      if (zt != "" && f[2] != 0) {
+        ztn = zt
+        if (ztw > f[2]) ztn = zt * f[2] / ztw
+        line = line sprintf("  vs zstd --adapt, same bucket %.3f (wire %s MiB/s) %s", dr / ztn, ztw, dr / ztn >= 1 ? "met" : "MISSED")
       }
       if (best[k] != "") line = line sprintf("  vs best fixed (%s) %.3f%s", bn[k], dr / best[k],
                                               f[2] == 0 ? "" : (dr / best[k] >= 0.98 ? " met" : " MISSED"))

@@ -35,6 +35,20 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
   if (pb > pa * (1 + kTieMargin / 2)) return b;
   return -1;
 }
+// Whether `to`, a cheaper level, is ruled out by its link ceiling: what it could move on
+// the period's data with CPU to spare (the link's rate times its ratio there) is not
+// kCeilingMargin above what the current level moved (`cdr`). A link-bound level never
+// beats its ceiling, and moves ~2% below it (headers, the bucket's wake-ups); a
+// CPU-bound level's rate reads low in a period another process took CPU from, or whose
+// data compressed slowly (HIGH at 100 MiB/s: zstd:1 read 210-305 MiB/s in the first
+// 50 ms of a run and 310-345 after). On such a period the first pick and later probes
+// went from zstd:1 to lz4 (calibrated ~2.45x, 2.33x in the stream: ceilings 245 and
+// 233 MiB/s), kept it on a tie and lost a third of the run (232-285 MiB/s against 325).
+bool below_ceiling(const DatarateState& s, const CostModel& m, int to, double cdr) {
+  if (to >= s.ccl || cdr <= 0) return false;
+  double ceiling = model_link_ceiling_on(m, s.period, s.ccl, static_cast<uint8_t>(to));
+  return ceiling > 0 && ceiling < cdr * (1 + kCeilingMargin);
+}
 // While a level's back-off is short, the model may veto a probe: upward if it
 // predicts a loss beyond the tie margin (the model's CPU figures carry the load of the
 // moment: at 10 MiB/s it vetoed zstd:3 -> zstd:6 for a whole run, 9% lost), downward if
@@ -42,6 +56,7 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
 // regardless, so a wrong model cannot hide the best level for ever.
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (s.bck[s.ccl] >= kGateBackoff) return true;
+  if (below_ceiling(s, m, to, cdr)) return false;
   // While the link binds, the ratios on the same calibration chunk speak (0: unknown).
   double gain = s.bound ? model_pair_gain(m, s.ccl, static_cast<uint8_t>(to)) : 0;
   double edge = 1 + kTieMargin / 2;
@@ -101,8 +116,9 @@ double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
   if (g1 > 0 && g2 > 0 && g1 * edge <= 1 && g2 * edge <= 1) return g1 > g2 ? g1 : g2;
   return 0;
 }
-// The model's pick from the current level, before the first period ends.
-int model_pick(const DatarateState& s, const CostModel& m) {
+// The model's pick from the current level: after the first calibration round (`cdr`
+// 0), or at the end of the first period, which moved `cdr`.
+int model_pick(const DatarateState& s, const CostModel& m, double cdr) {
   int best = model_best(m);
   // Started compressing under a cap that did not bind (CPU-bound at the middle
   // level): the link is unknown and `none` would look infinitely fast. The cap is
@@ -123,6 +139,7 @@ int model_pick(const DatarateState& s, const CostModel& m) {
   auto b = static_cast<uint8_t>(best);
   if (best > 1 && model_cpu_bound(m, b) && model_rate(m, b - 1) >= model_rate(m, b) * (1 - kCpuPickMargin))
     best -= 1;
+  if (below_ceiling(s, m, best, cdr)) best = s.ccl;
   return best;
 }
 void reward(DatarateState& s, int level) {
@@ -141,7 +158,7 @@ void move(DatarateState& s, int to, double rate) {
 }  // namespace
 
 uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept {
-  if (!s.warm && m.wire_bps > 0) s.ccl = static_cast<uint8_t>(model_pick(s, m));
+  if (!s.warm && m.wire_bps > 0) s.ccl = static_cast<uint8_t>(model_pick(s, m, 0));
   return s.ccl;
 }
 
@@ -149,7 +166,7 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
   if (!s.warm) {  // first period: measured at the start level; the model picks the level
     s.warm = true;
     s.pdr = cdr;
-    int best = model_pick(s, m);
+    int best = model_pick(s, m, cdr);
     if (best != s.ccl) move(s, best, cdr), s.first_pick = true;
     // The model assumes compression hides behind the bucket's refill, so it errs
     // upwards: the first probe after its pick goes to the cheaper neighbour.

@@ -29,6 +29,9 @@ inline constexpr double kHeadroomShare = 0.10;
 // A probe's same-data verdict uses the calibration chunk's CPU ratio between the two
 // levels unless the two periods measured one more than this factor away from it.
 inline constexpr double kCpuAgree = 1.5;
+// A cheaper level is probed (or picked) only if its link ceiling on the period's data
+// is this much above what the current level moved (see below_ceiling).
+inline constexpr double kCeilingMargin = 0.03;
 // The model's pick, predicted CPU-bound, yields to a cheaper neighbour this close.
 inline constexpr double kCpuPickMargin = 0.05;
 

@@ -96,6 +96,14 @@ double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uin
   return t > 0 ? 1e9 / t : 0;
 }
 
+double model_link_ceiling_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level) noexcept {
+  if (at >= m.nlevels || level >= m.nlevels || m.wire_bps <= 0 || p.app == 0 || p.wire == 0) return 0;
+  double gain = model_pair_gain(m, level, at);
+  if (gain <= 0) return 0;
+  double ratio = static_cast<double>(p.app) / static_cast<double>(p.wire) * gain;
+  return (ratio < 1 ? 1 : ratio) * m.wire_bps;
+}
+
 double model_pair_gain(const CostModel& m, uint8_t a, uint8_t b) noexcept {
   if (a >= m.nlevels || b >= m.nlevels || !m.level[a].pair_known || !m.level[b].pair_known) return 0;
   return m.level[b].pair_ratio > 0 ? m.level[a].pair_ratio / m.level[b].pair_ratio : 0;

@@ -73,6 +73,11 @@ bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept;
 // level without rounds, `none`, the link never bound).
 double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,
                      double cpu_scale) noexcept;
+// The most `level` could have moved on the data of period `p`, measured at level `at`,
+// with CPU to spare: the link's rate times the period's ratio scaled to `level` by the
+// two levels' ratio on the same calibration chunk. A level can never beat its link
+// ceiling, however fast the CPU is at the moment. 0: not known.
+double model_link_ceiling_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level) noexcept;
 // `a`'s ratio over `b`'s on the same calibration chunk (pair_ratio). 0: not known.
 double model_pair_gain(const CostModel& m, uint8_t a, uint8_t b) noexcept;
 // `level`'s CPU per byte over `at`'s on the same calibration chunk. 0: not known.
