@@ -51,6 +51,30 @@ void policy_capped_start(PolicyState& s, double rate_bps) noexcept {
   if (rate_bps >= 1 && rate_bps < 1e12 && s.model.wire_bps == 0) s.model.wire_bps = rate_bps;
 }
 
+void policy_cap_rate(PolicyState& s, double rate_bps) noexcept {
+  double rate = rate_bps >= 1 && rate_bps < 1e12 ? rate_bps : 0;  // NaN: none
+  double was = s.model.cap_bps;
+  s.model.cap_bps = rate;
+  if (!s.cap_seen) {
+    s.cap_seen = true;
+    return;
+  }
+  bool changed = was == 0 || rate == 0 ? was != rate : rate > was * 1.01 || rate < was * 0.99;
+  if (!changed || s.cfg.kind != PolicyKind::Datarate || !s.dr.warm) return;
+  // The cap changed under a running sender (`bonsaictl set`): the link the model measured
+  // and every back-off earned against it are stale. Start over as at the first period:
+  // the cap's rate is the link until a period measures it, and the next period ends with
+  // the model's pick. (A 5 -> 100 MiB/s raise left zstd:9 CPU-bound for 3-13 s, the
+  // back-off it had earned at 5 MiB/s.)
+  s.model.wire_bps = rate;
+  datarate_restart(s.dr);
+  s.acc_chunks = 0;
+  s.acc_bytes = s.acc_wire = s.acc_busy_ns = s.acc_blocked_ns = s.acc_cpu_ns = 0;
+  s.warm_skipped = 0;
+  s.warm_waited = false;
+  s.settle = true;  // the chunk in flight carries the old cap's debt
+}
+
 uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept { return ops_of(s).on_chunk(s, r); }
 
 bool policy_settling(PolicyState& s) noexcept {

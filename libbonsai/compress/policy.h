@@ -78,6 +78,7 @@ struct PolicyState {
   bool sampled;
   uint32_t warm_skipped;
   bool warm_waited;  // datarate: a chunk of the first period has waited for the bucket
+  bool cap_seen;     // policy_cap_rate has been called (a later change is a live one)
   uint64_t sampled_at_ns;
   CostModel model;
   DatarateState dr;
@@ -121,6 +122,11 @@ void policy_init(PolicyState& s, const PolicyConfig& cfg, uint8_t nlevels) noexc
 // it, so that the first calibration round already picks a level (see datarate's
 // on_round).
 void policy_capped_start(PolicyState& s, double rate_bps) noexcept;
+
+// At every write: the byte cap's current rate (0: none applies), the link's upper bound
+// for the model (CostModel::cap_bps). A change after the first write (a live `bonsaictl
+// set`) restarts datarate as at its first period, with the new rate as the link.
+void policy_cap_rate(PolicyState& s, double rate_bps) noexcept;
 
 // Feeds one chunk's report. @return the level index for the next chunk.
 uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept;

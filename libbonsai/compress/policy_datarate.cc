@@ -157,6 +157,12 @@ void move(DatarateState& s, int to, double rate) {
 }
 }  // namespace
 
+void datarate_restart(DatarateState& s) noexcept {
+  uint8_t level = s.ccl, fresh = s.fresh;
+  datarate_init(s, s.nlevels, level);
+  s.fresh = fresh;
+}
+
 uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept {
   if (!s.warm && m.wire_bps > 0) s.ccl = static_cast<uint8_t>(model_pick(s, m, 0));
   return s.ccl;

@@ -71,6 +71,10 @@ void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;
 // @return the level index (s.ccl).
 uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept;
 
+// The link changed (a cap set live): back-offs and any probe in progress are dropped and
+// the next period is judged as the first (it ends with the model's pick), at s.ccl.
+void datarate_restart(DatarateState& s) noexcept;
+
 // One decision: `cdr` is the application data rate measured at level s.ccl during
 // the period just ended; `m` the cost model (already fed that period).
 // @return the level index for the next period (also stored in s.ccl).

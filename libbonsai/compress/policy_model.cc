@@ -97,11 +97,12 @@ double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uin
 }
 
 double model_link_ceiling_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level) noexcept {
-  if (at >= m.nlevels || level >= m.nlevels || m.wire_bps <= 0 || p.app == 0 || p.wire == 0) return 0;
+  if (at >= m.nlevels || level >= m.nlevels || m.cap_bps <= 0 || p.app == 0 || p.wire == 0) return 0;
   double gain = model_pair_gain(m, level, at);
   if (gain <= 0) return 0;
   double ratio = static_cast<double>(p.app) / static_cast<double>(p.wire) * gain;
-  return (ratio < 1 ? 1 : ratio) * m.wire_bps;
+  double link = m.cap_bps > m.wire_bps ? m.cap_bps : m.wire_bps;
+  return (ratio < 1 ? 1 : ratio) * link;
 }
 
 double model_pair_gain(const CostModel& m, uint8_t a, uint8_t b) noexcept {

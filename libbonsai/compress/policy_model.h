@@ -31,6 +31,10 @@ struct CostModel {
   uint8_t nlevels;
   LevelModel level[kMaxLevels];  // level[0] is "none": ratio 1, no CPU
   double wire_bps;     // link rate seen while the cap bound (wire bytes/s); 0: never bound
+  // The byte cap's rate as of the sender's last write (policy_cap_rate; a live `bonsaictl
+  // set` changes it): an upper bound on the link, which wire_bps is not after the cap
+  // was raised. 0: no byte cap applies.
+  double cap_bps;
   double send_ns_byte; // unblocked send path per wire byte (syscalls, copies, full socket)
   // Streams (wire v2) compress with history and pay a flush per write, which one-shot
   // calibration does not see: what the stream achieved at the current level over what
@@ -74,9 +78,10 @@ bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept;
 double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,
                      double cpu_scale) noexcept;
 // The most `level` could have moved on the data of period `p`, measured at level `at`,
-// with CPU to spare: the link's rate times the period's ratio scaled to `level` by the
-// two levels' ratio on the same calibration chunk. A level can never beat its link
-// ceiling, however fast the CPU is at the moment. 0: not known.
+// with CPU to spare: the link's upper bound (the cap's rate, or the link measured
+// binding if faster) times the period's ratio scaled to `level` by the two levels'
+// ratio on the same calibration chunk. A level can never beat its link ceiling, however
+// fast the CPU is at the moment. 0: not known (no byte cap: the link has no bound).
 double model_link_ceiling_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level) noexcept;
 // `a`'s ratio over `b`'s on the same calibration chunk (pair_ratio). 0: not known.
 double model_pair_gain(const CostModel& m, uint8_t a, uint8_t b) noexcept;

@@ -377,6 +377,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   }
   if (total == 0) return 0;
   if (!s.header_sent && m.capped) policy_capped_start(s.policy, m.rate_bps);
+  policy_cap_rate(s.policy, m.capped ? m.rate_bps : 0);
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
