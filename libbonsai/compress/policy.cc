@@ -70,6 +70,7 @@ void policy_cap_rate(PolicyState& s, double rate_bps) noexcept {
   datarate_restart(s.dr);
   s.acc_chunks = 0;
   s.acc_bytes = s.acc_wire = s.acc_busy_ns = s.acc_blocked_ns = s.acc_cpu_ns = 0;
+  s.acc_promoted = 0;
   s.warm_skipped = 0;
   s.warm_waited = false;
   s.settle = true;  // the chunk in flight carries the old cap's debt
@@ -91,6 +92,7 @@ bool policy_period_add(PolicyState& s, const ChunkReport& r, uint64_t period_ns,
   s.acc_busy_ns += r.busy_ns;
   s.acc_blocked_ns += r.blocked_ns;
   s.acc_cpu_ns += r.cpu_ns;
+  s.acc_promoted += r.promoted;
   if (s.acc_busy_ns < period_ns || s.acc_chunks < min_chunks) return false;
   rate = static_cast<double>(s.acc_bytes) * 1e9 / static_cast<double>(s.acc_busy_ns);
   return true;
@@ -100,6 +102,7 @@ void policy_period_end(PolicyState& s, uint8_t before) noexcept {
   s.settle = s.level != before;
   s.acc_chunks = 0;
   s.acc_bytes = s.acc_wire = s.acc_busy_ns = s.acc_blocked_ns = s.acc_cpu_ns = 0;
+  s.acc_promoted = 0;
 }
 
 }  // namespace bonsai::compress

@@ -67,6 +67,7 @@ struct ChunkReport {
   uint64_t busy_ns;     // time spent on the chunk: compressing and sending
   uint64_t blocked_ns;  // part of busy_ns spent waiting (bucket or full socket)
   uint64_t cpu_ns;      // part of busy_ns spent compressing
+  bool promoted;        // compressed one level above the policy's (tx_stream's mix)
 };
 
 struct PolicyState {
@@ -74,6 +75,7 @@ struct PolicyState {
   uint8_t level;  // index of the level for the next chunk
   uint32_t acc_chunks;
   uint64_t acc_bytes, acc_wire, acc_busy_ns, acc_blocked_ns, acc_cpu_ns;
+  uint32_t acc_promoted;  // chunks of the period compressed one level up
   bool settle;  // the first chunk after a change is not measured (carries the old level's debt)
   bool sampled;
   uint32_t warm_skipped;

@@ -105,6 +105,7 @@ double same_data_gain(const DatarateState& s, const CostModel& m, int from, doub
 double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
   const PeriodMeasure &a = s.before_period, &b = s.period;
   if (a.app == 0 || b.app == 0 || a.cpu_ns == 0 || b.cpu_ns == 0) return 0;
+  if (a.promoted || b.promoted) return 0;  // a mix of two levels: the rates speak
   double measured = static_cast<double>(b.cpu_ns) / static_cast<double>(b.app) /
                     (static_cast<double>(a.cpu_ns) / static_cast<double>(a.app));
   double calibrated = model_pair_cpu_scale(m, static_cast<uint8_t>(from), s.ccl);
@@ -191,7 +192,8 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     // a new zstd frame without history) cannot resolve within the margin.
     double keep_at = s.before * (s.ccl > from ? 1 + kTieMargin : 1 - kTieMargin);
     double zone = kTieMargin + ((s.fresh >> s.ccl & 1) && (s.fresh >> from & 1) ? kFreshMargin : 0);
-    if (cdr < s.before * (1 + kTieMargin) && cdr >= s.before * (1 - zone)) {
+    bool mixed = s.period.promoted || s.before_period.promoted;
+    if (!mixed && cdr < s.before * (1 + kTieMargin) && cdr >= s.before * (1 - zone)) {
       int pick = model_tie_break(m, s.ccl, cdr, from, s.before);
       if (pick >= 0) keep_at = pick == s.ccl ? 0 : 1e300;
     }
@@ -275,9 +277,10 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   if (!policy_period_add(s, r, brief ? s.cfg.period_ns / 4 : s.cfg.period_ns, brief ? kWarmChunks : 0, rate))
     return s.level;
   uint8_t before = s.level;
-  model_observe(s.model, s.level, s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns);
+  model_observe(s.model, s.level, s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns,
+                s.acc_promoted > 0);
   s.dr.bound = static_cast<double>(s.acc_blocked_ns) >= kHeadroomShare * static_cast<double>(s.acc_busy_ns);
-  s.dr.period = PeriodMeasure{s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns};
+  s.dr.period = PeriodMeasure{s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns, s.acc_promoted};
   s.level = datarate_next(s.dr, rate, s.cfg.alpha, s.model);
   if (s.dr.dropped) s.sampled = false, s.dr.dropped = false;  // calibrate on the new data
   policy_period_end(s, before);

@@ -34,10 +34,10 @@ void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint
 }
 
 void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
-                   uint64_t blocked_ns, uint64_t cpu_ns) noexcept {
+                   uint64_t blocked_ns, uint64_t cpu_ns, bool mixed) noexcept {
   if (level >= m.nlevels || app == 0 || wire == 0 || busy_ns == 0) return;
   const LevelModel& l = m.level[level];
-  if (level > 0 && l.known && cpu_ns > 0 && l.cpu_ns_byte > 0) {  // a stream ran: correct the samples
+  if (level > 0 && !mixed && l.known && cpu_ns > 0 && l.cpu_ns_byte > 0) {  // a stream ran: correct the samples
     double ratio = static_cast<double>(app) / static_cast<double>(wire);
     double cpu = static_cast<double>(cpu_ns) / static_cast<double>(app);
     m.hist_gain = clamp(ewma(m.hist_gain, ratio / l.ratio, true), kGainMin, kGainMax);

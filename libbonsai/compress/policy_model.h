@@ -25,6 +25,7 @@ struct LevelModel {
 // One measuring period's totals (see ChunkReport in policy.h).
 struct PeriodMeasure {
   uint64_t app, wire, busy_ns, blocked_ns, cpu_ns;
+  uint32_t promoted;  // chunks sent one level up (tx_stream's mix): not one level's figures
 };
 
 struct CostModel {
@@ -58,8 +59,10 @@ void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint
 // (if the bucket bound) the link rate. Levels are learnt from calibration samples
 // only, so that all of them describe the same data; a period at a compressing level
 // corrects them all by what the stream achieved (hist_gain, cpu_gain).
+// `mixed`: some chunks ran one level up (tx_stream's mix): the stream's figures are not
+// `level`'s, and the corrections are left as they were.
 void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
-                   uint64_t blocked_ns, uint64_t cpu_ns) noexcept;
+                   uint64_t blocked_ns, uint64_t cpu_ns, bool mixed = false) noexcept;
 
 // Predicted application bytes/s at `level`: 1 / max(cpu + send/ratio, 1/(ratio*W))
 // (compression overlaps the bucket's refill: the bucket is 10 ms deep). 0: unknown.

@@ -30,6 +30,10 @@ struct WireMeter {
   // That limit's rate in bytes/s (an upper bound on the link: other processes of the
   // service may share it). 0: unknown.
   double rate_bps;
+  // How far ahead of the link the sender is, in bucket depths: the time its bucket's
+  // takes run ahead of now over the depth (0: the bucket is full, idle; 1: the next
+  // take waits). May be null (no bucket: unknown).
+  double (*ahead)(void* ctx);
 };
 
 // Copies up to `n` bytes from `src` into the iovec array at byte offset `skip`.

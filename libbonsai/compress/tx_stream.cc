@@ -275,6 +275,25 @@ bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
   return policy_wants_sample(s.policy, now_ns);
 }
 
+// Whether this chunk is compressed one level above the policy's `lvl`: the sender is
+// more than kMixAhead of the bucket's depth ahead of the link (the link binds and the
+// CPU has time to spare), and the level above does not start a new codec frame (lz4
+// and zstd:1: each codec keeps its own stream, so chunks can alternate between them).
+// Where the policy's level is link-bound with CPU to spare and the next one CPU-bound
+// with link to spare, the two share the link chunk by chunk, as `zstd --adapt`
+// alternates levels: promoted chunks spend the lead, plain ones rebuild it, and the
+// mix settles where both the CPU and the link are busy, above either level alone.
+// Datarate only (a fixed level is fixed).
+constexpr double kMixAhead = 0.5;
+bool promote_chunk(const TxStream& s, const WireMeter& m, uint8_t lvl) {
+  if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0 || !m.ahead) return false;
+  unsigned up = lvl + 1u;
+  if (up >= s.levels->count || up >= 8) return false;
+  uint8_t fresh = s.policy.dr.fresh;
+  if ((fresh >> lvl & 1) && (fresh >> up & 1)) return false;
+  return m.ahead(m.ctx) > kMixAhead;
+}
+
 // Compresses the chunk at `level` as the next frame of the connection's stream.
 // @return the payload size (into s.out; *flags for the header), or 0: send it raw.
 size_t compress_chunk(TxStream& s, Level level, const void* src, size_t len, uint8_t* flags) {
@@ -418,6 +437,13 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       level = s.levels->levels[lvl];
       try_it = level.method != Method::Raw && len >= kSmallWrite;
     }
+    bool promoted = false;
+    uint8_t policy_lvl = lvl;
+    if (try_it && promote_chunk(s, m, lvl)) {
+      lvl = static_cast<uint8_t>(lvl + 1);
+      level = s.levels->levels[lvl];
+      promoted = true;
+    }
     uint64_t cpu_ns = 0;
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {
       uint64_t c0 = io.now_ns();
@@ -459,9 +485,9 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     uint64_t t1 = io.now_ns();
     note_link(s, t1 - t0 - cal_ns, blocked - cal_ns);  // the link's state: without calibration
     s.last_waited = blocked > cal_ns;
-    uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns});
-    if (next != lvl && blog_enabled(LogLevel::Debug))
-      blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, lvl,
+    uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns, promoted});
+    if (next != policy_lvl && blog_enabled(LogLevel::Debug))
+      blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, policy_lvl,
            next, s.policy.dr.pdr / 1048576.0, s.policy.model.wire_bps / 1048576.0);
     pos += len;
     if (kept) {

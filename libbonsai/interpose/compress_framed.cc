@@ -50,6 +50,7 @@ size_t meter_allow(void* ctx, size_t want) {
   return allow;
 }
 void meter_charge(void* ctx, ssize_t moved) { ticket_charge(static_cast<Meter*>(ctx)->t, moved); }
+double meter_ahead(void* ctx) { return ticket_ahead(static_cast<Meter*>(ctx)->t); }
 
 // The byte rate of the ticket's bucket (0: none, or a call-rate bucket).
 double rate_of(const Ticket& t) {
@@ -66,7 +67,7 @@ WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   m.chunk = ticket_chunk(m.t);
   m.is_write = call_dir(id) == CallDir::Write;
   bool capped = m.t.bucket != kNoBucket;
-  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0};
+  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0, capped ? meter_ahead : nullptr};
 }
 
 // Counts the wire bytes of a framed call next to its application bytes (ticket_count).

@@ -242,6 +242,19 @@ uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable,
   return waited;
 }
 
+double ticket_ahead(const Ticket& t) noexcept {
+  if (!t.view || t.bucket >= kMaxRules) return 0;
+  const BucketParams& p = t.view->params[t.bucket];
+  if (p.per_call || p.depth_ns == 0) return 0;
+  uint64_t now = mono_ns() - clock_offset();
+  uint64_t tat = g_limiter.buckets[t.bucket].tat_ns.load(std::memory_order_relaxed);
+  int64_t credit = t_thread.credit[t.bucket];
+  uint64_t prepaid = credit > 0 ? bucket_cost_ns(p, static_cast<uint64_t>(credit)) : 0;
+  if (tat <= now + prepaid) return 0;
+  double a = static_cast<double>(tat - now - prepaid) / static_cast<double>(p.depth_ns);
+  return a < 4 ? a : 4;
+}
+
 void ticket_settle_slow(const Ticket& t) noexcept {
   int64_t& credit = t_thread.credit[t.bucket];
   int64_t owed = -credit;

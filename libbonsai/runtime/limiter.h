@@ -122,6 +122,12 @@ inline void ticket_wait(Ticket& t, bool cancellable, uint64_t need = 0) noexcept
   t.waited_ns += ticket_wait_slow(t.view, t.bucket, cancellable, need);
 }
 
+// How far ahead of now the call's byte bucket has been taken, in depths, less the
+// thread's unspent credit: 0 when the bucket is full (or no byte bucket), about 1 when
+// the next take waits. Clamped to [0, 4] (the clock may be another writer's garbage).
+// One clock read: for the compressed streams' per-chunk choices, not every call.
+double ticket_ahead(const Ticket& t) noexcept;
+
 // Largest transfer worth making in one real call (SIZE_MAX if not byte-limited).
 inline size_t ticket_chunk(const Ticket& t) noexcept {
   if (t.bucket == kNoBucket) return SIZE_MAX;

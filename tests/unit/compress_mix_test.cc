@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// The mix (tx_stream.cc, promote_chunk): at a binding cap, a datarate sender ahead of
+// the link by more than half the bucket's depth compresses the chunk one level up
+// where that starts no new codec frame (lz4 -> zstd:1), so the two levels share the
+// link chunk by chunk. Frames alternate between the codecs and decode byte-exact; a
+// change between two zstd levels, a fixed level and an unknown bucket never mix; and a
+// probe from or to a mixed period is judged on the rates, not on one level's model.
+#include <catch2/catch.hpp>
+
+#include "compress_policy_util.h"
+#include "compress_stream_util.h"
+
+using namespace bonsai::compress;
+using namespace compress_test;
+
+namespace {
+
+// A capped meter that never waits; `ahead` reads the next of a pattern of leads.
+struct Leads {
+  std::vector<double> seq;
+  size_t at = 0;
+};
+double next_lead(void* ctx) {
+  auto* l = static_cast<Leads*>(ctx);
+  double a = l->seq[l->at % l->seq.size()];
+  ++l->at;
+  return a;
+}
+WireMeter meter_with(Leads& leads) {
+  return WireMeter{[](void*, size_t want) { return want; }, nullptr, &leads, true, 0, next_lead};
+}
+
+std::vector<Method> methods_of(const std::vector<uint8_t>& wire) {
+  std::vector<Method> m;
+  for (size_t at : frames_of(wire)) {
+    FrameHeader h{};
+    REQUIRE(frame_header_parse(&wire[at], h));
+    m.push_back(h.method);
+  }
+  return m;
+}
+
+auto one_chunk = [](unsigned) { return kMaxFrameRaw; };
+// Holds the policy at level `l` (the first calibration round would otherwise move it
+// to datarate's own level).
+auto at_level(Tx& t, uint8_t l) {
+  t.tx.policy.dr.ccl = l;
+  return [l](unsigned) { return l; };
+}
+
+}  // namespace
+
+TEST_CASE("mix: chunks ahead of the link go one level up where no new frame starts, byte-exact", "[compress]") {
+  auto data = text(31, 24 * kMaxFrameRaw);
+  Leads leads{{0.9, 0.1, 0.1, 0.7}};  // ahead, behind, behind, ahead, ...
+  Tx t("datarate");
+  auto wire = encode(t, data, one_chunk, at_level(t, 1), meter_with(leads));  // the policy at lz4
+  auto methods = methods_of(wire);
+  REQUIRE(methods.size() == 24);
+  for (size_t i = 0; i < methods.size(); ++i) {
+    INFO("chunk " << i);
+    CHECK(methods[i] == (i % 4 == 0 || i % 4 == 3 ? Method::Zstd : Method::Lz4));
+  }
+  CHECK(t.tx.level_chunks[1] == 12);  // lz4
+  CHECK(t.tx.level_chunks[2] == 12);  // zstd:1, promoted
+  int err;
+  CHECK((decode(wire, &err) == data));
+  CHECK(err == 0);
+  // Small writes that are not compressed (below kSmallWrite) are not promoted either,
+  // and a stream of tiny writes between the chunks still decodes.
+  Tx small("datarate");
+  Leads always{{0.9}};
+  auto mixed_sizes = [](unsigned call) { return call % 2 ? size_t{100} : kMaxFrameRaw; };
+  auto w2 = encode(small, data, mixed_sizes, at_level(small, 1), meter_with(always));
+  CHECK((decode(w2, &err) == data));
+  CHECK(err == 0);
+}
+
+TEST_CASE("mix: never across a zstd level change, for a fixed level, or without a bucket's lead", "[compress]") {
+  auto data = text(32, 8 * kMaxFrameRaw);
+  Leads ahead{{0.9}};
+  int err;
+  SECTION("datarate at zstd:3: zstd:5 would start a new frame") {
+    Tx t("datarate");
+    auto wire = encode(t, data, one_chunk, at_level(t, 3), meter_with(ahead));
+    CHECK(t.tx.level_chunks[3] == 8);
+    CHECK(t.tx.level_chunks[4] == 0);
+    CHECK((decode(wire, &err) == data));
+  }
+  SECTION("fixed:lz4") {
+    Tx t("fixed:lz4");
+    auto wire = encode(t, data, one_chunk, at_level(t, 1), meter_with(ahead));
+    CHECK(t.tx.level_chunks[1] == 8);
+    CHECK(t.tx.level_chunks[2] == 0);
+    for (Method m : methods_of(wire)) CHECK(m == Method::Lz4);
+  }
+  SECTION("datarate at none: the policy judged compression not worth it") {
+    Tx t("datarate");
+    encode(t, data, one_chunk, at_level(t, 0), meter_with(ahead));
+    CHECK(t.tx.level_chunks[0] + t.tx.level_chunks[3] == 8);  // a capped start's first chunk: zstd:3
+    CHECK(t.tx.level_chunks[1] == 0);
+  }
+  SECTION("a meter without a lead (no byte bucket)") {
+    Tx t("datarate");
+    WireMeter m = meter_with(ahead);
+    m.ahead = nullptr;
+    encode(t, data, one_chunk, at_level(t, 1), m);
+    CHECK(t.tx.level_chunks[1] == 8);
+    CHECK(t.tx.level_chunks[2] == 0);
+  }
+}
+
+TEST_CASE("mix: a probe from or to a mixed period is judged on the rates", "[compress]") {
+  using namespace policy_test;
+  // As in "a probe is judged on the same data": level 3 compresses 5% more than level
+  // 2 on the round's chunk; the probe to 3 landed on data 16% less compressible and
+  // reads 12% low. One level's model keeps it (same data); a period that mixed two
+  // levels is not one level's, so its rate decides: reverted.
+  CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 60000});
+  PeriodMeasure at2 = measured(4.0e6, 4.0, 0.2, 1e7), at3 = measured(3.52e6, 3.52, 0.6, 1e7);
+  auto judged = [&](const PeriodMeasure& before, const PeriodMeasure& after) {
+    DatarateState s = steady_at(2, rate_of(before), true, true);
+    s.period = before;
+    REQUIRE(datarate_next(s, rate_of(before), 0.2, m) == 3);
+    s.period = after;
+    return datarate_next(s, rate_of(after), 0.2, m);
+  };
+  CHECK(judged(at2, at3) == 3);
+  PeriodMeasure at2_mixed = at2;
+  at2_mixed.promoted = 5;
+  CHECK(judged(at2_mixed, at3) == 2);
+  PeriodMeasure at3_mixed = at3;
+  at3_mixed.promoted = 1;
+  CHECK(judged(at2, at3_mixed) == 2);
+  // The model's corrections (hist_gain, cpu_gain) learn nothing from a mixed period.
+  CostModel c = m;
+  model_observe(c, 2, 4'000'000, 500'000, 400'000'000, 0, 400'000'000, true);
+  CHECK(c.hist_gain == 1.0);
+  CHECK(c.cpu_gain == 1.0);
+  model_observe(c, 2, 4'000'000, 500'000, 400'000'000, 0, 400'000'000, false);
+  CHECK(c.hist_gain > 1.0);
+}
