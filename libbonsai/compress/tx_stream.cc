@@ -21,6 +21,9 @@ constexpr size_t kSampleChunk = 2048;
 // incompressible-data guard.
 constexpr size_t kMissPerMille = 990;
 constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
+// A sender whose bucket's clock runs more than this share of the depth past now is
+// ahead of the link: the link binds, and the CPU has that much time to spare.
+constexpr double kAheadShare = 0.5;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
@@ -262,13 +265,15 @@ void choose_long_matches(TxStream& s) {
 // that dearer levels are slower: a round every kIdleResample is enough (a round costs
 // ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
 // time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
-// At a binding cap a spread round runs only after a chunk that waited for the bucket:
-// such a sender wakes 8 ms ahead of the link (see calibrate), which hides one run and
-// the chunk's own compression; right after a chunk that did not wait, that lead is
-// spent, and back-to-back runs of zstd:6 and zstd:9 left the link idle (HIGH at 5 MiB/s).
-bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
+// At a binding cap a spread round runs only while the sender is more than kAheadShare
+// of the bucket's depth ahead of the link (`lead`, in depths; -1: no bucket to read,
+// then after a chunk that waited): that lead hides one run and the chunk's own
+// compression; once it is spent, back-to-back runs of zstd:6 and zstd:9 left the link
+// idle (HIGH at 5 MiB/s). (A chunk's measured wait alone is no test: the meter's own
+// clock reads count in it, so nearly every chunk "waited".)
+bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double lead) {
   if (len < kSampleChunk) return false;
-  if (s.cal_paired && cap_binds(s) && !s.last_waited) return false;
+  if (s.cal_paired && cap_binds(s) && !(lead >= 0 ? lead > kAheadShare : s.last_waited)) return false;
   if (s.cal_next) return true;
   if (s.policy.sampled && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
     return false;
@@ -276,7 +281,7 @@ bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
 }
 
 // Whether this chunk is compressed one level above the policy's `lvl`: the sender is
-// more than kMixAhead of the bucket's depth ahead of the link (the link binds and the
+// more than kAheadShare of the bucket's depth ahead of the link (the link binds and the
 // CPU has time to spare), and the level above does not start a new codec frame (lz4
 // and zstd:1: each codec keeps its own stream, so chunks can alternate between them).
 // Where the policy's level is link-bound with CPU to spare and the next one CPU-bound
@@ -284,14 +289,13 @@ bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns) {
 // alternates levels: promoted chunks spend the lead, plain ones rebuild it, and the
 // mix settles where both the CPU and the link are busy, above either level alone.
 // Datarate only (a fixed level is fixed).
-constexpr double kMixAhead = 0.5;
-bool promote_chunk(const TxStream& s, const WireMeter& m, uint8_t lvl) {
-  if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0 || !m.ahead) return false;
+bool promote_chunk(const TxStream& s, uint8_t lvl, double lead) {
+  if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0 || lead <= kAheadShare) return false;
   unsigned up = lvl + 1u;
   if (up >= s.levels->count || up >= 8) return false;
   uint8_t fresh = s.policy.dr.fresh;
   if ((fresh >> lvl & 1) && (fresh >> up & 1)) return false;
-  return m.ahead(m.ctx) > kMixAhead;
+  return true;
 }
 
 // Compresses the chunk at `level` as the next frame of the connection's stream.
@@ -401,7 +405,8 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
     if (pos) t0 = io.now_ns();
-    bool sample = wants_calibration(s, len, t0);
+    double lead = m.ahead ? m.ahead(m.ctx) : -1;  // in bucket depths; -1: not known
+    bool sample = wants_calibration(s, len, t0, lead);
     iovec v[kMaxSlices + 2];
     int nv = 0;
     uint8_t shdr[kStreamHeaderSize];
@@ -439,7 +444,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
     bool promoted = false;
     uint8_t policy_lvl = lvl;
-    if (try_it && promote_chunk(s, m, lvl)) {
+    if (try_it && promote_chunk(s, lvl, lead)) {
       lvl = static_cast<uint8_t>(lvl + 1);
       level = s.levels->levels[lvl];
       promoted = true;
