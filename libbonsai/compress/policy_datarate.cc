@@ -64,7 +64,7 @@ bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cd
   // whose ratios are within half the tie margin: the probe could only measure the lost
   // history and the data's noise (LOW at 20 MiB/s lost 4% against fixed zstd:3 to such
   // probes: its gain is all history).
-  if (gain > 0 && (s.fresh >> s.ccl & 1) && (s.fresh >> to & 1) && gain < edge && gain * edge > 1) return false;
+  if (gain > 0 && datarate_new_frame(s, s.ccl, to) && gain < edge && gain * edge > 1) return false;
   // With CPU to spare, a cheaper level can only lose when its ratio is lower by half the
   // tie margin or more (text at 5 MiB/s spent a third of its time on zstd:6 probes kept
   // on noisy rates, 2.5% below zstd:9's ratio).
@@ -191,7 +191,7 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     // the levels' ratios on the same calibration chunk, which a short probe (noise, and
     // a new zstd frame without history) cannot resolve within the margin.
     double keep_at = s.before * (s.ccl > from ? 1 + kTieMargin : 1 - kTieMargin);
-    double zone = kTieMargin + ((s.fresh >> s.ccl & 1) && (s.fresh >> from & 1) ? kFreshMargin : 0);
+    double zone = kTieMargin + (datarate_new_frame(s, s.ccl, from) ? kFreshMargin : 0);
     bool mixed = s.period.promoted || s.before_period.promoted;
     if (!mixed && cdr < s.before * (1 + kTieMargin) && cdr >= s.before * (1 - zone)) {
       int pick = model_tie_break(m, s.ccl, cdr, from, s.before);

@@ -63,6 +63,12 @@ struct DatarateState {
 
 void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;
 
+// Whether a change between levels `a` and `b` starts a new codec frame (both in
+// `fresh`: two zstd levels), so the stream's history is lost at it.
+inline bool datarate_new_frame(const DatarateState& s, unsigned a, unsigned b) noexcept {
+  return a < 8 && b < 8 && (s.fresh >> a & 1) && (s.fresh >> b & 1);
+}
+
 // After the first calibration round, before the first period ends, when the link is
 // known (the cap's rate, policy_capped_start): moves to the model's pick at once, as the
 // end of the first period would (not a probe: that period then measures the picked

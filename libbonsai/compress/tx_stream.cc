@@ -292,10 +292,7 @@ bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double le
 bool promote_chunk(const TxStream& s, uint8_t lvl, double lead) {
   if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0 || lead <= kAheadShare) return false;
   unsigned up = lvl + 1u;
-  if (up >= s.levels->count || up >= 8) return false;
-  uint8_t fresh = s.policy.dr.fresh;
-  if ((fresh >> lvl & 1) && (fresh >> up & 1)) return false;
-  return true;
+  return up < s.levels->count && !datarate_new_frame(s.policy.dr, lvl, up);
 }
 
 // Compresses the chunk at `level` as the next frame of the connection's stream.

@@ -140,3 +140,31 @@ TEST_CASE("mix: a probe from or to a mixed period is judged on the rates", "[com
   model_observe(c, 2, 4'000'000, 500'000, 400'000'000, 0, 400'000'000, false);
   CHECK(c.hist_gain > 1.0);
 }
+
+namespace {
+size_t waiting_allow(void*, size_t want) {  // a cap that binds: every send waits a little
+  usleep(300);
+  return want;
+}
+}  // namespace
+
+TEST_CASE("a spread calibration round starts at a binding cap only while the sender is ahead", "[compress]") {
+  // Every chunk waits in the meter, so "the last chunk waited" says nothing; the lead
+  // does. Behind the link (0.1 of the depth) a due round waits; ahead (0.9) it starts.
+  auto data = text(33, 12 * kMaxFrameRaw);
+  Leads leads{{0.1}};
+  WireMeter m = meter_with(leads);
+  m.allow = waiting_allow;
+  Tx t("datarate");
+  Drain out;
+  size_t pos = 0;
+  auto chunk = [&] { put(t, out.fd(), &data[pos], kMaxFrameRaw, m), pos += kMaxFrameRaw; };
+  for (int i = 0; i < 4; ++i) chunk();  // the first round, then the cap binds
+  REQUIRE(t.tx.cal_paired);
+  t.tx.policy.sampled = false;  // a round is due
+  for (int i = 0; i < 3; ++i) chunk();
+  CHECK(t.tx.cal_next == 0);  // behind: not started
+  leads.seq = {0.9};
+  chunk();
+  CHECK(t.tx.cal_next != 0);  // ahead: started
+}

@@ -30,6 +30,30 @@ struct Tx {
   TxStream tx{};
 };
 
+// A socketpair whose far end a thread reads and discards: `fd` is the sending end.
+// Closing it (or the destructor) ends the reader.
+struct Drain {
+  Drain() {
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    reader = std::thread([this] {
+      uint8_t buf[1 << 16];
+      while (::read(sv[1], buf, sizeof buf) > 0) {
+      }
+    });
+  }
+  ~Drain() { finish(); }
+  void finish() {
+    if (sv[0] < 0) return;
+    ::close(sv[0]);
+    sv[0] = -1;
+    reader.join();
+    ::close(sv[1]);
+  }
+  int fd() const { return sv[0]; }
+  int sv[2] = {-1, -1};
+  std::thread reader;
+};
+
 // One write of `n` bytes at the current level through `meter`, to a socketpair.
 inline void put(Tx& t, int fd, const uint8_t* p, size_t n, const WireMeter& meter = kNoMeter) {
   iovec v{const_cast<uint8_t*>(p), n};
