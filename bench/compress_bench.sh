@@ -71,7 +71,7 @@ fill() {  # fill OUT CMD...: repeat CMD's output until SIZE bytes
 # or a large-window compressor finds whole repeated files, which says nothing about a
 # stream's data.
 unique() { xargs -r md5sum 2>/dev/null | sort -u -k1,1 | sort -k2 | cut -c35-; }
-high() { ls /usr/share/doc/*/changelog*.gz | unique | while read -r f; do zcat "$f" 2>/dev/null; done; }
+high() { ls /usr/share/doc/*/changelog*.gz | unique | xargs -r zcat 2>/dev/null; }
 moderate() { find /usr/share/doc /usr/share/gtk-doc /usr/share/help -name '*.html' -size +2k 2>/dev/null | head -2000 | unique | xargs -r cat 2>/dev/null; }
 low() { ls /usr/share/doc/*/changelog*.gz | unique | xargs -r cat; }
 D=${DATA_DIR:-$W}

@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")/../.." && pwd)
 need_cmd cc zcat
 PEER=$T/compress_peer
 cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
-for f in /usr/share/doc/*/changelog*.gz; do zcat "$f" 2>/dev/null; done | head -c $((16 * MiB)) > "$T/text"
+changelog_text "$T/text" 16
 [ "$(stat -c %s "$T/text")" -ge $((8 * MiB)) ] || skip "not enough changelog text on this machine"
 head -c $((8 * MiB)) /dev/urandom > "$T/rand"
 

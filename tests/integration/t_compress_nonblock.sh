@@ -15,7 +15,7 @@ need_cmd cc zcat python3
 need_prog comp_nonblock
 PEER=$T/compress_peer
 cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
-for f in /usr/share/doc/*/changelog*.gz; do zcat "$f" 2>/dev/null; done | head -c $((16 * MiB)) > "$T/text16"
+changelog_text "$T/text16" 16
 head -c $((3 * MiB)) "$T/text16" > "$T/text"
 [ "$(stat -c %s "$T/text")" -ge $((2 * MiB)) ] || skip "not enough changelog text on this machine"
 head -c $((1 * MiB)) /dev/urandom > "$T/rand"

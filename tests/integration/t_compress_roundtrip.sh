@@ -12,7 +12,7 @@ PEER=$T/compress_peer
 cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
 
 # Data: Debian changelog text, random bytes, and a mix of the two.
-for f in /usr/share/doc/*/changelog*.gz; do zcat "$f" 2>/dev/null; done | head -c $((6 * MiB)) > "$T/text"
+changelog_text "$T/text" 6
 head -c $((2 * MiB)) /dev/urandom > "$T/rand"
 cat "$T/text" "$T/rand" "$T/text" | head -c $((9 * MiB)) > "$T/mixed"
 [ "$(stat -c %s "$T/text")" -ge $((1 * MiB)) ] || skip "no changelog text on this machine"
