@@ -295,6 +295,49 @@ TEST_CASE("long-distance matching finds far repeats in barely compressible data,
   }
 }
 
+TEST_CASE("a libzstd that cannot fit long-distance matching: one chunk raw, then zstd without it", "[compress]") {
+  // The workspace ldm_space() sizes, short of LDM's tables: a zstd whose matcher needs
+  // more than we reserve. The sender's own static context, swapped for one sized
+  // without LDM (zstd:3's stream parameters, as codec.cc's stream_cparams).
+  LevelList l = levels_default();
+  Workspace tws(tx_stream_codec_size(l)), rws(rx_codec_size());
+  TxStreamCodec tx{};
+  RxCodec rx{};
+  REQUIRE(tx_stream_codec_init(tx, tws.mem, tws.size, l));
+  REQUIRE(rx_codec_init(rx, rws.mem, rws.size));
+  ZSTD_compressionParameters cp = ZSTD_getCParams(3, size_t{1} << kZstdWindowLog, 0);
+  cp.windowLog = kZstdWindowLog;
+  if (cp.hashLog > kZstdHashLog) cp.hashLog = kZstdHashLog;
+  if (cp.chainLog > kZstdChainLog) cp.chainLog = kZstdChainLog;
+  cp = ZSTD_adjustCParams(cp, 0, 0);
+  Workspace small(ZSTD_estimateCStreamSize_usingCParams(cp));
+  tx.zcs = ZSTD_initStaticCCtx(small.mem, small.size);
+  REQUIRE(tx.zcs);
+  uint8_t zstd3 = 0;
+  for (uint8_t i = 0; i < l.count; ++i)
+    if (l.levels[i].method == Method::Zstd && l.levels[i].param == 3) zstd3 = i;
+  REQUIRE(zstd3 > 0);
+
+  auto data = far_repeats(1 << 20);
+  std::vector<uint8_t> out(kMaxFrameWire), back(kMaxFrameRaw);
+  stream_long_matches(tx, true);
+  uint8_t flags = 0;
+  CHECK(stream_compress(tx, l.levels[zstd3], data.data(), kMaxFrameRaw, out.data(), out.size(), &flags) == 0);
+  CHECK(tx.ldm_failed);  // the chunk goes raw; LDM is off for good on this stream
+  stream_long_matches(tx, true);
+  CHECK_FALSE(tx.want_ldm);
+  for (size_t pos = kMaxFrameRaw; pos < data.size(); pos += kMaxFrameRaw) {
+    size_t n = std::min(kMaxFrameRaw, data.size() - pos);
+    size_t c = stream_compress(tx, l.levels[zstd3], &data[pos], n, out.data(), out.size(), &flags);
+    REQUIRE(c > 0);
+    if (pos == kMaxFrameRaw) CHECK((flags & kFlagNewStream));  // a new frame, which the receiver starts afresh
+    const uint8_t* got = codec_decompress_stream(rx, Method::Zstd, flags, out.data(), c, back.data(), n);
+    REQUIRE(got != nullptr);
+    CHECK(std::memcmp(got, &data[pos], n) == 0);
+  }
+  CHECK_FALSE(tx.zstd_ldm);
+}
+
 TEST_CASE("a sender turns long-distance matching on for barely compressible data only", "[compress]") {
   std::mt19937 rng(5);
   std::vector<uint8_t> words(2 << 20);
