@@ -25,6 +25,9 @@ struct FdSlot {
   std::atomic<int32_t> epfd;
   uint32_t events;
   uint64_t data;
+  // The FILE fdopen() made on this number (interpose/compress_stdio.cc), whose bytes
+  // its own read/write functions charge; nullptr: none.
+  std::atomic<void*> file;
 };
 
 inline constexpr unsigned kSlab0Bits = 12;  // slab 0: 4096 numbers

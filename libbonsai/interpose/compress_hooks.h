@@ -9,6 +9,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/types.h>
@@ -89,6 +90,16 @@ void tx_drain(int fd) noexcept __attribute__((noinline));
 // a connection another thread holds is skipped), as the kernel would still send
 // what an exiting process wrote.
 void tx_drain_all() noexcept;
+
+// ---- stdio (compress_stdio.cc) ----
+// A FILE fdopen() made on an internet stream socket while compression is on: its
+// reads and writes go through the framed paths, which charge them (wire bytes under
+// fread/fwrite), so the stdio wrappers hand it over uncharged.
+inline bool stdio_own_file(FILE* f) noexcept {
+  if (!g_on || !f) [[likely]] return false;
+  FdSlot* s = fd_slot(fileno_unlocked(f));
+  return s && s->file.load(std::memory_order_relaxed) == f;
+}
 
 // ---- connection life (wrappers call these when g_on) ----
 int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept __attribute__((noinline));

@@ -77,6 +77,7 @@ namespace bonsai::real {
   X(char*, __fgets_unlocked_chk, (char* s, size_t sz, int n, FILE* f), (s, sz, n, f))              \
   X(int, fputs, (const char* s, FILE* f), (s, f))                                                  \
   X(int, fputs_unlocked, (const char* s, FILE* f), (s, f))                                         \
+  X(FILE*, fdopen, (int fd, const char* m), (fd, m))                                               \
   X(ssize_t, getline, (char** l, size_t* n, FILE* f), (l, n, f))                                   \
   X(ssize_t, getdelim, (char** l, size_t* n, int d, FILE* f), (l, n, d, f))                        \
   X(ssize_t, __getdelim, (char** l, size_t* n, int d, FILE* f), (l, n, d, f))                      \

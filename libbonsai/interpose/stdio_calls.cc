@@ -3,6 +3,8 @@
 // bytes are charged as the application hands them over: fread/fwrite (+_unlocked,
 // _chk), and the line calls fgets/fputs/getline/getdelim counted as fread/fwrite.
 // printf-family and single-character calls are not metered (see docs/limits.md).
+// A FILE on a socket made while compression is on charges its own bytes
+// (compress_stdio.cc): handed over as is.
 // A call larger than a chunk is made in pieces of a chunk, each after its wait, so a
 // huge fwrite takes its time (getline/getdelim, whose size is known only afterwards,
 // wait it off after the call). Pieces of a locking call hold the FILE's lock
@@ -11,6 +13,7 @@
 #include <cstring>
 #include <pthread.h>
 
+#include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 
@@ -67,7 +70,7 @@ size_t split_bytes(Ticket& t, size_t chunk, size_t total, Piece&& piece) {
 // moved / size.
 template <typename Whole, typename Piece>
 size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& whole, Piece&& piece) {
-  if (!limiter_active()) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(id, fd_of(f));
   size_t chunk = ticket_chunk(t), total;
   if (__builtin_mul_overflow(size, count, &total) || total <= chunk) [[likely]] {
@@ -86,7 +89,7 @@ size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& w
 // fgets_unlocked pieces of a chunk until the line ends.
 template <typename Whole>
 char* line_in(FILE* f, char* s, int n, bool lock, Whole&& whole) {
-  if (!limiter_active()) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fread, fd_of(f));
   size_t chunk = ticket_chunk(t);
   if (n <= 1 || static_cast<size_t>(n - 1) <= chunk) [[likely]] {
@@ -116,7 +119,7 @@ char* line_in(FILE* f, char* s, int n, bool lock, Whole&& whole) {
 // fwrite_unlocked pieces (glibc's fputs is exactly that write; it returns 1).
 template <typename Whole>
 int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
-  if (!limiter_active()) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fwrite, fd_of(f));
   size_t chunk = ticket_chunk(t);
   size_t len = std::strlen(s);
@@ -135,7 +138,7 @@ int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
 // line longer than a chunk is waited off after the call.
 template <typename Whole>
 ssize_t line_alloc(FILE* f, Whole&& whole) {
-  if (!limiter_active()) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fread, fd_of(f));
   ticket_wait(t, false);
   ssize_t r = whole();
