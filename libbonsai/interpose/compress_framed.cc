@@ -4,7 +4,9 @@
 // and wire bytes both counted. errno preserved on success.
 #include <cerrno>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 
 #include "compress/tx_stream.h"
@@ -290,7 +292,11 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
     errno = e;
     return -1;
   }
-  ssize_t got = off ? real::pread64(in, c->file_buf, want, *off) : real::read(in, c->file_buf, want);
+  // A compressed socket as the source (a proxy splicing between two) gives its decoded
+  // bytes, never its frames.
+  ssize_t got = off              ? real::pread64(in, c->file_buf, want, *off)
+                : rx_framed(in) ? rx_recv1(in, c->file_buf, want, 0, CallId::read)
+                                : real::read(in, c->file_buf, want);
   ssize_t r = got;
   if (got > 0) {
     iovec v{c->file_buf, static_cast<size_t>(got)};  // one chunk: taken whole, or refused whole
@@ -346,6 +352,101 @@ ssize_t rx_recvmsg(int fd, msghdr* msg, int flags) noexcept {
     msg->msg_controllen = 0;
     msg->msg_flags = 0;
   }
+  return r;
+}
+
+int tx_sendmmsg(int fd, mmsghdr* v, unsigned int n, int flags) noexcept {
+  int saved = errno;
+  unsigned int i = 0;
+  for (; i < n; ++i) {
+    const msghdr& h = v[i].msg_hdr;
+    int cnt = h.msg_iovlen > 1024 ? 1024 : static_cast<int>(h.msg_iovlen);  // IOV_MAX: the kernel's EMSGSIZE
+    ssize_t r = tx_send(fd, h.msg_iov, cnt, flags, CallId::sendmmsg);
+    if (r < 0) {
+      if (i == 0) return -1;
+      break;  // the messages sent so far are the result; the error comes again next call
+    }
+    v[i].msg_len = static_cast<unsigned int>(r);
+    size_t want = 0;
+    for (int k = 0; k < cnt; ++k) want += h.msg_iov[k].iov_len;
+    if (static_cast<size_t>(r) < want) {  // a short send ends the batch, as the kernel's does
+      ++i;
+      break;
+    }
+  }
+  errno = saved;
+  return static_cast<int>(i);
+}
+
+int rx_recvmmsg(int fd, mmsghdr* v, unsigned int n, int flags) noexcept {
+  int saved = errno;
+  bool one = flags & MSG_WAITFORONE;
+  flags &= ~MSG_WAITFORONE;
+  unsigned int i = 0;
+  for (; i < n; ++i) {
+    ssize_t r = rx_recvmsg(fd, &v[i].msg_hdr, i && one ? flags | MSG_DONTWAIT : flags);
+    if (r < 0) {
+      if (i == 0) return -1;
+      break;
+    }
+    v[i].msg_len = static_cast<unsigned int>(r);
+    if (r == 0) {  // end of stream
+      ++i;
+      break;
+    }
+  }
+  errno = saved;
+  return static_cast<int>(i);
+}
+
+ssize_t rx_splice(int in, int out, size_t n, unsigned int flags) noexcept {
+  Conn* c = conn_of(fd_state(in));
+  if (!c) {  // reset (a framed stream the library could not decode), or closed meanwhile
+    errno = ECONNRESET;
+    return -1;
+  }
+  if (n == 0) return 0;
+  Meter meter;
+  bool limited;
+  WireMeter m = meter_for(meter, CallId::read, in, &limited);
+  int saved = errno;
+  ConnLock lock;
+  if (!conn_lock(lock, c, false)) return -1;
+  if (c->fd.load(std::memory_order_acquire) != in) {
+    conn_unlock(lock);
+    errno = EBADF;
+    return -1;
+  }
+  // Peeked, written to the pipe, then taken as far as the pipe took them: the decoded
+  // bytes stay in the stream until they are in the pipe, so none is lost to a full one.
+  uint8_t buf[16384];
+  bool pipe_nb = flags & SPLICE_F_NONBLOCK;
+  size_t want = n < sizeof buf ? n : sizeof buf;
+  if (pipe_nb && want > 4096) want = 4096;  // a pipe that polls writable takes a page whole
+  uint64_t wire0 = c->rx.wire_bytes;
+  iovec v{buf, want};
+  ssize_t r = rx_read(c->rx, kRealIo, m, in, &v, 1, MSG_PEEK);
+  if (r > 0) {
+    pollfd p{out, POLLOUT, 0};
+    ssize_t w;
+    if (pipe_nb && real::poll(&p, 1, 0) == 0) {
+      errno = EAGAIN;
+      w = -1;
+    } else {
+      w = real::write(out, buf, static_cast<size_t>(r));
+    }
+    if (w > 0) {
+      iovec take{buf, static_cast<size_t>(w)};
+      rx_read(c->rx, kRealIo, WireMeter{nullptr, nullptr, nullptr}, in, &take, 1, 0);  // buffered: no recv
+    }
+    r = w;
+  }
+  int err = errno;
+  uint64_t wire = c->rx.wire_bytes - wire0;
+  conn_update_pending(c);
+  conn_unlock(lock);
+  if (limited) ticket_count(meter.t, r), count_wire(meter.t, wire);
+  errno = r >= 0 ? saved : err;
   return r;
 }
 

@@ -15,6 +15,8 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 
+struct mmsghdr;
+
 #include "abi/calls.h"
 #include "compress/fd_table.h"
 
@@ -72,6 +74,13 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
 ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept __attribute__((noinline));
 ssize_t rx_recv1(int fd, void* b, size_t n, int flags, CallId id) noexcept __attribute__((noinline));
 ssize_t rx_recvmsg(int fd, msghdr* m, int flags) noexcept __attribute__((noinline));
+// sendmmsg/recvmmsg on a framed socket: one message after the other through
+// tx_send/rx_recvmsg (MSG_WAITFORONE honoured; recvmmsg's timeout is not).
+int tx_sendmmsg(int fd, mmsghdr* v, unsigned int n, int flags) noexcept __attribute__((noinline));
+int rx_recvmmsg(int fd, mmsghdr* v, unsigned int n, int flags) noexcept __attribute__((noinline));
+// splice out of a framed socket into `out` (a pipe): decoded bytes, copied (at most
+// 16 KiB a call); the socket's wire bytes are charged as its read.
+ssize_t rx_splice(int in, int out, size_t n, unsigned int flags) noexcept __attribute__((noinline));
 
 // ---- the send buffer of non-blocking framed sockets ----
 // What a socket's send buffer still holds after tx_flush_now.

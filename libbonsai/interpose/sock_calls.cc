@@ -51,6 +51,7 @@ ssize_t sendmsg(int fd, const msghdr* m, int f) {
   return wrap::mmsg(CallId::sendmmsg, fd, v, n, f, true, call);
 }
 int sendmmsg(int fd, mmsghdr* v, unsigned int n, int f) {
+  if (compress::tx_framed(fd)) [[unlikely]] return compress::tx_sendmmsg(fd, v, n, f);
   BONSAI_FAST(sendmmsg, sendmmsg, (fd, v, n, f));
   return sendmmsg_slow(fd, v, n, f);
 }
@@ -117,6 +118,7 @@ ssize_t recvmsg(int fd, msghdr* m, int f) {
   return wrap::mmsg(CallId::recvmmsg, fd, v, n, f, false, call);
 }
 int recvmmsg(int fd, mmsghdr* v, unsigned int n, int f, struct timespec* tmo) {
+  if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recvmmsg(fd, v, n, f);
   if (f & MSG_PEEK) [[unlikely]] return real::recvmmsg(fd, v, n, f, tmo);
   BONSAI_FAST(recvmmsg, recvmmsg, (fd, v, n, f, tmo));
   return recvmmsg_slow(fd, v, n, f, tmo);

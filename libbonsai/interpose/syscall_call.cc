@@ -7,10 +7,13 @@
 #include <cstdarg>
 #include <fcntl.h>
 #include <linux/aio_abi.h>
+#include <sys/sendfile.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
+#include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 #include "shm/shm_fd.h"
@@ -64,6 +67,72 @@ long io_submit_limited(long a, long b, long c, long d, long e, long f) {
   return r;
 }
 
+// A data call by number on a compressed socket is made as the named call, which frames
+// (writes) or decodes (reads) it: raw, it put bytes into a framed stream (the peer
+// reset it) or handed the program a compressing peer's frames. @return true if made.
+// A close by number drops the connection as close() does (its send buffer sent first).
+bool framed_syscall(long nr, long a, long b, long c, long d, long e, long f, long& r) {
+  int fd = static_cast<int>(a);
+  auto* p = reinterpret_cast<void*>(b);
+  auto n = static_cast<size_t>(c);
+  switch (nr) {
+    case SYS_close: compress::on_close(fd); return false;
+    case SYS_write: if (!compress::tx_framed(fd)) return false; r = write(fd, p, n); return true;
+    case SYS_read: if (!compress::rx_framed(fd)) return false; r = read(fd, p, n); return true;
+    case SYS_writev:
+      if (!compress::tx_framed(fd)) return false;
+      r = writev(fd, static_cast<const iovec*>(p), static_cast<int>(c));
+      return true;
+    case SYS_readv:
+      if (!compress::rx_framed(fd)) return false;
+      r = readv(fd, static_cast<const iovec*>(p), static_cast<int>(c));
+      return true;
+    case SYS_pwritev2:  // (fd, iov, count, pos_l, pos_h, flags): -1 is the stream's position
+      if (d != -1 || !compress::tx_framed(fd)) return false;
+      r = pwritev2(fd, static_cast<const iovec*>(p), static_cast<int>(c), -1, static_cast<int>(f));
+      return true;
+    case SYS_preadv2:
+      if (d != -1 || !compress::rx_framed(fd)) return false;
+      r = preadv2(fd, static_cast<const iovec*>(p), static_cast<int>(c), -1, static_cast<int>(f));
+      return true;
+    case SYS_sendto:
+      if (!compress::tx_framed(fd)) return false;
+      r = sendto(fd, p, n, static_cast<int>(d), reinterpret_cast<const sockaddr*>(e), static_cast<socklen_t>(f));
+      return true;
+    case SYS_recvfrom:
+      if (!compress::rx_framed(fd)) return false;
+      r = recvfrom(fd, p, n, static_cast<int>(d), reinterpret_cast<sockaddr*>(e), reinterpret_cast<socklen_t*>(f));
+      return true;
+    case SYS_sendmsg:
+      if (!compress::tx_framed(fd)) return false;
+      r = sendmsg(fd, static_cast<const msghdr*>(p), static_cast<int>(c));
+      return true;
+    case SYS_recvmsg:
+      if (!compress::rx_framed(fd)) return false;
+      r = recvmsg(fd, static_cast<msghdr*>(p), static_cast<int>(c));
+      return true;
+    case SYS_sendmmsg:
+      if (!compress::tx_framed(fd)) return false;
+      r = sendmmsg(fd, static_cast<mmsghdr*>(p), static_cast<unsigned int>(c), static_cast<int>(d));
+      return true;
+    case SYS_recvmmsg:
+      if (!compress::rx_framed(fd)) return false;
+      r = recvmmsg(fd, static_cast<mmsghdr*>(p), static_cast<unsigned int>(c), static_cast<int>(d),
+                   reinterpret_cast<struct timespec*>(e));
+      return true;
+    case SYS_sendfile:  // (out, in, offset*, count)
+      if (!compress::tx_framed(fd)) return false;
+      r = sendfile64(fd, static_cast<int>(b), reinterpret_cast<off64_t*>(c), static_cast<size_t>(d));
+      return true;
+    case SYS_splice:  // (in, off_in*, out, off_out*, len, flags)
+      if (!compress::tx_framed(static_cast<int>(c)) && (b || !compress::rx_framed(fd))) return false;
+      r = splice(fd, reinterpret_cast<off64_t*>(b), static_cast<int>(c), reinterpret_cast<off64_t*>(d),
+                 static_cast<size_t>(e), static_cast<unsigned int>(f));
+      return true;
+    default: return false;
+  }
+}
+
 // Address `off` bytes into the caller's buffer (or file offset) `base`.
 using wrap::at;
 
@@ -81,6 +150,10 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
   if (nr == SYS_close && shm_fd_protected(static_cast<int>(a))) [[unlikely]] return 0;
   if (nr == SYS_close_range) [[unlikely]]
     return close_range(static_cast<unsigned>(a), static_cast<unsigned>(b), static_cast<int>(c));
+  if (compress::g_on) [[unlikely]] {
+    long r;
+    if (framed_syscall(nr, a, b, c, d, e, f, r)) return r;
+  }
   if (!limiter_active()) return call();
   int fd = static_cast<int>(a);
   auto bytes = [&](CallId id, bool write, int flags, auto&& piece) {

@@ -77,6 +77,7 @@ ssize_t pwritev64(int fd, const iovec* v, int c, off64_t o) {
 }
 
 // preadv2/pwritev2: RWF_NOWAIT is the per-call O_NONBLOCK of files (shorten, never split).
+// With offset -1 on a compressed socket they are its readv/writev.
 [[gnu::noinline]] static ssize_t preadv2_slow(int fd, const iovec* v, int c, off_t o, int f) {
   return wrap::transfer_iov(CallId::preadv, fd, v, c, true, false, (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0,
                             [&](const iovec* p, long k, size_t off) {
@@ -84,6 +85,8 @@ ssize_t pwritev64(int fd, const iovec* v, int c, off64_t o) {
                             });
 }
 ssize_t preadv2(int fd, const iovec* v, int c, off_t o, int f) {
+  if (o == -1 && compress::rx_framed(fd)) [[unlikely]]  // -1: the stream's position (a socket)
+    return compress::rx_recv(fd, v, c, (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, CallId::preadv);
   BONSAI_FAST(preadv, preadv2, (fd, v, c, o, f));
   return preadv2_slow(fd, v, c, o, f);
 }
@@ -95,6 +98,8 @@ ssize_t preadv2(int fd, const iovec* v, int c, off_t o, int f) {
                             });
 }
 ssize_t preadv64v2(int fd, const iovec* v, int c, off64_t o, int f) {
+  if (o == -1 && compress::rx_framed(fd)) [[unlikely]]  // -1: the stream's position (a socket)
+    return compress::rx_recv(fd, v, c, (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, CallId::preadv);
   BONSAI_FAST(preadv, preadv64v2, (fd, v, c, o, f));
   return preadv64v2_slow(fd, v, c, o, f);
 }
@@ -106,6 +111,8 @@ ssize_t preadv64v2(int fd, const iovec* v, int c, off64_t o, int f) {
                             });
 }
 ssize_t pwritev2(int fd, const iovec* v, int c, off_t o, int f) {
+  if (o == -1 && compress::tx_framed(fd)) [[unlikely]]
+    return compress::tx_send(fd, v, c, (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, CallId::pwritev);
   BONSAI_FAST(pwritev, pwritev2, (fd, v, c, o, f));
   return pwritev2_slow(fd, v, c, o, f);
 }
@@ -117,6 +124,8 @@ ssize_t pwritev2(int fd, const iovec* v, int c, off_t o, int f) {
                             });
 }
 ssize_t pwritev64v2(int fd, const iovec* v, int c, off64_t o, int f) {
+  if (o == -1 && compress::tx_framed(fd)) [[unlikely]]
+    return compress::tx_send(fd, v, c, (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, CallId::pwritev);
   BONSAI_FAST(pwritev, pwritev64v2, (fd, v, c, o, f));
   return pwritev64v2_slow(fd, v, c, o, f);
 }

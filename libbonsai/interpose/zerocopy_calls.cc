@@ -51,6 +51,7 @@ ssize_t copy_file_range(int i, off64_t* io, int o, off64_t* oo, size_t n, unsign
 }
 ssize_t splice(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
   if (compress::tx_framed(o)) [[unlikely]] return compress::tx_sendfile(o, i, io, n, CallId::splice);
+  if (!io && compress::rx_framed(i)) [[unlikely]] return compress::rx_splice(i, o, n, f);
   BONSAI_FAST_ZC(splice, wrap::source_call(io), splice, (i, io, o, oo, n, f));
   return splice_slow(i, io, o, oo, n, f);
 }
