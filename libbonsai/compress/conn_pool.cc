@@ -71,6 +71,7 @@ bool grow() {
   if (!s) return false;
   for (size_t i = n; i-- > 0;) {
     s[i].fd.store(-1, std::memory_order_relaxed);
+    for (auto& a : s[i].alias) a.store(-1, std::memory_order_relaxed);
     pthread_mutex_init(&s[i].tx_mu, nullptr);
     pthread_mutex_init(&s[i].rx_mu, nullptr);
     s[i].next_free = g_free;
@@ -112,10 +113,52 @@ Conn* conn_acquire(int fd) noexcept {
     c->dev = dev;
     c->ino = ino;
     clear_counts(*c);
+    for (auto& a : c->alias) a.store(-1, std::memory_order_relaxed);
     c->fd.store(fd, std::memory_order_release);
   }
   pthread_mutex_unlock(&g_pool_mu);
   return c;
+}
+
+// Aliases change under the pool lock: two numbers of one socket closed at once by two
+// threads must leave exactly one of them to retire the record.
+bool conn_add_alias(Conn* c, int dup) noexcept {
+  pthread_mutex_lock(&g_pool_mu);
+  bool added = false;
+  if (c->fd.load(std::memory_order_relaxed) >= 0 && !c->retired.load(std::memory_order_relaxed)) {
+    for (auto& a : c->alias) {
+      if (a.load(std::memory_order_relaxed) < 0) {
+        a.store(dup, std::memory_order_release);
+        added = true;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_pool_mu);
+  return added;
+}
+
+bool conn_drop_number(Conn* c, int fd) noexcept {
+  pthread_mutex_lock(&g_pool_mu);
+  bool others = false;
+  for (auto& a : c->alias) {
+    if (a.load(std::memory_order_relaxed) == fd) a.store(-1, std::memory_order_release);
+  }
+  if (c->fd.load(std::memory_order_relaxed) == fd) {
+    for (auto& a : c->alias) {
+      int n = a.load(std::memory_order_relaxed);
+      if (n >= 0) {  // the first alias takes over as the owner
+        a.store(-1, std::memory_order_release);
+        c->fd.store(n, std::memory_order_release);
+        others = true;
+        break;
+      }
+    }
+  } else {
+    others = c->fd.load(std::memory_order_relaxed) >= 0;  // an alias went: the owner stays
+  }
+  pthread_mutex_unlock(&g_pool_mu);
+  return others;
 }
 
 void conn_retire(Conn* c) noexcept {
@@ -142,6 +185,7 @@ void conn_release_if_idle(Conn* c) noexcept {
     clear_counts(*c);
     c->tx_on.store(false, std::memory_order_relaxed);
     c->rx_state.store(kRxUnknown, std::memory_order_relaxed);
+    for (auto& a : c->alias) a.store(-1, std::memory_order_relaxed);
     c->fd.store(-1, std::memory_order_release);
     c->next_free = g_free;
     g_free = c;

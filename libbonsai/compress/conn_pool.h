@@ -22,8 +22,13 @@ namespace bonsai::compress {
 
 enum RxState : uint8_t { kRxUnknown = 0, kRxPlain = 1, kRxFramed = 2 };
 
+// Other numbers a connection's socket is reachable by (dup, dup2, dup3, F_DUPFD) that
+// share its streams: beyond this many a duplicate is not framed (logged once).
+inline constexpr unsigned kConnAliases = 4;
+
 struct alignas(64) Conn {
-  std::atomic<int> fd;  // -1: free
+  std::atomic<int> fd;  // -1: free. The owner number; when it closes, an alias takes over
+  std::atomic<int> alias[kConnAliases];  // -1: none
   std::atomic<uint8_t> rx_state;
   std::atomic<bool> tx_on;
   std::atomic<bool> pending;  // counted in g_pending_conns (written under rx_mu)
@@ -69,6 +74,30 @@ inline void conn_unlocked(Conn* c) noexcept;
 
 // @return true if fd still holds the socket c was set up for (one fstat).
 bool conn_verify(const Conn* c, int fd) noexcept;
+
+// Does number fd reach c: its owner, or one of its aliases?
+inline bool conn_reaches(const Conn* c, int fd) noexcept {
+  if (fd < 0) return false;
+  if (c->fd.load(std::memory_order_acquire) == fd) return true;
+  for (const auto& a : c->alias)
+    if (a.load(std::memory_order_acquire) == fd) return true;
+  return false;
+}
+// Calls f(number) for c's owner and each alias.
+template <typename F>
+void conn_each_number(const Conn* c, F&& f) noexcept {
+  int owner = c->fd.load(std::memory_order_acquire);
+  if (owner >= 0) f(owner);
+  for (const auto& a : c->alias)
+    if (int n = a.load(std::memory_order_acquire); n >= 0) f(n);
+}
+// Number `dup` now reaches c as well (a duplicate of one of its numbers).
+// @return false if c has kConnAliases aliases already.
+bool conn_add_alias(Conn* c, int dup) noexcept;
+// Number fd no longer reaches c (closed, or holding something else now). If it was
+// the owner, an alias becomes the owner. @return true if another number still
+// reaches c (so it stays in use), false if fd was its last (the caller retires it).
+bool conn_drop_number(Conn* c, int fd) noexcept;
 
 // Caps the bytes of workspaces mapped in all (default: unlimited). Workspaces are
 // kept for reuse, so this bounds the pool's memory; past it enabling fails.

@@ -3,6 +3,7 @@
 // dropping a stale record, resetting a framed stream that cannot be decoded, forgetting
 // a closed descriptor (see compress_glue.h).
 #include <atomic>
+#include <cerrno>
 #include <sys/socket.h>
 
 #include "interpose/compress_glue.h"
@@ -15,7 +16,7 @@ namespace bonsai::compress {
 void drop_state(int fd, uintptr_t st) noexcept {
   FdSlot* slot = fd_slot(fd);
   if (!slot || !slot->st.compare_exchange_strong(st, kFdUnknown, std::memory_order_acq_rel)) return;
-  if (Conn* c = conn_of(st)) conn_retire(c);
+  if (Conn* c = conn_of(st); c && !conn_drop_number(c, fd)) conn_retire(c);
 }
 
 bool reset_holds(int fd, uintptr_t st) noexcept {
@@ -38,11 +39,40 @@ bool reset_framed(int fd, uintptr_t st, const char* why) noexcept {
 void on_close(int fd) noexcept {
   FdSlot* slot = fd_slot(fd);
   if (!slot) return;
-  if (Conn* c = conn_of(slot->st.load(std::memory_order_acquire)); c && c->tx_pend.load(std::memory_order_acquire))
+  Conn* c = conn_of(slot->st.load(std::memory_order_acquire));
+  // Another number (a dup) keeps the socket open: it takes the connection over as is.
+  if (c && conn_reaches(c, fd) && conn_drop_number(c, fd)) {
+    slot->st.store(kFdUnknown, std::memory_order_release);
+    slot->epfd.store(0, std::memory_order_relaxed);
+    return;
+  }
+  if (c && c->tx_pend.load(std::memory_order_acquire))
     tx_drain(fd);  // a non-blocking sender's last frame: sent before the socket goes
   uintptr_t old = slot->st.exchange(kFdUnknown, std::memory_order_acq_rel);
   slot->epfd.store(0, std::memory_order_relaxed);
-  if (Conn* c = conn_of(old)) conn_retire(c);
+  if (Conn* o = conn_of(old)) conn_retire(o);
+}
+
+void on_dup(int oldfd, int newfd) noexcept {
+  if (newfd < 0 || newfd == oldfd) return;
+  int saved = errno;
+  FdSlot* slot = fd_slot_make(newfd);
+  uintptr_t st = fd_state(oldfd);
+  Conn* c = conn_of(st);
+  if (slot && c && conn_reaches(c, oldfd) && conn_verify(c, oldfd)) {
+    if (conn_add_alias(c, newfd)) {
+      slot->st.store(st, std::memory_order_release);
+    } else {
+      slot->st.store(kFdUnknown, std::memory_order_release);
+      static std::atomic<bool> logged{false};
+      if (!logged.exchange(true))
+        blog(LogLevel::Warn, "compression: more than %u duplicates of one connection; writes through fd %d are not framed",
+             kConnAliases, newfd);
+    }
+  } else if (slot) {
+    slot->st.store(kFdUnknown, std::memory_order_release);  // what the number held is gone
+  }
+  errno = saved;
 }
 
 }  // namespace bonsai::compress

@@ -127,7 +127,7 @@ TxLeft tx_flush_now(int fd) noexcept {
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
   c->tx_owner.store(static_cast<unsigned long>(pthread_self()), std::memory_order_relaxed);
   bool stale = false;
-  if (c->fd.load(std::memory_order_acquire) != fd) {
+  if (!conn_reaches(c, fd)) {
     stale = true;  // closed and recycled meanwhile
   } else if (!conn_verify(c, fd)) {
     stale = true;
@@ -159,7 +159,7 @@ void tx_before_read(int fd) noexcept {
     errno = saved;
     return;
   }
-  if (c->fd.load(std::memory_order_acquire) == fd) {
+  if (conn_reaches(c, fd)) {
     Meter meter;
     bool limited;
     WireMeter m = charge_only(meter, fd, &limited);
@@ -188,7 +188,7 @@ void drain(int fd, uint64_t deadline, bool wait_lock) {
     errno = saved;
     return;
   }
-  if (c->fd.load(std::memory_order_acquire) == fd && conn_verify(c, fd)) {
+  if (conn_reaches(c, fd) && conn_verify(c, fd)) {
     Meter meter;
     bool limited;
     WireMeter m = charge_only(meter, fd, &limited);
@@ -240,7 +240,7 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   int saved = errno;
   ConnLock lock;
   if (!conn_lock(lock, c, true)) return -1;
-  if (c->fd.load(std::memory_order_acquire) != fd) {  // closed and recycled meanwhile
+  if (!conn_reaches(c, fd)) {  // closed and recycled meanwhile
     conn_unlock(lock);
     errno = EBADF;
     return -1;
@@ -274,7 +274,7 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
   }
   ConnLock lock;  // file_buf is the connection's
   if (!conn_lock(lock, c, true)) return -1;
-  if (c->fd.load(std::memory_order_acquire) != out) {
+  if (!conn_reaches(c, out)) {
     conn_unlock(lock);
     errno = EBADF;
     return -1;
@@ -324,7 +324,7 @@ ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   int saved = errno;
   ConnLock lock;
   if (!conn_lock(lock, c, false)) return -1;
-  if (c->fd.load(std::memory_order_acquire) != fd) {
+  if (!conn_reaches(c, fd)) {
     conn_unlock(lock);
     errno = EBADF;
     return -1;
@@ -412,7 +412,7 @@ ssize_t rx_splice(int in, int out, size_t n, unsigned int flags) noexcept {
   int saved = errno;
   ConnLock lock;
   if (!conn_lock(lock, c, false)) return -1;
-  if (c->fd.load(std::memory_order_acquire) != in) {
+  if (!conn_reaches(c, in)) {
     conn_unlock(lock);
     errno = EBADF;
     return -1;

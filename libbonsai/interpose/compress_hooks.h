@@ -114,6 +114,9 @@ inline bool stdio_own_file(FILE* f) noexcept {
 int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept __attribute__((noinline));
 int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexcept __attribute__((noinline));
 void on_close(int fd) noexcept __attribute__((noinline));
+// After dup/dup2/dup3/F_DUPFD made newfd from oldfd (dup2/dup3 call on_close(newfd)
+// first): a compressed connection is reachable by both numbers, one stream.
+void on_dup(int oldfd, int newfd) noexcept __attribute__((noinline));
 
 // ---- readiness (poll_calls.cc) ----
 // Any framed socket whose send buffer holds bytes, or owes an EPOLLOUT?

@@ -41,17 +41,19 @@ void tx_withheld(int fd) noexcept {
 int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy) noexcept {
   int n = 0;
   pool_each([&](Conn* c) {
-    if (n >= max || !c->tx_pend.load(std::memory_order_acquire)) return;
-    int fd = c->fd.load(std::memory_order_acquire);
-    FdSlot* slot = fd_slot(fd);
-    if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
-    if (slot->epfd.load(std::memory_order_acquire) != epfd) return;
-    TxLeft left = tx_flush_now(fd);
-    if (left == TxLeft::Busy) *busy = true;
-    if (left != TxLeft::Full) return;
-    fd_out[n] = fd;
-    data_out[n] = slot->data;
-    ++n;
+    if (!c->tx_pend.load(std::memory_order_acquire)) return;
+    conn_each_number(c, [&](int fd) {  // each number registered with epfd (a dup is one too)
+      if (n >= max) return;
+      FdSlot* slot = fd_slot(fd);
+      if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
+      if (slot->epfd.load(std::memory_order_acquire) != epfd) return;
+      TxLeft left = tx_flush_now(fd);
+      if (left == TxLeft::Busy) *busy = true;
+      if (left != TxLeft::Full) return;
+      fd_out[n] = fd;
+      data_out[n] = slot->data;
+      ++n;
+    });
   });
   return n;
 }
@@ -60,15 +62,17 @@ int epoll_tx_owed(int epfd, int* fd_out, uint64_t* data_out, int max) noexcept {
   if (g_tx_owed_conns.load(std::memory_order_relaxed) <= 0) return 0;
   int n = 0;
   pool_each([&](Conn* c) {
-    if (n >= max || !c->owe_out.load(std::memory_order_acquire) || c->tx_pend.load(std::memory_order_acquire)) return;
-    int fd = c->fd.load(std::memory_order_acquire);
-    FdSlot* slot = fd_slot(fd);
-    if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
-    if (slot->epfd.load(std::memory_order_acquire) != epfd || !(slot->events & POLLOUT)) return;
-    if (!conn_set_owed(c, false)) return;  // another thread reported it
-    fd_out[n] = fd;
-    data_out[n] = slot->data;
-    ++n;
+    if (!c->owe_out.load(std::memory_order_acquire) || c->tx_pend.load(std::memory_order_acquire)) return;
+    conn_each_number(c, [&](int fd) {
+      if (n >= max) return;
+      FdSlot* slot = fd_slot(fd);
+      if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
+      if (slot->epfd.load(std::memory_order_acquire) != epfd || !(slot->events & POLLOUT)) return;
+      if (!conn_set_owed(c, false)) return;  // another thread reported it
+      fd_out[n] = fd;
+      data_out[n] = slot->data;
+      ++n;
+    });
   });
   return n;
 }
@@ -91,19 +95,21 @@ void epoll_note(int epfd, int op, int fd, uint32_t events, uint64_t data) noexce
 int epoll_pending(int epfd, uint32_t* ev_out, uint64_t* data_out, int max) noexcept {
   int n = 0;
   pool_each([&](Conn* c) {
-    if (n >= max || !c->pending.load(std::memory_order_acquire)) return;
-    int fd = c->fd.load(std::memory_order_acquire);
-    FdSlot* slot = fd_slot(fd);
-    auto st = reinterpret_cast<uintptr_t>(c);
-    if (!slot || slot->st.load(std::memory_order_acquire) != st) return;  // being retired
-    if (slot->epfd.load(std::memory_order_acquire) != epfd || !(slot->events & POLLIN)) return;
-    if (!conn_verify(c, fd)) {
-      drop_state(fd, st);
-      return;
-    }
-    ev_out[n] = POLLIN;
-    data_out[n] = slot->data;
-    ++n;
+    if (!c->pending.load(std::memory_order_acquire)) return;
+    conn_each_number(c, [&](int fd) {
+      if (n >= max) return;
+      FdSlot* slot = fd_slot(fd);
+      auto st = reinterpret_cast<uintptr_t>(c);
+      if (!slot || slot->st.load(std::memory_order_acquire) != st) return;  // being retired
+      if (slot->epfd.load(std::memory_order_acquire) != epfd || !(slot->events & POLLIN)) return;
+      if (!conn_verify(c, fd)) {
+        drop_state(fd, st);
+        return;
+      }
+      ev_out[n] = POLLIN;
+      data_out[n] = slot->data;
+      ++n;
+    });
   });
   return n;
 }

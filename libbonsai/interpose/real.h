@@ -129,6 +129,11 @@ namespace bonsai::real {
   X(int, posix_spawnp, (pid_t* pid, const char* p, const posix_spawn_file_actions_t* fa,          \
                         const posix_spawnattr_t* at, char* const* a, char* const* e), (pid, p, fa, at, a, e)) \
   X(int, close_range, (unsigned lo, unsigned hi, int fl), (lo, hi, fl))                            \
+  X(int, dup, (int fd), (fd))                                                                      \
+  X(int, dup2, (int fd, int to), (fd, to))                                                         \
+  X(int, dup3, (int fd, int to, int fl), (fd, to, fl))                                             \
+  X(int, fcntl, (int fd, int cmd, long arg), (fd, cmd, arg))                                       \
+  X(int, fcntl64, (int fd, int cmd, long arg), (fd, cmd, arg))                                     \
   X(void, closefrom, (int lo), (lo))                                                               \
   BONSAI_REAL_SIGNAL_SYMBOLS(X)
 
