@@ -120,6 +120,26 @@ make_data() { head -c $(($2 * MiB)) /dev/urandom > "$1"; }
 # compression tests send. One zcat for every file: a zcat per file in a loop ran on
 # through all ~1800 of them after head had its bytes (16 s per test, 0.1 s this way).
 changelog_text() { zcat /usr/share/doc/*/changelog*.gz 2>/dev/null | head -c $(($2 * MiB)) > "$1"; }
+# comp_prog PROG CASES: runs $PRE/PROG (a tests/preload/comp_*.c program: both ends of
+# its connections in one process tree) compressing both ways at fixed:zstd:1; it must
+# print CASES "ok" lines, and the receiver must have decoded CASES MiB or more from
+# under a quarter of that on the wire.
+comp_prog() {
+  local prog=$1 cases=$2 app wire
+  need_prog "$prog"
+  env LD_PRELOAD="$PRELOAD" "BONSAI_COMPRESS_TO=127.0.0.1:*" BONSAI_COMPRESS_ACCEPT=1 BONSAI_COMPRESS_POLICY=fixed:zstd:1 \
+    BONSAI_COMPRESS_STATS="$T/cstats.%p" timeout 120 "$PRE/$prog" > "$T/out" 2> "$T/err" || {
+    cat "$T/out" "$T/err" >&2
+    fail "$prog failed"
+  }
+  cat "$T/out" >&2
+  [ "$(grep -c '^ok ' "$T/out")" = "$cases" ] || fail "$prog: expected $cases cases"
+  app=$(cat "$T"/cstats.* | grep -o '"rx_app_bytes":[0-9]*' | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+  wire=$(cat "$T"/cstats.* | grep -o '"rx_wire_bytes":[0-9]*' | cut -d: -f2 | awk '{ s += $1 } END { print s + 0 }')
+  [ "$app" -ge $((cases * MiB)) ] || fail "$prog: the receiver decoded $app bytes"
+  [ "$wire" -gt 0 ] && [ $((wire * 4)) -lt "$app" ] || fail "$prog: $wire wire bytes for $app: not compressed"
+  note "$prog: decoded $app bytes from $wire on the wire"
+}
 # make_text FILE SIZE_MIB: random text lines (for line-oriented stdio calls).
 make_text() { head -c $(($2 * MiB * 3 / 4)) /dev/urandom | base64 -w 100 | head -c $(($2 * MiB)) > "$1"; }
 

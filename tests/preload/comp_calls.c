@@ -9,30 +9,11 @@
    greeting, so the stream is framed before the call under test) and the parent reads
    it another way and compares. Prints "ok CASE" per case; exits 1 at the first failure. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "preload_util.h"
-
-static int g_listen;
-static struct sockaddr_in g_addr;
-static char* g_text;
-static size_t g_len;
-
-static void make_text(void) {
-  size_t cap = 1 << 20;
-  g_text = malloc(cap + 256);
-  if (!g_text) die("malloc");
-  g_len = 0;
-  for (int i = 0; g_len < cap; ++i)
-    g_len += (size_t)sprintf(g_text + g_len, "record %d: status=ok region=eu-west latency_ms=%d\n", i, i * 13 % 997);
-}
+#include "comp_conn.h"
 
 /* One call of up to n bytes at p by `how`; returns the bytes it took. */
 static ssize_t send_some(int fd, const char* how, const char* p, size_t n) {
@@ -103,19 +84,14 @@ static ssize_t recv_some(int fd, const char* how, char* out, size_t cap, int pip
 }
 
 static void run_case(const char* send_how, const char* recv_how) {
-  int tx = socket(AF_INET, SOCK_STREAM, 0);
-  if (tx < 0 || connect(tx, (struct sockaddr*)&g_addr, sizeof g_addr)) die("connect");
-  int rx = accept(g_listen, NULL, NULL);
-  if (rx < 0) die("accept");
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) die("fork");
+  char name[64];
+  snprintf(name, sizeof name, "%s->%s", send_how, recv_how);
+  int tx, rx;
+  pid_t pid = comp_connect_fork(&tx, &rx);
   if (pid == 0) {
-    close(rx);
     send_text(tx, send_how);
     _exit(0);
   }
-  close(tx);
   int pipe_fd[2];
   if (pipe(pipe_fd)) die("pipe");
   size_t cap = g_len + 4096, got = 0;
@@ -126,25 +102,12 @@ static void run_case(const char* send_how, const char* recv_how) {
   close(rx);
   close(pipe_fd[0]);
   close(pipe_fd[1]);
-  int status;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) die("sender failed");
-  if (got != g_len + 6 || memcmp(out, "HELLO\n", 6) || memcmp(out + 6, g_text, g_len))
-    die("%s -> %s: %zu bytes, expected %zu", send_how, recv_how, got, g_len + 6);
+  comp_check(pid, name, out, got, "HELLO\n", 6);
   free(out);
-  printf("ok %s->%s\n", send_how, recv_how);
-  fflush(stdout);
 }
 
 int main(void) {
-  make_text();
-  g_listen = socket(AF_INET, SOCK_STREAM, 0);
-  memset(&g_addr, 0, sizeof g_addr);
-  g_addr.sin_family = AF_INET;
-  g_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t l = sizeof g_addr;
-  if (g_listen < 0 || bind(g_listen, (struct sockaddr*)&g_addr, sizeof g_addr) || listen(g_listen, 4) ||
-      getsockname(g_listen, (struct sockaddr*)&g_addr, &l))
-    die("listen");
+  comp_setup();
   run_case("sendmmsg", "recvmmsg");
   run_case("sys_write", "sys_read");
   run_case("sys_writev", "sys_readv");

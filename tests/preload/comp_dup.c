@@ -10,29 +10,10 @@
        (level-triggered) watches: decoded bytes the library holds must wake it.
    Prints "ok CASE" per case; exits 1 at the first failure. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "preload_util.h"
-
-static int g_listen;
-static struct sockaddr_in g_addr;
-static char* g_text;
-static size_t g_len;
-
-static void make_text(void) {
-  size_t cap = 1 << 20;
-  g_text = malloc(cap + 256);
-  if (!g_text) die("malloc");
-  g_len = 0;
-  for (int i = 0; g_len < cap; ++i)
-    g_len += (size_t)sprintf(g_text + g_len, "event %d: user=%d action=view page=/item/%d\n", i, i % 311, i % 97);
-}
+#include "comp_conn.h"
 
 static int duplicate(int fd, const char* how) {
   if (!strcmp(how, "dup")) return dup(fd);
@@ -103,20 +84,15 @@ static size_t recv_both(int fd, const char* how, char* out, size_t cap) {
 }
 
 static void run_case(const char* how, int on_send) {
-  int tx = socket(AF_INET, SOCK_STREAM, 0);
-  if (tx < 0 || connect(tx, (struct sockaddr*)&g_addr, sizeof g_addr)) die("connect");
-  int rx = accept(g_listen, NULL, NULL);
-  if (rx < 0) die("accept");
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) die("fork");
+  char name[64];
+  snprintf(name, sizeof name, "%s %s", on_send ? "send" : "recv", how);
+  int tx, rx;
+  pid_t pid = comp_connect_fork(&tx, &rx);
   if (pid == 0) {
-    close(rx);
     if (on_send) send_both(tx, how);
     else put(tx, g_text, g_len), close(tx);
     _exit(0);
   }
-  close(tx);
   size_t cap = g_len + 4096, got = 0;
   char* out = malloc(cap);
   if (!out) die("malloc");
@@ -126,29 +102,12 @@ static void run_case(const char* how, int on_send) {
   } else {
     got = recv_both(rx, how, out, cap);
   }
-  int status;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) die("sender failed");
-  if (getenv("COMP_DUP_DUMP")) {
-    FILE* f = fopen(getenv("COMP_DUP_DUMP"), "w");
-    fwrite(out, 1, got, f);
-    fclose(f);
-  }
-  if (got != g_len || memcmp(out, g_text, g_len)) die("%s %s: %zu bytes, expected %zu", on_send ? "send" : "recv", how, got, g_len);
+  comp_check(pid, name, out, got, "", 0);
   free(out);
-  printf("ok %s %s\n", on_send ? "send" : "recv", how);
-  fflush(stdout);
 }
 
 int main(void) {
-  make_text();
-  g_listen = socket(AF_INET, SOCK_STREAM, 0);
-  memset(&g_addr, 0, sizeof g_addr);
-  g_addr.sin_family = AF_INET;
-  g_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t l = sizeof g_addr;
-  if (g_listen < 0 || bind(g_listen, (struct sockaddr*)&g_addr, sizeof g_addr) || listen(g_listen, 4) ||
-      getsockname(g_listen, (struct sockaddr*)&g_addr, &l))
-    die("listen");
+  comp_setup();
   const char* ways[] = {"dup", "dup2", "dup3", "F_DUPFD_CLOEXEC"};
   for (int i = 0; i < 4; ++i) run_case(ways[i], 1);
   run_case("dup", 0);

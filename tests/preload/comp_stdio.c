@@ -9,28 +9,9 @@
    Also: fileno() of such a FILE is its descriptor, fclose() closes it. Prints
    "ok CASE" per case; exits 1 at the first failure. */
 #define _GNU_SOURCE
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include "preload_util.h"
-
-static int g_listen;
-static struct sockaddr_in g_addr;
-static char* g_text;
-static size_t g_len;
-
-static void make_text(void) {
-  size_t cap = 1 << 20;
-  g_text = malloc(cap + 256);
-  if (!g_text) die("malloc");
-  g_len = 0;
-  for (int i = 0; g_len < cap; ++i)
-    g_len += (size_t)sprintf(g_text + g_len, "line %d: the quick brown fox jumps over the lazy dog %d\n", i, i * 7 % 1000);
-}
+#include "comp_conn.h"
 
 static void send_text(int fd, const char* how, int greet) {
   static const char hello[] = "HELLO\n";
@@ -103,43 +84,24 @@ static size_t recv_text(int fd, const char* how, char* out, size_t cap) {
 }
 
 static void run_case(const char* send_how, int greet, const char* recv_how) {
-  int tx = socket(AF_INET, SOCK_STREAM, 0);
-  if (tx < 0 || connect(tx, (struct sockaddr*)&g_addr, sizeof g_addr)) die("connect");
-  int rx = accept(g_listen, NULL, NULL);
-  if (rx < 0) die("accept");
-  fflush(stdout);
-  pid_t pid = fork();
-  if (pid < 0) die("fork");
+  char name[64];
+  snprintf(name, sizeof name, "%s%s->%s", greet ? "write+" : "", send_how, recv_how);
+  int tx, rx;
+  pid_t pid = comp_connect_fork(&tx, &rx);
   if (pid == 0) {
-    close(rx);
     send_text(tx, send_how, greet);
     _exit(0);
   }
-  close(tx);
   size_t cap = g_len + 4096;
   char* out = malloc(cap);
   if (!out) die("malloc");
   size_t got = recv_text(rx, recv_how, out, cap);
-  int status;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) die("sender failed");
-  size_t skip = greet ? 6 : 0;
-  if (got != g_len + skip || (greet && memcmp(out, "HELLO\n", 6)) || memcmp(out + skip, g_text, g_len))
-    die("%s%s -> %s: %zu bytes, expected %zu", greet ? "write+" : "", send_how, recv_how, got, g_len + skip);
+  comp_check(pid, name, out, got, "HELLO\n", greet ? 6 : 0);
   free(out);
-  printf("ok %s%s->%s\n", greet ? "write+" : "", send_how, recv_how);
-  fflush(stdout);
 }
 
 int main(void) {
-  make_text();
-  g_listen = socket(AF_INET, SOCK_STREAM, 0);
-  memset(&g_addr, 0, sizeof g_addr);
-  g_addr.sin_family = AF_INET;
-  g_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t l = sizeof g_addr;
-  if (g_listen < 0 || bind(g_listen, (struct sockaddr*)&g_addr, sizeof g_addr) || listen(g_listen, 4) ||
-      getsockname(g_listen, (struct sockaddr*)&g_addr, &l))
-    die("listen");
+  comp_setup();
   run_case("fwrite", 1, "read");
   run_case("fprintf", 1, "fread");
   run_case("putc", 1, "fgets");
