@@ -138,27 +138,29 @@ bool conn_add_alias(Conn* c, int dup) noexcept {
   return added;
 }
 
-bool conn_drop_number(Conn* c, int fd) noexcept {
+Dropped conn_drop_number(Conn* c, int fd) noexcept {
   pthread_mutex_lock(&g_pool_mu);
-  bool others = false;
+  Dropped d = Dropped::Elsewhere;
   for (auto& a : c->alias) {
-    if (a.load(std::memory_order_relaxed) == fd) a.store(-1, std::memory_order_release);
+    if (a.load(std::memory_order_relaxed) == fd) {
+      a.store(-1, std::memory_order_release);
+      d = Dropped::Kept;  // an alias went: the owner stays
+    }
   }
-  if (c->fd.load(std::memory_order_relaxed) == fd) {
+  if (d == Dropped::Elsewhere && fd >= 0 && c->fd.load(std::memory_order_relaxed) == fd) {
+    d = Dropped::Last;
     for (auto& a : c->alias) {
       int n = a.load(std::memory_order_relaxed);
       if (n >= 0) {  // the first alias takes over as the owner
         a.store(-1, std::memory_order_release);
         c->fd.store(n, std::memory_order_release);
-        others = true;
+        d = Dropped::Kept;
         break;
       }
     }
-  } else {
-    others = c->fd.load(std::memory_order_relaxed) >= 0;  // an alias went: the owner stays
   }
   pthread_mutex_unlock(&g_pool_mu);
-  return others;
+  return d;
 }
 
 void conn_retire(Conn* c) noexcept {

@@ -95,9 +95,13 @@ void conn_each_number(const Conn* c, F&& f) noexcept {
 // @return false if c has kConnAliases aliases already.
 bool conn_add_alias(Conn* c, int dup) noexcept;
 // Number fd no longer reaches c (closed, or holding something else now). If it was
-// the owner, an alias becomes the owner. @return true if another number still
-// reaches c (so it stays in use), false if fd was its last (the caller retires it).
-bool conn_drop_number(Conn* c, int fd) noexcept;
+// the owner, an alias becomes the owner.
+enum class Dropped : uint8_t {
+  Kept,     // another number still reaches c: it stays in use
+  Last,     // fd was its last number: the caller retires it
+  Elsewhere // fd did not reach c (a stale word: c is another socket's now): leave it
+};
+Dropped conn_drop_number(Conn* c, int fd) noexcept;
 
 // Caps the bytes of workspaces mapped in all (default: unlimited). Workspaces are
 // kept for reuse, so this bounds the pool's memory; past it enabling fails.

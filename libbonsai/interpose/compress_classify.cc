@@ -28,7 +28,7 @@ void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
     uintptr_t old = slot->st.exchange(kFdUnknown, std::memory_order_acq_rel);
     if (accepted) slot->epfd.store(0, std::memory_order_relaxed);
     // (the number may have been a dup of a connection still open by another number)
-    if (Conn* c = conn_of(old); c && !conn_drop_number(c, fd)) conn_retire(c);
+    if (Conn* c = conn_of(old); c && conn_drop_number(c, fd) == Dropped::Last) conn_retire(c);
   }
   if (!g_tx_on || !peer || !dest_match(g_cfg, peer, plen) || !fd_is_inet_stream(fd, nullptr)) return;
   FdSlot* slot = fd_slot_make(fd);

@@ -16,7 +16,7 @@ namespace bonsai::compress {
 void drop_state(int fd, uintptr_t st) noexcept {
   FdSlot* slot = fd_slot(fd);
   if (!slot || !slot->st.compare_exchange_strong(st, kFdUnknown, std::memory_order_acq_rel)) return;
-  if (Conn* c = conn_of(st); c && !conn_drop_number(c, fd)) conn_retire(c);
+  if (Conn* c = conn_of(st); c && conn_drop_number(c, fd) == Dropped::Last) conn_retire(c);
 }
 
 bool reset_holds(int fd, uintptr_t st) noexcept {
@@ -32,25 +32,27 @@ bool reset_framed(int fd, uintptr_t st, const char* why) noexcept {
   uint64_t dev, ino;
   FdSlot* slot = fd_slot_make(fd);
   if (slot && socket_identity(fd, &dev, &ino) && set_state(slot, st, fd_reset_mark(ino)))
-    if (Conn* c = conn_of(st)) conn_retire(c);
+    if (Conn* c = conn_of(st); c && conn_drop_number(c, fd) == Dropped::Last) conn_retire(c);
   return true;  // without a slot the next read finds the frames again and resets again
 }
 
 void on_close(int fd) noexcept {
   FdSlot* slot = fd_slot(fd);
   if (!slot) return;
-  Conn* c = conn_of(slot->st.load(std::memory_order_acquire));
-  // Another number (a dup) keeps the socket open: it takes the connection over as is.
-  if (c && conn_reaches(c, fd) && conn_drop_number(c, fd)) {
-    slot->st.store(kFdUnknown, std::memory_order_release);
-    slot->epfd.store(0, std::memory_order_relaxed);
-    return;
+  uintptr_t st = slot->st.load(std::memory_order_acquire);
+  if (Conn* c = conn_of(st)) {
+    // Another number (a dup) keeps the socket open: it takes the connection over as
+    // is. A word naming a record fd does not reach (another socket's now) is stale.
+    if (conn_drop_number(c, fd) != Dropped::Last) {
+      set_state(slot, st, kFdUnknown);
+      slot->epfd.store(0, std::memory_order_relaxed);
+      return;
+    }
+    if (c->tx_pend.load(std::memory_order_acquire)) tx_drain(fd);  // a non-blocking sender's last frame
   }
-  if (c && c->tx_pend.load(std::memory_order_acquire))
-    tx_drain(fd);  // a non-blocking sender's last frame: sent before the socket goes
   uintptr_t old = slot->st.exchange(kFdUnknown, std::memory_order_acq_rel);
   slot->epfd.store(0, std::memory_order_relaxed);
-  if (Conn* o = conn_of(old)) conn_retire(o);
+  if (Conn* o = conn_of(old); o && (old == st || conn_drop_number(o, fd) == Dropped::Last)) conn_retire(o);
 }
 
 void on_dup(int oldfd, int newfd) noexcept {

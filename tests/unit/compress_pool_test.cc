@@ -141,3 +141,43 @@ TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused"
   close(sv[0]);
   close(sv[1]);
 }
+
+TEST_CASE("conn pool: duplicates of a connection's number are aliases; the owner hands over", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  Conn* c = conn_acquire(sv[0]);
+  REQUIRE(c != nullptr);
+  std::vector<int> dups;
+  for (unsigned i = 0; i < kConnAliases; ++i) {
+    dups.push_back(dup(sv[0]));
+    REQUIRE(conn_add_alias(c, dups.back()));
+  }
+  int extra = dup(sv[0]);
+  CHECK_FALSE(conn_add_alias(c, extra));  // full: not linked
+  CHECK_FALSE(conn_reaches(c, extra));
+  for (int d : dups) {
+    CHECK(conn_reaches(c, d));
+    CHECK(conn_verify(c, d));  // the same socket
+  }
+  CHECK(conn_reaches(c, sv[0]));
+  CHECK(conn_drop_number(c, sv[1]) == Dropped::Elsewhere);  // never reached it
+  CHECK(conn_drop_number(c, dups[1]) == Dropped::Kept);     // an alias goes
+  CHECK_FALSE(conn_reaches(c, dups[1]));
+  CHECK(conn_drop_number(c, sv[0]) == Dropped::Kept);  // the owner goes: an alias takes over
+  CHECK_FALSE(conn_reaches(c, sv[0]));
+  int owner = c->fd.load();
+  CHECK((owner == dups[0] || owner == dups[2] || owner == dups[3]));
+  int seen = 0;
+  conn_each_number(c, [&](int n) { seen += (n == dups[0]) + (n == dups[2]) + (n == dups[3]); });
+  CHECK(seen == 3);
+  CHECK(conn_drop_number(c, dups[0]) == Dropped::Kept);
+  CHECK(conn_drop_number(c, dups[2]) == Dropped::Kept);
+  CHECK(conn_drop_number(c, dups[3]) == Dropped::Last);  // its last number: the caller retires it
+  CHECK(conn_reaches(c, dups[3]));
+  conn_retire(c);
+  CHECK(c->fd.load() == -1);
+  for (int d : dups) close(d);
+  close(extra);
+  close(sv[0]);
+  close(sv[1]);
+}
