@@ -103,6 +103,17 @@ void note_tx(Conn* c, bool refused, bool took = false) {
   else if (took && c->owe_out.load(std::memory_order_relaxed)) conn_set_owed(c, false);
 }
 
+// Takes c's lock for a call on number `fd`. @return false, the lock not held, if this
+// thread holds it already (EINTR) or c no longer reaches fd (EBADF: closed and
+// recycled meanwhile).
+bool lock_reaching(ConnLock& lock, Conn* c, int fd, bool tx) {
+  if (!conn_lock(lock, c, tx)) return false;
+  if (conn_reaches(c, fd)) return true;
+  conn_unlock(lock);
+  errno = EBADF;
+  return false;
+}
+
 // How long close/shutdown may wait to send a send buffer: SO_LINGER's time when it
 // is on (0: drop the bytes, as an abortive close does), else kDrainMs.
 constexpr int kDrainMs = 2000;
@@ -239,12 +250,7 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
   ConnLock lock;
-  if (!conn_lock(lock, c, true)) return -1;
-  if (!conn_reaches(c, fd)) {  // closed and recycled meanwhile
-    conn_unlock(lock);
-    errno = EBADF;
-    return -1;
-  }
+  if (!lock_reaching(lock, c, fd, true)) return -1;
   if (nonblocking(fd, flags)) flags |= MSG_DONTWAIT;
   uint64_t wire0 = c->tx.wire_bytes;
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
@@ -273,12 +279,7 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
     return -1;
   }
   ConnLock lock;  // file_buf is the connection's
-  if (!conn_lock(lock, c, true)) return -1;
-  if (!conn_reaches(c, out)) {
-    conn_unlock(lock);
-    errno = EBADF;
-    return -1;
-  }
+  if (!lock_reaching(lock, c, out, true)) return -1;
   Meter meter;
   bool limited;
   WireMeter m = meter_for(meter, id, out, &limited);
@@ -323,12 +324,7 @@ ssize_t rx_recv(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   WireMeter m = meter_for(meter, id, fd, &limited);
   int saved = errno;
   ConnLock lock;
-  if (!conn_lock(lock, c, false)) return -1;
-  if (!conn_reaches(c, fd)) {
-    conn_unlock(lock);
-    errno = EBADF;
-    return -1;
-  }
+  if (!lock_reaching(lock, c, fd, false)) return -1;
   uint64_t wire0 = c->rx.wire_bytes;
   ssize_t r = rx_read(c->rx, kRealIo, m, fd, v, cnt, flags);
   uint64_t wire = c->rx.wire_bytes - wire0;
@@ -411,12 +407,7 @@ ssize_t rx_splice(int in, int out, size_t n, unsigned int flags) noexcept {
   WireMeter m = meter_for(meter, CallId::read, in, &limited);
   int saved = errno;
   ConnLock lock;
-  if (!conn_lock(lock, c, false)) return -1;
-  if (!conn_reaches(c, in)) {
-    conn_unlock(lock);
-    errno = EBADF;
-    return -1;
-  }
+  if (!lock_reaching(lock, c, in, false)) return -1;
   // Peeked, written to the pipe, then taken as far as the pipe took them: the decoded
   // bytes stay in the stream until they are in the pipe, so none is lost to a full one.
   uint8_t buf[16384];
