@@ -26,9 +26,6 @@ inline constexpr double kModelTrust = 0.85;
 // spare: the link, not compression, set its rate. Between two such periods the data
 // decides (the ratio), not the rate: see DatarateState::bound.
 inline constexpr double kHeadroomShare = 0.10;
-// A probe's same-data verdict uses the calibration chunk's CPU ratio between the two
-// levels unless the two periods measured one more than this factor away from it.
-inline constexpr double kCpuAgree = 1.5;
 // A cheaper level is probed (or picked) only if its link ceiling on the period's data
 // is this much above what the current level moved (see below_ceiling).
 inline constexpr double kCeilingMargin = 0.03;

@@ -453,6 +453,15 @@ TEST_CASE("datarate: a probe is judged on the same data: each period's verdict b
   // not the wrong calibration.
   CostModel wrong = round_model({40000, 25000, 23800}, {10000, 20000, 9000000});
   CHECK(judged(wrong, 2, at2, 3, measured(4.2e6, 4.2, 0.6, 1e7)) == 3);
+  // One-shot calibration overstates a dearer zstd level's CPU systematically (zstd:5
+  // over zstd:3 on text: 1.9-2.3x in rounds, 1.24-1.6x in the stream): even 1.4x off,
+  // a verdict the measured CPU does not share is no verdict. Level 2 waits 40% of its
+  // time at 15 ns/B; level 3 runs 1.3x that, still link-bound, and reads 5% higher.
+  // Calibrated at 1.8x, level 3 would be CPU-bound: before, that alone reverted it.
+  CostModel dear = round_model({40000, 25000, 23800}, {10000, 1500000, 2700000});
+  CHECK(judged(dear, 2, measured(4.0e6, 4.0, 15, 1e7), 3, measured(4.2e6, 4.2, 19.5, 1e7)) == 3);
+  // Where the stream's own CPU makes level 3 CPU-bound too (2x: 30 ns/B), reverted.
+  CHECK(judged(dear, 2, measured(4.0e6, 4.0, 15, 1e7), 3, measured(3.5e6, 4.2, 30, 1e7)) == 2);
 }
 
 TEST_CASE("datarate: waiting for the bucket, a cheaper level with a lower ratio on the same chunk is not probed",
@@ -465,6 +474,12 @@ TEST_CASE("datarate: waiting for the bucket, a cheaper level with a lower ratio 
     CHECK(datarate_next(s, 4.2e7, 0.2, m) == (bound ? 3 : 2));  // vetoed only while bound
     if (bound) CHECK(s.inc);  // a failed probe: the other direction next
   }
+  // Ruled out without a probe, the way down costs no period: the neighbour above is
+  // probed at once (it was probed a back-off later, 1.2 s of text at 20 MiB/s spent at
+  // zstd:3 waiting 40% of its time, zstd:5 moving 6% more).
+  DatarateState mid = steady_at(2, 4.0e7, false, true);
+  CHECK(datarate_next(mid, 4.0e7, 0.2, m) == 3);
+  CHECK(mid.probe_from == 2);
   // Within half the tie margin (.gz: every zstd level alike one-shot): probed.
   CostModel tie = m;
   tie.level[2].pair_ratio = 4.18;
