@@ -34,7 +34,8 @@
 # OUT (CSV), SETS / CAPS / MODES (override the grid), DATA_DIR (keep data sets between
 # runs), REPS (runs per uncapped cell, 3: the median is kept), PAIRS (paired reruns of
 # each capped cell: 3 in the full grid, else 0; see below), OUT_KEEP (copy of the CSV; the
-# paired runs go beside it as NAME.paired.csv).
+# paired runs go beside it as NAME.paired.csv), SUMMARY_FROM (no runs: the ratios of
+# such a kept CSV and its .paired.csv).
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 B=$(cd "${BONSAI_BUILD:-$here/build}" && pwd)
@@ -124,8 +125,14 @@ run() {
 
 have_zstd=1
 command -v zstd > /dev/null && command -v pv > /dev/null || have_zstd=0
-echo "set,cap_mibps,mode,seconds,app_mibps,write_size,app_bytes,wire_mibps" > "$OUT"
-printf '%-9s %5s %6s %-16s %8s %9s %10s %9s\n' set cap write mode seconds app_MiB/s app_bytes wire_MiB/s
+# SUMMARY_FROM=CSV: no runs, the ratios of a kept CSV (OUT_KEEP) and its .paired.csv.
+RUNS=1
+if [ -n "${SUMMARY_FROM:-}" ]; then
+  RUNS=0
+  OUT=$SUMMARY_FROM
+fi
+[ $RUNS = 1 ] && echo "set,cap_mibps,mode,seconds,app_mibps,write_size,app_bytes,wire_mibps" > "$OUT"
+[ $RUNS = 1 ] && printf '%-9s %5s %6s %-16s %8s %9s %10s %9s\n' set cap write mode seconds app_MiB/s app_bytes wire_MiB/s
 
 # cell SET CAP WSIZE MODES...: runs the modes interleaved (uncapped: REPS times, the
 # median kept: loopback memcpy speed varies by +-5% between runs) and records them.
@@ -157,12 +164,12 @@ cell() {
   done
 }
 
-if [ -n "$modes" ]; then  # the grid
+if [ $RUNS = 1 ] && [ -n "$modes" ]; then  # the grid
   for set in $sets; do
     for cap in $caps; do cell "$set" "$cap" 131072 $modes; done
   done
 fi
-if [ -z "${SETS:-}${CAPS:-}${MODES:-}" ]; then  # the rows that carry issue 12's targets
+if [ $RUNS = 1 ] && [ -z "${SETS:-}${CAPS:-}${MODES:-}" ]; then  # the rows that carry issue 12's targets
   if [ $FULL = 0 ]; then
     cell HIGH 10 131072 datarate fixed:zstd:3 zstd-adapt zstd-adapt-tb
     cell HIGH 20 131072 datarate fixed:zstd:3 zstd-adapt zstd-adapt-tb
@@ -190,7 +197,8 @@ fi
 PAIRS=${PAIRS:-$([ $FULL = 1 ] && [ -n "$modes" ] && echo 3 || echo 0)}
 PAIRED=$W/paired.csv
 : > "$PAIRED"
-if [ "$PAIRS" -gt 0 ]; then
+[ $RUNS = 0 ] && [ -f "${SUMMARY_FROM%.csv}.paired.csv" ] && cp "${SUMMARY_FROM%.csv}.paired.csv" "$PAIRED"
+if [ $RUNS = 1 ] && [ "$PAIRS" -gt 0 ]; then
   # SET,CAP,BEST[,RUNNER_UP] per capped cell of 128 KiB writes.
   awk -F, 'NR > 1 && $2 != 0 && $6 == 131072 && $3 ~ /^fixed:/ && $3 != "fixed:none" {
              k = $1 "," $2; v[k, ++n[k]] = $5; m[k, n[k]] = $3 }
@@ -221,7 +229,7 @@ if [ "$PAIRS" -gt 0 ]; then
       '$1 == s && $2 == c { printf "%s%s=%s", n++ ? " " : "", $4, $5 }' "$PAIRED")"
   done < "$W/best.txt"
 fi
-[ -n "${OUT_KEEP:-}" ] && { cp "$OUT" "$OUT_KEEP"; [ -s "$PAIRED" ] && cp "$PAIRED" "${OUT_KEEP%.csv}.paired.csv"; }
+[ $RUNS = 1 ] && [ -n "${OUT_KEEP:-}" ] && { cp "$OUT" "$OUT_KEEP"; [ -s "$PAIRED" ] && cp "$PAIRED" "${OUT_KEEP%.csv}.paired.csv"; }
 
 # ---- ratios, per cell (set, cap, write size): issue 12's targets ----
 echo
@@ -271,8 +279,8 @@ awk -F, 'FILENAME != ARGV[2] { k = $1 "," $2; p[k, $3, $4] = $5
       pk = f[1] "," f[2]
       if (f[3] == 131072 && np[pk] > 0) {
         line = ""
-        for (i = 1; i <= np[pk]; i++)
-          if ((pk, i, "datarate") in p && pbest[pk, i] > 0) pfix[pk, i] = p[pk, i, "datarate"] / pbest[pk, i]
+        for (rep = 1; rep <= np[pk]; rep++)
+          if ((pk, rep, "datarate") in p && pbest[pk, rep] > 0) pfix[pk, rep] = p[pk, rep, "datarate"] / pbest[pk, rep]
         m = median(pfix, pk, np[pk])
         if (m != "") line = line sprintf("  vs the better of %s median %.3f [%s] %s", pname[pk], m, span, m >= 0.98 ? "met" : "MISSED")
         m = median(pza, pk, np[pk])
