@@ -6,6 +6,8 @@
 // change between two zstd levels, a fixed level and an unknown bucket never mix; and a
 // probe from or to a mixed period is judged on the rates, not on one level's model.
 #include <catch2/catch.hpp>
+#include <ctime>
+#include <unistd.h>
 
 #include "compress_policy_util.h"
 #include "compress_stream_util.h"
@@ -142,8 +144,21 @@ TEST_CASE("mix: a probe from or to a mixed period is judged on the rates", "[com
 }
 
 namespace {
-size_t waiting_allow(void*, size_t want) {  // a cap that binds: every send waits a little
-  usleep(300);
+// A cap that binds: every send waits as long as the sender took since its last send
+// (at most 0.2 s), so the waits are half of its time however slow the build runs (a
+// fixed 0.3 ms was under the 5% that binds when TSan made each chunk's zstd take 10 ms
+// and more: the round started though the sender was behind).
+size_t waiting_allow(void*, size_t want) {
+  static thread_local timespec last{};
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (last.tv_sec != 0) {
+    long long ns = (now.tv_sec - last.tv_sec) * 1'000'000'000LL + (now.tv_nsec - last.tv_nsec);
+    if (ns > 200'000'000) ns = 200'000'000;
+    if (ns < 300'000) ns = 300'000;
+    usleep(static_cast<useconds_t>(ns / 1000));
+  }
+  clock_gettime(CLOCK_MONOTONIC, &last);
   return want;
 }
 }  // namespace
