@@ -157,12 +157,18 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept {
   return r > 0 && static_cast<size_t>(r) < kSampleSize * 9 / 10;
 }
 
+namespace {
+size_t zstd_stream_room(const LevelList& l) {
+  size_t m = 0;
+  for (int lv = 1; lv <= max_zstd_level(l); ++lv) m = cstream_size_for(lv) > m ? cstream_size_for(lv) : m;
+  return align16(m);
+}
+size_t dstream_room() { return align16(ZSTD_estimateDStreamSize(size_t{1} << kZstdWindowLog)); }
+}  // namespace
+
 size_t tx_stream_codec_size(const LevelList& levels) noexcept {
   size_t n = align16(sizeof(LZ4_stream_t)) + align16(static_cast<size_t>(LZ4_sizeofState())) + align16(kLz4Ring);
-  int z = max_zstd_level(levels);
-  size_t m = 0;
-  for (int lv = 1; lv <= z; ++lv) m = cstream_size_for(lv) > m ? cstream_size_for(lv) : m;
-  return n + align16(m);
+  return n + (max_zstd_level(levels) > 0 ? zstd_stream_room(levels) : 0);
 }
 
 bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept {
@@ -177,10 +183,33 @@ bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelL
   base += align16(kLz4Ring);
   c.max_zstd = max_zstd_level(levels);
   if (c.max_zstd > 0) {
-    size_t room = size - static_cast<size_t>(base - static_cast<uint8_t*>(mem));
-    c.zcs = ZSTD_initStaticCStream(base, room);
-    if (!c.zcs) return false;
+    c.zs[0].zcs = ZSTD_initStaticCStream(base, zstd_stream_room(levels));
+    if (!c.zs[0].zcs) return false;
+    c.nzstd = 1;
   }
+  return true;
+}
+
+size_t tx_stream_codec_extra_size(const LevelList& levels) noexcept {
+  unsigned n = 0;
+  for (unsigned i = 0; i < levels.count; ++i)
+    if (levels.levels[i].method == Method::Zstd) ++n;
+  return n >= 2 ? zstd_stream_room(levels) : 0;
+}
+
+bool tx_stream_codec_attach(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept {
+  size_t need = tx_stream_codec_extra_size(levels);
+  if (c.nzstd != 1 || need == 0 || size < need || !mem) return false;
+  c.zs[1] = ZstdSlot{};
+  c.zs[1].zcs = ZSTD_initStaticCStream(mem, need);
+  if (!c.zs[1].zcs) return false;
+  c.nzstd = 2;
+  return true;
+}
+
+bool stream_zstd_new_frame(const TxStreamCodec& c, int level) noexcept {
+  for (int i = 0; i < c.nzstd; ++i)
+    if (c.zs[i].level == level && c.zs[i].ldm == c.want_ldm) return false;
   return true;
 }
 
@@ -207,28 +236,47 @@ size_t lz4_stream(TxStreamCodec& c, const void* src, size_t n, void* dst, size_t
   return static_cast<size_t>(r);
 }
 
+// The zstd stream a chunk at `level` goes to: the one open at it, else the one unused
+// longest (a closed one first), started afresh at that level.
+int zstd_slot_for(const TxStreamCodec& c, int level) {
+  int pick = -1;
+  for (int i = 0; i < c.nzstd; ++i) {
+    const ZstdSlot& z = c.zs[i];
+    if (z.level == level && z.ldm == c.want_ldm) return i;
+    if (pick < 0 || (z.level == 0) > (c.zs[pick].level == 0) ||
+        ((z.level == 0) == (c.zs[pick].level == 0) && z.used < c.zs[pick].used))
+      pick = i;
+  }
+  return pick;
+}
+
 size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void* dst, size_t cap, uint8_t* flags) {
-  auto* z = static_cast<ZSTD_CCtx*>(c.zcs);
-  if (!z || level < 1 || level > c.max_zstd) return 0;
-  if (c.zstd_level != level || c.zstd_ldm != c.want_ldm) {
-    c.zstd_level = 0;
+  if (c.nzstd == 0 || level < 1 || level > c.max_zstd) return 0;
+  int i = zstd_slot_for(c, level);
+  ZstdSlot& s = c.zs[i];
+  auto* z = static_cast<ZSTD_CCtx*>(s.zcs);
+  if (s.level != level || s.ldm != c.want_ldm) {
+    s.level = 0;
     if (!zstd_start(z, level, c.want_ldm)) {
       if (!c.want_ldm) return 0;
       c.ldm_failed = true, c.want_ldm = false;  // a libzstd that refuses our LDM parameters
       if (!zstd_start(z, level, false)) return 0;
     }
-    c.zstd_level = level;
-    c.zstd_ldm = c.want_ldm;
+    s.level = level;
+    s.ldm = c.want_ldm;
     *flags |= kFlagNewStream;
   }
+  if (i == 1) *flags |= kFlagZstd2;
+  s.used = ++c.zstd_chunks;
   ZSTD_inBuffer in{src, n, 0};
   ZSTD_outBuffer out{dst, cap, 0};
   for (;;) {
     size_t r = ZSTD_compressStream2(z, &out, &in, ZSTD_e_flush);
     if (ZSTD_isError(r) || (r && out.pos == out.size)) {  // cannot happen with cap's bound: start afresh
-      c.zstd_level = 0;
+      s.level = 0;
       // A libzstd whose long-distance matcher needs more than ldm_space(): without it.
-      if (c.zstd_ldm) c.ldm_failed = true, c.want_ldm = false;
+      if (s.ldm) c.ldm_failed = true, c.want_ldm = false;
+      *flags = 0;
       return 0;
     }
     if (r == 0) return out.pos;
@@ -255,9 +303,17 @@ bool stream_sample_compressible(TxStreamCodec& c, const void* src, size_t n, uns
 }
 
 size_t rx_codec_size() noexcept {
-  return align16(ZSTD_estimateDStreamSize(size_t{1} << kZstdWindowLog)) + align16(sizeof(LZ4_streamDecode_t)) +
-         align16(kLz4Ring);
+  return dstream_room() + align16(sizeof(LZ4_streamDecode_t)) + align16(kLz4Ring);
 }
+
+namespace {
+// A zstd decoder on `room` bytes at mem. A frame asking for a larger window than the
+// workspace holds is refused (corrupt).
+void* dstream_at(void* mem, size_t room) {
+  auto* d = ZSTD_initStaticDStream(mem, room);
+  return d && !ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, kZstdWindowLog)) ? d : nullptr;
+}
+}  // namespace
 
 bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept {
   if (size < rx_codec_size()) return false;
@@ -267,23 +323,31 @@ bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept {
   base += align16(sizeof(LZ4_streamDecode_t));
   c.lz4_ring = base;
   base += align16(kLz4Ring);
-  size_t room = size - static_cast<size_t>(base - static_cast<uint8_t*>(mem));
-  auto* d = ZSTD_initStaticDStream(base, room);
-  c.dctx = d;
-  // A frame asking for a larger window than the workspace holds is refused (corrupt).
-  return d && !ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, kZstdWindowLog));
+  c.dctx[0] = dstream_at(base, dstream_room());
+  return c.dctx[0] != nullptr;
+}
+
+size_t rx_codec_extra_size() noexcept { return dstream_room(); }
+
+bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept {
+  if (c.dctx[1] || !mem || size < dstream_room()) return false;
+  c.zstd_open[1] = false;
+  c.dctx[1] = dstream_at(mem, dstream_room());
+  return c.dctx[1] != nullptr;
 }
 
 namespace {
 const uint8_t* zstd_stream_decode(RxCodec& c, uint8_t flags, const void* src, size_t wire_len, uint8_t* dst,
                                   size_t raw_len) {
-  auto* d = static_cast<ZSTD_DCtx*>(c.dctx);
+  int i = flags & kFlagZstd2 ? 1 : 0;
+  auto* d = static_cast<ZSTD_DCtx*>(c.dctx[i]);
+  if (!d) return nullptr;
   if (flags & kFlagNewStream) {
     ZSTD_DCtx_reset(d, ZSTD_reset_session_only);
-    c.zstd_open = true;
+    c.zstd_open[i] = true;
   }
-  if (!c.zstd_open) return nullptr;
-  c.zstd_open = false;  // until this frame is known good
+  if (!c.zstd_open[i]) return nullptr;
+  c.zstd_open[i] = false;  // until this frame is known good
   ZSTD_inBuffer in{src, wire_len, 0};
   ZSTD_outBuffer out{dst, raw_len, 0};
   for (;;) {
@@ -298,7 +362,7 @@ const uint8_t* zstd_stream_decode(RxCodec& c, uint8_t flags, const void* src, si
   ZSTD_outBuffer more{&extra, 1, 0};
   ZSTD_inBuffer none{src, 0, 0};
   if (ZSTD_isError(ZSTD_decompressStream(d, &more, &none)) || more.pos) return nullptr;
-  c.zstd_open = true;
+  c.zstd_open[i] = true;
   return dst;
 }
 
@@ -345,7 +409,7 @@ bool codec_decompress(RxCodec& c, Method method, const void* src, size_t wire_le
       return r >= 0 && static_cast<size_t>(r) == raw_len;
     }
     case Method::Zstd: {
-      size_t r = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(c.dctx), dst, raw_len, src, wire_len);
+      size_t r = ZSTD_decompressDCtx(static_cast<ZSTD_DCtx*>(c.dctx[0]), dst, raw_len, src, wire_len);
       return !ZSTD_isError(r) && r == raw_len;
     }
   }

@@ -88,11 +88,27 @@ inline constexpr unsigned kLdmBucketLog = 3;
 // the ring holds 64 KiB + two whole frames.
 inline constexpr size_t kLz4Ring = 64 * 1024 + 2 * kMaxFrameRaw + 64;
 
+// A sender's zstd streams (kFlagZstd2, wire v3): up to two, each at its own level with
+// its own history, so chunks can go out at either level (the mix of two levels in
+// tx_stream.cc, a probe of a level and back) without a new frame, which a change of
+// level inside one single-threaded zstd stream would need. A chunk goes to the stream
+// open at its level; else the one unused longest starts a new frame at that level.
+// The second stream's workspace is given later (tx_stream_codec_attach), when first
+// needed: most connections never change level.
+inline constexpr int kZstdStreams = 2;
+
+struct ZstdSlot {
+  void* zcs;      // ZSTD_CCtx* (static, streaming)
+  int level;      // level of its open zstd frame; 0: none (its next frame starts one)
+  bool ldm;       // the open frame's long-distance matching
+  uint64_t used;  // when it last took a chunk (the codec's chunk count)
+};
+
 struct TxStreamCodec {
-  void* zcs;       // ZSTD_CCtx* (static, streaming), nullptr if no zstd level
+  ZstdSlot zs[kZstdStreams];
+  int nzstd;       // zstd streams with a workspace: 0 (no zstd level), 1 or 2
   int max_zstd;
-  int zstd_level;  // level of the open zstd frame; 0: none (the next frame starts one)
-  bool zstd_ldm;   // the open frame's long-distance matching
+  uint64_t zstd_chunks;  // chunks compressed with zstd (the slots' clock)
   bool want_ldm;   // the next frames' (stream_long_matches)
   bool ldm_failed; // a frame with it failed: never again on this stream
   void* lz4;       // LZ4_stream_t*
@@ -104,12 +120,20 @@ struct TxStreamCodec {
 
 size_t tx_stream_codec_size(const LevelList& levels) noexcept;
 bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept;
+// The second zstd stream's workspace (0: the list has fewer than two zstd levels).
+size_t tx_stream_codec_extra_size(const LevelList& levels) noexcept;
+// Gives the second zstd stream its workspace (16-aligned, that size). @return success.
+bool tx_stream_codec_attach(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept;
+// Whether a chunk at zstd level `level` would start a new zstd frame (no stream is open
+// at it with the long-distance matching the next frames want).
+bool stream_zstd_new_frame(const TxStreamCodec& c, int level) noexcept;
 
 // Compresses src[0..n) at `level` as the next frame of that codec's stream, into dst
 // (cap >= frame_wire_bound(n)); sets kFlagNewStream in *flags if the frame starts a
-// new stream (the first one, or zstd at another level: single-threaded zstd cannot
-// change level inside a frame, so the history is dropped). The result may be larger
-// than n (it must be sent: the stream has taken the bytes).
+// new stream (the first one, or zstd at a level no zstd stream is open at:
+// single-threaded zstd cannot change level inside a frame, so the history of the
+// stream restarted is dropped), kFlagZstd2 if it goes to the second zstd stream. The
+// result may be larger than n (it must be sent: the stream has taken the bytes).
 // @return payload size, or 0 if it failed (the stream is reset: send the chunk raw).
 size_t stream_compress(TxStreamCodec& c, Level level, const void* src, size_t n, void* dst, size_t cap,
                        uint8_t* flags) noexcept;
@@ -125,8 +149,10 @@ bool stream_sample_compressible(TxStreamCodec& c, const void* src, size_t n, uns
 // ---- Receiver side ----
 // One per connection, for v1 (one-shot) and v2 (streaming) frames alike.
 struct RxCodec {
-  void* dctx;  // ZSTD_DCtx* (static, streaming; v1 frames use it one-shot)
-  bool zstd_open;
+  // ZSTD_DCtx* (static, streaming; v1 frames use the first one-shot); the second is
+  // attached when a frame of the second zstd stream first arrives (rx_codec_attach).
+  void* dctx[kZstdStreams];
+  bool zstd_open[kZstdStreams];
   void* lz4d;  // LZ4_streamDecode_t*
   uint8_t* lz4_ring;
   size_t lz4_pos;
@@ -135,6 +161,9 @@ struct RxCodec {
 
 size_t rx_codec_size() noexcept;
 bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept;
+// The second zstd stream's decoder workspace.
+size_t rx_codec_extra_size() noexcept;
+bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept;
 
 // Decodes a payload of `method` into exactly raw_len bytes at dst.
 // @return true on success; false on any corruption (dst contents then undefined).
@@ -142,7 +171,8 @@ bool codec_decompress(RxCodec& c, Method method, const void* src, size_t wire_le
                       size_t raw_len) noexcept;
 
 // Decodes a v2 frame's payload (a compressed method) into exactly raw_len bytes,
-// continuing the connection's stream: zstd into dst (>= raw_len bytes), lz4 into its
+// continuing the connection's stream (zstd: the second one with kFlagZstd2, which must
+// be attached): zstd into dst (>= raw_len bytes), lz4 into its
 // ring. @return where the raw_len decoded bytes are, or nullptr on any corruption
 // (then the stream needs kFlagNewStream to go on: in practice the connection is reset).
 const uint8_t* codec_decompress_stream(RxCodec& c, Method method, uint8_t flags, const void* src, size_t wire_len,

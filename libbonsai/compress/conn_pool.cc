@@ -200,16 +200,38 @@ void conn_release_if_idle(Conn* c) noexcept {
 void pool_set_mem_cap(uint64_t bytes) noexcept { g_mem_cap.store(bytes, std::memory_order_relaxed); }
 uint64_t pool_mem_mapped() noexcept { return g_mem_mapped.load(std::memory_order_relaxed); }
 
+namespace {
+// ExtraMem::get for a record's sending or receiving side: its block, mapped (within the
+// memory cap) the first time.
+void* extra_for(void** mem, size_t* size, size_t n) {
+  if (!*mem) {
+    *mem = map_workspace(n);
+    if (!*mem) return nullptr;
+    *size = n;
+  }
+  return *size >= n ? *mem : nullptr;
+}
+void* tx_extra(void* ctx, size_t n) {
+  auto* c = static_cast<Conn*>(ctx);
+  return extra_for(&c->tx_extra, &c->tx_extra_size, n);
+}
+void* rx_extra(void* ctx, size_t n) {
+  auto* c = static_cast<Conn*>(ctx);
+  return extra_for(&c->rx_extra, &c->rx_extra_size, n);
+}
+}  // namespace
+
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept {
-  size_t need = tx_stream_size(*levels) + kMaxFrameRaw;
+  size_t tx = tx_stream_size(*levels), need = tx + kMaxFrameRaw;
   if (!c->tx_mem) {
     c->tx_mem = map_workspace(need);
     if (!c->tx_mem) return false;
     c->tx_size = need;
   }
   if (c->tx_size < need) return false;
-  c->file_buf = static_cast<uint8_t*>(c->tx_mem) + tx_stream_size(*levels);
-  if (!tx_stream_init(c->tx, c->tx_mem, tx_stream_size(*levels), levels, policy)) return false;
+  c->file_buf = static_cast<uint8_t*>(c->tx_mem) + tx;
+  if (!tx_stream_init(c->tx, c->tx_mem, tx, levels, policy)) return false;
+  c->tx.extra = ExtraMem{tx_extra, c};
   c->tx_on.store(true, std::memory_order_release);
   return true;
 }
@@ -221,7 +243,9 @@ bool conn_rx_enable(Conn* c) noexcept {
     if (!c->rx_mem) return false;
     c->rx_size = need;
   }
-  return rx_stream_init(c->rx, c->rx_mem, c->rx_size);
+  if (!rx_stream_init(c->rx, c->rx_mem, c->rx_size)) return false;
+  c->rx.extra = ExtraMem{rx_extra, c};
+  return true;
 }
 
 void conn_update_pending(Conn* c) noexcept {

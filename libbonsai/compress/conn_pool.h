@@ -45,6 +45,12 @@ struct alignas(64) Conn {
   size_t tx_size;
   void* rx_mem;
   size_t rx_size;
+  // The second zstd stream's workspaces (ExtraMem), mapped when a connection first
+  // needs one and kept with the record like the others.
+  void* tx_extra;
+  size_t tx_extra_size;
+  void* rx_extra;
+  size_t rx_extra_size;
   uint8_t* file_buf;  // kMaxFrameRaw bytes in tx_mem: sendfile's bounce buffer
   Conn* next_free;
 };

@@ -56,6 +56,14 @@ Step parse(RxStream& s, const char** why) {
   if (avail < kFrameHeaderSize + h.wire_len) return Step::NeedMore;
   const uint8_t* payload = p + kFrameHeaderSize;
   s.dec = s.out;
+  if ((h.flags & kFlagZstd2) && !s.codec.dctx[1]) {  // the sender's second zstd stream: its first frame
+    size_t n = rx_codec_extra_size();
+    void* mem = s.extra.get ? s.extra.get(s.extra.ctx, n) : nullptr;
+    if (!mem || !rx_codec_attach(s.codec, mem, n)) {
+      *why = "no memory for a second zstd stream (BONSAI_COMPRESS_MEM_MIB)";
+      return Step::Corrupt;
+    }
+  }
   if (s.version == kWireVersionOld) {
     if (!codec_decompress(s.codec, h.method, payload, h.wire_len, s.out, h.raw_len)) s.dec = nullptr;
   } else {

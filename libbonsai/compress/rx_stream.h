@@ -24,9 +24,12 @@ struct RxStream {
   size_t out_pos, out_len;
   uint32_t raw_left;  // payload bytes of the current raw frame not yet read
   bool need_stream_header;
-  uint8_t version;  // the stream's wire version (1: self-contained frames, 2: streams)
+  uint8_t version;  // the stream's wire version (1: self-contained frames, 2: streams, 3: two zstd streams)
   int error;  // errno every read returns once the stream is broken (0: fine)
   RxCodec codec;
+  // Where the second zstd stream's decoder workspace comes from, when its first frame
+  // arrives (set after rx_stream_init; without it such a frame is refused).
+  ExtraMem extra;
   uint64_t app_bytes, wire_bytes;
 };
 

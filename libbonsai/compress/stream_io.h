@@ -34,6 +34,17 @@ struct WireMeter {
   // takes run ahead of now over the depth (0: the bucket is full, idle; 1: the next
   // take waits). May be null (no bucket: unknown).
   double (*ahead)(void* ctx);
+  // That bucket's depth in ns (how far ahead `ahead` 1 is); 0: not known.
+  double depth_ns;
+};
+
+// Memory a stream maps only when it first needs it (a second zstd stream: most
+// connections never change level). get(): `n` bytes (16-aligned), the same block each
+// time for one connection record (kept for the record's reuse), or nullptr (none: the
+// memory cap, or out of memory). May be null (no more memory).
+struct ExtraMem {
+  void* (*get)(void* ctx, size_t n);
+  void* ctx;
 };
 
 // Copies up to `n` bytes from `src` into the iovec array at byte offset `skip`.

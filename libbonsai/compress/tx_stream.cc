@@ -280,19 +280,59 @@ bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double le
   return policy_wants_sample(s.policy, now_ns);
 }
 
+// The sender's second zstd stream (codec.h), its workspace mapped when first needed.
+// @return whether the sender has it.
+bool second_zstd_stream(TxStream& s) {
+  if (s.codec.nzstd >= 2) return true;
+  if (s.codec.nzstd == 0 || s.extra_failed || !s.extra.get) return false;
+  size_t n = tx_stream_codec_extra_size(*s.levels);
+  void* mem = n ? s.extra.get(s.extra.ctx, n) : nullptr;
+  if (!mem || !tx_stream_codec_attach(s.codec, mem, n, *s.levels)) s.extra_failed = true;
+  return s.codec.nzstd >= 2;
+}
+
+// Before a chunk at another zstd level than the open stream's (a policy's change or
+// probe, not a fixed level's): the second zstd stream takes it, so the first keeps its
+// history for the way back.
+void keep_zstd_history(TxStream& s, Level level) {
+  if (level.method == Method::Zstd && s.codec.nzstd == 1 && s.policy.cfg.kind != PolicyKind::Fixed &&
+      s.codec.zs[0].level != 0 && stream_zstd_new_frame(s.codec, level.param))
+    second_zstd_stream(s);
+}
+
+// The time a chunk of `len` bytes takes at level `up`: what the last promoted chunks
+// took there per byte (measured within kResampleNs: a slow measurement, another
+// process's CPU say, must not stop the mix for good), else the model's CPU figure
+// (calibrated every kResampleNs, corrected by what the stream spends); 0: not known.
+double promoted_chunk_ns(const TxStream& s, uint8_t up, size_t len, uint64_t now_ns) {
+  if (s.promo_level == up && s.promo_ns_byte > 0 && now_ns - s.promo_at_ns < kResampleNs)
+    return s.promo_ns_byte * static_cast<double>(len);
+  const LevelModel& l = s.policy.model.level[up];
+  return l.known ? l.cpu_ns_byte * s.policy.model.cpu_gain * static_cast<double>(len) : 0;
+}
+
 // Whether this chunk is compressed one level above the policy's `lvl`: the sender is
 // more than kAheadShare of the bucket's depth ahead of the link (the link binds and the
-// CPU has time to spare), and the level above does not start a new codec frame (lz4
-// and zstd:1: each codec keeps its own stream, so chunks can alternate between them).
+// CPU has time to spare), and the level above has a codec stream of its own, so chunks
+// can alternate between the two levels with both histories intact: lz4 and zstd:1 (two
+// codecs), or two zstd levels (the sender's two zstd streams, codec.h; with one, as a
+// fixed level has, a change of zstd level starts a new frame: no mix).
 // Where the policy's level is link-bound with CPU to spare and the next one CPU-bound
 // with link to spare, the two share the link chunk by chunk, as `zstd --adapt`
 // alternates levels: promoted chunks spend the lead, plain ones rebuild it, and the
 // mix settles where both the CPU and the link are busy, above either level alone.
 // Datarate only (a fixed level is fixed).
-bool promote_chunk(const TxStream& s, uint8_t lvl, double lead) {
+bool promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead, size_t len, uint64_t now_ns) {
   if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0 || lead <= kAheadShare) return false;
   unsigned up = lvl + 1u;
-  return up < s.levels->count && !datarate_new_frame(s.policy.dr, lvl, up);
+  if (up >= s.levels->count) return false;
+  // The chunk must fit in the lead beyond kAheadShare of the depth, or the link idles
+  // while it compresses: zstd:19 took ~30 ms a chunk of text, over zstd:5's lead in a
+  // 10 ms bucket, and the mix moved a quarter of zstd:5's rate.
+  if (m.depth_ns > 0 &&
+      promoted_chunk_ns(s, static_cast<uint8_t>(up), len, now_ns) > (lead - kAheadShare) * m.depth_ns)
+    return false;
+  return !datarate_new_frame(s.policy.dr, lvl, up) || second_zstd_stream(s);
 }
 
 // Compresses the chunk at `level` as the next frame of the connection's stream.
@@ -441,16 +481,24 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
     bool promoted = false;
     uint8_t policy_lvl = lvl;
-    if (try_it && promote_chunk(s, lvl, lead)) {
+    if (try_it && promote_chunk(s, m, lvl, lead, len, t0)) {
       lvl = static_cast<uint8_t>(lvl + 1);
       level = s.levels->levels[lvl];
       promoted = true;
     }
     uint64_t cpu_ns = 0;
+    if (try_it) keep_zstd_history(s, level);
     if (try_it && worth_trying(s, payload[0].iov_base, len)) {
       uint64_t c0 = io.now_ns();
       size_t c = compress_chunk(s, level, payload[0].iov_base, len, &h.flags);
       cpu_ns = io.now_ns() - c0;
+      if (promoted) {  // what a chunk at that level costs, for the next promotions
+        double per_byte = static_cast<double>(cpu_ns) / static_cast<double>(len);
+        bool again = s.promo_level == lvl && s.promo_ns_byte > 0 && c0 - s.promo_at_ns < kResampleNs;
+        s.promo_ns_byte = again ? 0.75 * s.promo_ns_byte + 0.25 * per_byte : per_byte;
+        s.promo_level = lvl;
+        s.promo_at_ns = c0;
+      }
       if (c) {
         h.method = level.method;
         h.wire_len = static_cast<uint32_t>(c);

@@ -42,6 +42,13 @@ struct TxStream {
   uint8_t cal_pass;      // and that level's run: 0 or 1 (the faster of two counts)
   uint64_t cal_first_ns; // the time of its run 0
   bool cal_paired;       // the first round (every level on one chunk at once) is done
+  // Where the second zstd stream's workspace comes from (set after tx_stream_init;
+  // without it the sender keeps one zstd stream).
+  ExtraMem extra;
+  bool extra_failed;  // it gave none: not asked again
+  uint8_t promo_level;   // the level of the last promoted chunks (the mix), their
+  double promo_ns_byte;  // compression time per byte (EWMA; 0: none measured)
+  uint64_t promo_at_ns;  // and when the last of them was compressed
   uint64_t app_bytes, wire_bytes;
   uint64_t frames[kMethodCount];
   uint64_t level_chunks[kMaxLevels];
@@ -51,7 +58,8 @@ struct TxStream {
 // be larger than its raw bytes: kMaxFrameBytes bounds it).
 inline constexpr size_t kPendSize = kMaxFrameBytes;
 
-// Workspace bytes for a sender with these levels (buffers and codec).
+// Workspace bytes for a sender with these levels (buffers and codec; the second zstd
+// stream's comes from TxStream::extra when first needed).
 size_t tx_stream_size(const LevelList& levels) noexcept;
 // @return false if `size` is too small or a codec failed to initialise.
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,

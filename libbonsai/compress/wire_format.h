@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The compressed stream's wire format, version 2 (docs/wire-format.md): an 8-byte
-// stream header, then frames of a 12-byte header and a payload. Version 2 frames
-// carry codec streams with history across frames; version 1 frames (self-contained)
-// are still decoded. Pure encode/parse helpers: no I/O, no allocation.
+// The compressed stream's wire format, version 3 (docs/wire-format.md): an 8-byte
+// stream header, then frames of a 12-byte header and a payload. Frames carry codec
+// streams with history across frames; version 3 lets a connection carry two zstd
+// streams (flag kFlagZstd2), version 2 streams (one zstd stream) and version 1 frames
+// (self-contained) are still decoded. Pure encode/parse helpers: no I/O, no allocation.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -11,8 +12,9 @@
 namespace bonsai::compress {
 
 inline constexpr uint8_t kStreamMagic[7] = {0x89, 'B', 'N', 'Z', '\r', '\n', 0x1a};
-inline constexpr uint8_t kWireVersion = 2;     // what a sender writes
-inline constexpr uint8_t kWireVersionOld = 1;  // still decoded
+inline constexpr uint8_t kWireVersion = 3;     // what a sender writes
+inline constexpr uint8_t kWireVersionOne = 2;  // one zstd stream: still decoded
+inline constexpr uint8_t kWireVersionOld = 1;  // self-contained frames: still decoded
 inline constexpr size_t kStreamHeaderSize = 8;
 inline constexpr size_t kFrameHeaderSize = 12;
 // Largest raw length of one frame a decoder accepts (and what an encoder emits).
@@ -31,14 +33,19 @@ inline constexpr size_t kMaxFrameBytes = kStreamHeaderSize + kFrameHeaderSize + 
 enum class Method : uint8_t { Raw = 0, Lz4 = 1, Zstd = 2 };
 inline constexpr uint8_t kMethodCount = 3;
 
-// v2 frame flags (byte 1 of the frame header; v1: reserved, 0).
+// Frame flags (byte 1 of the frame header; v1: reserved, 0).
 inline constexpr uint8_t kFlagNewStream = 1;  // the codec's stream starts afresh (no history)
+// v3, zstd frames only: the frame belongs to the connection's second zstd stream. A
+// sender keeps two zstd streams at two levels, so it can send chunks at either (the mix
+// of two levels, and a probe of another level and back) without dropping the history
+// of either: single-threaded zstd cannot change level inside a frame.
+inline constexpr uint8_t kFlagZstd2 = 2;
 
 struct FrameHeader {
   Method method;
   uint32_t raw_len;   // 1..kMaxFrameRaw
   uint32_t wire_len;  // payload bytes: == raw_len for Raw; see frame_header_parse
-  uint8_t flags = 0;  // v2: kFlagNewStream (compressed methods only)
+  uint8_t flags = 0;  // v2/v3: kFlagNewStream (compressed methods), v3: kFlagZstd2 (zstd)
 };
 
 inline void put_le32(uint8_t* p, uint32_t v) {
@@ -57,16 +64,16 @@ inline void stream_header_write(uint8_t* out, uint8_t version = kWireVersion) {
 }
 
 // How the first bytes of a stream compare with the stream header (Yes: a version
-// this decoder knows, 1 or 2).
+// this decoder knows, 1 to 3).
 enum class HeaderMatch { No, Prefix, Yes, BadVersion };
 inline HeaderMatch stream_header_match(const uint8_t* p, size_t n) {
   size_t m = n < sizeof kStreamMagic ? n : sizeof kStreamMagic;
   if (std::memcmp(p, kStreamMagic, m) != 0) return HeaderMatch::No;
   if (n < kStreamHeaderSize) return HeaderMatch::Prefix;
-  return p[7] == kWireVersion || p[7] == kWireVersionOld ? HeaderMatch::Yes : HeaderMatch::BadVersion;
+  return p[7] >= kWireVersionOld && p[7] <= kWireVersion ? HeaderMatch::Yes : HeaderMatch::BadVersion;
 }
 
-// Largest payload of a compressed frame of raw_len bytes (v2).
+// Largest payload of a compressed frame of raw_len bytes (v2, v3).
 inline constexpr uint32_t frame_wire_bound(uint32_t raw_len) {
   return raw_len + raw_len / 255 + static_cast<uint32_t>(kFrameSlack);
 }
@@ -79,7 +86,7 @@ inline void frame_header_write(uint8_t* out, const FrameHeader& h) {
   put_le32(out + 8, h.wire_len);
 }
 
-// Parses and validates a frame header of a stream of `version` (1 or 2).
+// Parses and validates a frame header of a stream of `version` (1 to 3).
 // @return false if it is not a valid header.
 inline bool frame_header_parse(const uint8_t* p, FrameHeader& h, uint8_t version = kWireVersion) {
   if (p[0] >= kMethodCount || p[2] || p[3]) return false;
@@ -90,7 +97,9 @@ inline bool frame_header_parse(const uint8_t* p, FrameHeader& h, uint8_t version
   if (h.raw_len == 0 || h.raw_len > kMaxFrameRaw) return false;
   if (h.method == Method::Raw) return h.flags == 0 && h.wire_len == h.raw_len;
   if (version == kWireVersionOld) return h.flags == 0 && h.wire_len > 0 && h.wire_len < h.raw_len;
-  return (h.flags & ~kFlagNewStream) == 0 && h.wire_len > 0 && h.wire_len <= frame_wire_bound(h.raw_len);
+  uint8_t allowed = kFlagNewStream;
+  if (version >= 3 && h.method == Method::Zstd) allowed |= kFlagZstd2;
+  return (h.flags & ~allowed) == 0 && h.wire_len > 0 && h.wire_len <= frame_wire_bound(h.raw_len);
 }
 
 }  // namespace bonsai::compress

@@ -62,6 +62,13 @@ double rate_of(const Ticket& t) {
   return 1e9 * 4294967296.0 / static_cast<double>(p.ns_per_unit_q32);
 }
 
+// The depth of the ticket's bucket in ns (0: none, or a call-rate bucket).
+double depth_of(const Ticket& t) {
+  if (!t.view || t.bucket >= kMaxRules) return 0;
+  const BucketParams& p = t.view->params[t.bucket];
+  return p.per_call ? 0 : static_cast<double>(p.depth_ns);
+}
+
 WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   *limited = limiter_active();
   if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
@@ -69,7 +76,8 @@ WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
   m.chunk = ticket_chunk(m.t);
   m.is_write = call_dir(id) == CallDir::Write;
   bool capped = m.t.bucket != kNoBucket;
-  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0, capped ? meter_ahead : nullptr};
+  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0, capped ? meter_ahead : nullptr,
+                   capped ? depth_of(m.t) : 0};
 }
 
 // Counts the wire bytes of a framed call next to its application bytes (ticket_count).

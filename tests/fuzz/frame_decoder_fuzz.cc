@@ -4,9 +4,10 @@
 // or fail with ECONNRESET; never crash, hang or read out of bounds. What is handed
 // out is always a prefix of what the whole, valid frames decode to (a reference
 // decode frame by frame, with its own codec state): never a byte of a truncated or
-// corrupt frame. Wire v1 and v2 (streams with history); to reach deep into v2's
-// streams, an input may also be an XOR mask over a valid v2 stream of lz4 and zstd
-// frames (new-stream and continuation frames, level changes).
+// corrupt frame. Wire v1, v2 and v3 (streams with history; v3: two zstd streams); to
+// reach deep into the streams, an input may also be an XOR mask over a valid v3 stream
+// of lz4 and zstd frames (new-stream and continuation frames, level changes, frames of
+// the second zstd stream).
 // Build: make fuzz (clang-14); `make test-fuzz` runs it for FUZZ_SECONDS (30).
 #include <cerrno>
 #include <cstdint>
@@ -42,17 +43,24 @@ uint8_t g_buf[1 << 18];
 constexpr size_t kRefCap = 4 << 20;  // bytes of reference output compared at most
 uint8_t g_ref[kRefCap + kMaxFrameRaw];
 
-uint8_t g_valid[1 << 19];  // a valid v2 stream (built once)
+uint8_t g_valid[1 << 19];  // a valid v3 stream (built once)
 size_t g_valid_len, g_valid_raw;
 
-// Encodes some text-like bytes as a v2 stream: lz4 and zstd frames at several levels,
-// of several sizes, with raw frames between.
+// The decoders' second zstd stream (ExtraMem): one block for the stream under test, one
+// for the reference.
+void* g_extra;
+void* g_ref_extra;
+void* extra_get(void* ctx, size_t n) { return n <= rx_codec_extra_size() ? *static_cast<void**>(ctx) : nullptr; }
+
+// Encodes some text-like bytes as a v3 stream: lz4 and zstd frames at several levels
+// on both zstd streams, of several sizes, with raw frames between.
 void build_valid() {
   LevelList l = levels_default();
-  size_t sz = tx_stream_codec_size(l);
+  size_t sz = tx_stream_codec_size(l), sz2 = tx_stream_codec_extra_size(l);
   void* mem = std::aligned_alloc(64, (sz + 63) / 64 * 64);
+  void* mem2 = std::aligned_alloc(64, (sz2 + 63) / 64 * 64);
   TxStreamCodec c{};
-  if (!tx_stream_codec_init(c, mem, sz, l)) abort();
+  if (!tx_stream_codec_init(c, mem, sz, l) || !tx_stream_codec_attach(c, mem2, sz2, l)) abort();
   static uint8_t src[1 << 17], out[kMaxFrameWire];
   uint32_t x = 1;
   for (size_t i = 0; i < sizeof src; ++i) {
@@ -61,8 +69,8 @@ void build_valid() {
   }
   stream_header_write(g_valid);
   size_t at = kStreamHeaderSize, pos = 0;
-  static const uint8_t kLevels[] = {1, 1, 2, 2, 3, 0, 1, 3, 4, 2, 5, 1};
-  static const uint32_t kSizes[] = {100, 2000, 70, 9000, 40000, 300, 1, 5000, 65536, 700, 3000, 20000};
+  static const uint8_t kLevels[] = {1, 1, 2, 2, 3, 0, 1, 3, 4, 2, 5, 1, 3, 4, 3, 4, 4};
+  static const uint32_t kSizes[] = {100, 2000, 70, 9000, 40000, 300, 1, 5000, 65536, 700, 3000, 20000, 8000, 900, 30000, 4000, 100};
   for (size_t k = 0; k < sizeof kLevels; ++k) {
     uint32_t n = kSizes[k];
     if (pos + n > sizeof src) pos = 0;
@@ -82,6 +90,7 @@ void build_valid() {
   g_valid_raw = 0;
   for (uint32_t n : kSizes) g_valid_raw += n;
   std::free(mem);
+  std::free(mem2);
 }
 
 // Decodes the whole valid frames of wire[0..n) into g_ref. @return bytes (<= kRefCap:
@@ -90,7 +99,8 @@ size_t reference(const uint8_t* w, size_t n, bool* capped) {
   *capped = false;
   if (n < kStreamHeaderSize || stream_header_match(w, n) != HeaderMatch::Yes) return 0;
   RxCodec codec{};
-  if (!rx_codec_init(codec, g_ref_mem, rx_codec_size())) abort();
+  if (!rx_codec_init(codec, g_ref_mem, rx_codec_size()) || !rx_codec_attach(codec, g_ref_extra, rx_codec_extra_size()))
+    abort();
   uint8_t version = w[7];
   static uint8_t dec[kMaxFrameRaw];
   size_t at = kStreamHeaderSize, out = 0;
@@ -122,6 +132,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;
   if (!g_mem) g_mem = std::aligned_alloc(64, (rx_stream_size() + 63) / 64 * 64);
   if (!g_ref_mem) g_ref_mem = std::aligned_alloc(64, (rx_codec_size() + 63) / 64 * 64);
+  if (!g_extra) g_extra = std::aligned_alloc(64, (rx_codec_extra_size() + 63) / 64 * 64);
+  if (!g_ref_extra) g_ref_extra = std::aligned_alloc(64, (rx_codec_extra_size() + 63) / 64 * 64);
   if (!g_valid_len) {
     build_valid();
     bool capped;
@@ -129,9 +141,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   RxStream s{};
   if (!rx_stream_init(s, g_mem, rx_stream_size())) abort();
+  s.extra = ExtraMem{extra_get, &g_extra};
   // Byte 0: piece size; byte 1: read size; byte 2 bit 0: prepend a valid stream header
-  // (so that the fuzzer reaches the frames quickly), bit 1: of version 1 (else 2);
-  // bit 2: the rest is an XOR mask over a valid v2 stream (cut to its length).
+  // (so that the fuzzer reaches the frames quickly), bit 1: of version 1, bit 3: of
+  // version 2 (else 3); bit 2: the rest is an XOR mask over a valid v3 stream (cut to
+  // its length).
   g_piece = 1 + size_t{data[0]} * 67;
   size_t read_size = 1 + size_t{data[1]} * 1021;
   size_t n = 0, body;
@@ -140,7 +154,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < body; ++i) g_wire[i] = g_valid[i] ^ data[3 + i];
   } else {
     if (data[2] & 1) {
-      stream_header_write(g_wire, data[2] & 2 ? kWireVersionOld : kWireVersion);
+      stream_header_write(g_wire, data[2] & 2 ? kWireVersionOld : data[2] & 8 ? kWireVersionOne : kWireVersion);
       n = kStreamHeaderSize;
     }
     body = size - 3 < sizeof g_wire - n ? size - 3 : sizeof g_wire - n;

@@ -23,24 +23,31 @@ TEST_CASE("frame headers round-trip and reject invalid fields", "[compress]") {
   CHECK((g.method == Method::Zstd && g.raw_len == 1000 && g.wire_len == 400));
   // v1 (self-contained frames): a compressed frame is strictly smaller than its data.
   // v2 (streams): it may exceed it by the bound, and may carry kFlagNewStream.
-  struct Case { Method m; uint32_t raw, wire; uint8_t flags; bool ok_v1, ok_v2; } cases[] = {
-      {Method::Raw, 10, 10, 0, true, true},
-      {Method::Raw, 10, 9, 0, false, false},
-      {Method::Raw, 10, 10, kFlagNewStream, false, false},
-      {Method::Lz4, 10, 10, 0, false, true},
-      {Method::Lz4, 10, frame_wire_bound(10), 0, false, true},
-      {Method::Lz4, 10, frame_wire_bound(10) + 1, 0, false, false},
-      {Method::Lz4, 10, 0, 0, false, false},
-      {Method::Zstd, 0, 0, 0, false, false},
-      {Method::Raw, kMaxFrameRaw + 1, kMaxFrameRaw + 1, 0, false, false},
-      {Method::Lz4, kMaxFrameRaw, 5, 0, true, true},
-      {Method::Zstd, 100, 50, kFlagNewStream, false, true},
-      {Method::Zstd, 100, 50, 2, false, false},
+  // v3: as v2, and a zstd frame may carry kFlagZstd2 (the second zstd stream).
+  struct Case { Method m; uint32_t raw, wire; uint8_t flags; bool ok_v1, ok_v2, ok_v3; } cases[] = {
+      {Method::Raw, 10, 10, 0, true, true, true},
+      {Method::Raw, 10, 9, 0, false, false, false},
+      {Method::Raw, 10, 10, kFlagNewStream, false, false, false},
+      {Method::Lz4, 10, 10, 0, false, true, true},
+      {Method::Lz4, 10, frame_wire_bound(10), 0, false, true, true},
+      {Method::Lz4, 10, frame_wire_bound(10) + 1, 0, false, false, false},
+      {Method::Lz4, 10, 0, 0, false, false, false},
+      {Method::Zstd, 0, 0, 0, false, false, false},
+      {Method::Raw, kMaxFrameRaw + 1, kMaxFrameRaw + 1, 0, false, false, false},
+      {Method::Lz4, kMaxFrameRaw, 5, 0, true, true, true},
+      {Method::Zstd, 100, 50, kFlagNewStream, false, true, true},
+      {Method::Zstd, 100, 50, kFlagZstd2, false, false, true},
+      {Method::Zstd, 100, 50, kFlagZstd2 | kFlagNewStream, false, false, true},
+      {Method::Lz4, 100, 50, kFlagZstd2, false, false, false},
+      {Method::Raw, 100, 100, kFlagZstd2, false, false, false},
+      {Method::Zstd, 100, 50, 4, false, false, false},
   };
+  static_assert(kWireVersion == 3 && kWireVersionOne == 2);
   for (const auto& c : cases) {
     frame_header_write(b, FrameHeader{c.m, c.raw, c.wire, c.flags});
     CHECK(frame_header_parse(b, g, kWireVersionOld) == c.ok_v1);
-    CHECK(frame_header_parse(b, g, kWireVersion) == c.ok_v2);
+    CHECK(frame_header_parse(b, g, kWireVersionOne) == c.ok_v2);
+    CHECK(frame_header_parse(b, g, kWireVersion) == c.ok_v3);
   }
   CHECK(frame_wire_bound(static_cast<uint32_t>(kMaxFrameRaw)) == kMaxFrameWire);
   frame_header_write(b, h);

@@ -183,9 +183,13 @@ TEST_CASE("a zstd frame asking for a window larger than 2 MiB is refused", "[com
 TEST_CASE("workspace sizes per connection (docs/compression.md)", "[compress]") {
   LevelList l = levels_default();
   size_t tx = tx_stream_size(l), rx = rx_stream_size();
-  WARN("sender workspace " << tx / 1024 << " KiB (levels up to zstd:9), receiver " << rx / 1024 << " KiB");
+  size_t tx2 = tx_stream_codec_extra_size(l), rx2 = rx_codec_extra_size();
+  WARN("sender workspace " << tx / 1024 << " KiB (levels up to zstd:9), receiver " << rx / 1024
+                           << " KiB; a second zstd stream: " << tx2 / 1024 << " and " << rx2 / 1024 << " KiB more");
   CHECK(tx < 5 * 1024 * 1024);
   CHECK(rx < 3584 * 1024);
+  CHECK(tx2 < 4608 * 1024);
+  CHECK(rx2 < 2560 * 1024);
 }
 
 namespace {
@@ -284,7 +288,7 @@ TEST_CASE("long-distance matching finds far repeats in barely compressible data,
       }
       CHECK(exact);
       CHECK_FALSE(tx.ldm_failed);  // the workspace holds LDM's tables at every level
-      CHECK(tx.zstd_ldm == ldm);
+      CHECK(tx.zs[0].ldm == ldm);
       ratio[ldm] = static_cast<double>(data.size()) / static_cast<double>(wire);
     }
     INFO("level zstd:" << int(l.levels[level].param) << ": ratio " << ratio[0] << " without LDM, " << ratio[1]
@@ -311,8 +315,8 @@ TEST_CASE("a libzstd that cannot fit long-distance matching: one chunk raw, then
   if (cp.chainLog > kZstdChainLog) cp.chainLog = kZstdChainLog;
   cp = ZSTD_adjustCParams(cp, 0, 0);
   Workspace small(ZSTD_estimateCStreamSize_usingCParams(cp));
-  tx.zcs = ZSTD_initStaticCCtx(small.mem, small.size);
-  REQUIRE(tx.zcs);
+  tx.zs[0].zcs = ZSTD_initStaticCCtx(small.mem, small.size);
+  REQUIRE(tx.zs[0].zcs);
   uint8_t zstd3 = 0;
   for (uint8_t i = 0; i < l.count; ++i)
     if (l.levels[i].method == Method::Zstd && l.levels[i].param == 3) zstd3 = i;
@@ -335,7 +339,7 @@ TEST_CASE("a libzstd that cannot fit long-distance matching: one chunk raw, then
     REQUIRE(got != nullptr);
     CHECK(std::memcmp(got, &data[pos], n) == 0);
   }
-  CHECK_FALSE(tx.zstd_ldm);
+  CHECK_FALSE(tx.zs[0].ldm);
 }
 
 TEST_CASE("a sender turns long-distance matching on for barely compressible data only", "[compress]") {

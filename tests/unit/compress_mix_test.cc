@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The mix (tx_stream.cc, promote_chunk): at a binding cap, a datarate sender ahead of
 // the link by more than half the bucket's depth compresses the chunk one level up
-// where that starts no new codec frame (lz4 -> zstd:1), so the two levels share the
-// link chunk by chunk. Frames alternate between the codecs and decode byte-exact; a
-// change between two zstd levels, a fixed level and an unknown bucket never mix; and a
+// where that starts no new codec frame (lz4 -> zstd:1, or two zstd levels on the
+// sender's two zstd streams), so the two levels share the link chunk by chunk. Frames
+// alternate between the codecs (streams) and decode byte-exact; without a second zstd
+// stream two zstd levels, and a fixed level and an unknown bucket never mix; and a
 // probe from or to a mixed period is judged on the rates, not on one level's model.
 #include <catch2/catch.hpp>
 #include <ctime>
@@ -78,12 +79,98 @@ TEST_CASE("mix: chunks ahead of the link go one level up where no new frame star
   CHECK(err == 0);
 }
 
+namespace {
+struct FrameInfo {
+  Method method;
+  uint8_t flags;
+};
+std::vector<FrameInfo> frame_infos(const std::vector<uint8_t>& wire) {
+  std::vector<FrameInfo> f;
+  for (size_t at : frames_of(wire)) {
+    FrameHeader h{};
+    REQUIRE(frame_header_parse(&wire[at], h));
+    f.push_back({h.method, h.flags});
+  }
+  return f;
+}
+}  // namespace
+
+TEST_CASE("mix: two zstd levels on the two zstd streams, each keeping its history, byte-exact", "[compress]") {
+  auto data = text(33, 24 * kMaxFrameRaw);
+  Leads leads{{0.9, 0.1, 0.1, 0.7}};
+  Tx t("datarate");
+  auto wire = encode(t, data, one_chunk, at_level(t, 3), meter_with(leads));  // the policy at zstd:3
+  auto f = frame_infos(wire);
+  REQUIRE(f.size() == 24);
+  bool up_second = (f[0].flags & kFlagZstd2) != 0;  // chunk 0 (zstd:5) took one stream, chunk 1 the other
+  for (size_t i = 0; i < f.size(); ++i) {
+    INFO("chunk " << i);
+    bool up = i % 4 == 0 || i % 4 == 3;
+    CHECK(f[i].method == Method::Zstd);
+    CHECK(((f[i].flags & kFlagZstd2) != 0) == (up == up_second));  // each level on its own stream
+    CHECK(((f[i].flags & kFlagNewStream) != 0) == (i <= 1));  // each stream starts once, then continues
+  }
+  CHECK(t.tx.level_chunks[3] == 12);
+  CHECK(t.tx.level_chunks[4] == 12);
+  CHECK(t.extra.gets == 1);  // mapped once
+  int err;
+  CHECK((decode(wire, &err) == data));
+  CHECK(err == 0);
+  // A receiver that gets no memory for the second stream refuses it: a reset, never
+  // a wrong byte.
+  auto got = decode(wire, &err, 70000, false);
+  CHECK(err == ECONNRESET);
+  CHECK(got.size() < data.size());
+  CHECK(std::equal(got.begin(), got.end(), data.begin()));
+}
+
+TEST_CASE("mix: a chunk is promoted only if its compression fits in the lead", "[compress]") {
+  auto data = text(35, 8 * kMaxFrameRaw);
+  Leads ahead{{0.9}};  // 0.4 of a 10 ms bucket beyond the half kept: 4 ms
+  for (double ms_per_chunk : {40.0, 0.1}) {
+    INFO(ms_per_chunk << " ms a chunk at zstd:5");
+    Tx t("datarate");
+    WireMeter m = meter_with(ahead);
+    m.depth_ns = 10e6;
+    t.tx.promo_level = 4;  // what promoted chunks at zstd:5 took (zstd:19 on text: ~30 ms)
+    t.tx.promo_ns_byte = ms_per_chunk * 1e6 / kMaxFrameRaw;
+    t.tx.promo_at_ns = now_ns();
+    auto wire = encode(t, data, one_chunk, at_level(t, 3), m);
+    if (ms_per_chunk > 4) CHECK(t.tx.level_chunks[4] == 0);  // the link would idle while it compresses
+    else CHECK(t.tx.level_chunks[4] > 0);
+    int err;
+    CHECK((decode(wire, &err) == data));
+  }
+}
+
+TEST_CASE("a probe of another zstd level and back keeps the first level's history", "[compress]") {
+  auto data = text(34, 10 * kMaxFrameRaw);
+  auto probe = [](unsigned call) -> uint8_t { return call == 4 || call == 5 ? 4 : 3; };  // zstd:3, 5, 3
+  for (bool second : {true, false}) {
+    INFO((second ? "two zstd streams" : "one zstd stream"));
+    Tx t("datarate", second);
+    auto wire = encode(t, data, one_chunk, probe);
+    auto f = frame_infos(wire);
+    REQUIRE(f.size() == 10);
+    CHECK(f[4].flags == (second ? kFlagNewStream | kFlagZstd2 : kFlagNewStream));
+    CHECK(f[5].flags == (second ? kFlagZstd2 : 0));
+    CHECK(f[6].flags == (second ? 0 : kFlagNewStream));  // back at zstd:3: its stream goes on, or restarts
+    int err;
+    CHECK((decode(wire, &err) == data));
+    CHECK(err == 0);
+  }
+  // A fixed level never needs a second stream (nor asks for its memory).
+  Tx fixed("fixed:zstd:3");
+  encode(fixed, data, one_chunk, [](unsigned) -> uint8_t { return 3; });
+  CHECK(fixed.extra.gets == 0);
+}
+
 TEST_CASE("mix: never across a zstd level change, for a fixed level, or without a bucket's lead", "[compress]") {
   auto data = text(32, 8 * kMaxFrameRaw);
   Leads ahead{{0.9}};
   int err;
-  SECTION("datarate at zstd:3: zstd:5 would start a new frame") {
-    Tx t("datarate");
+  SECTION("datarate at zstd:3 without memory for a second zstd stream: zstd:5 would start a new frame") {
+    Tx t("datarate", false);
     auto wire = encode(t, data, one_chunk, at_level(t, 3), meter_with(ahead));
     CHECK(t.tx.level_chunks[3] == 8);
     CHECK(t.tx.level_chunks[4] == 0);
@@ -99,7 +186,9 @@ TEST_CASE("mix: never across a zstd level change, for a fixed level, or without 
   SECTION("datarate at none: the policy judged compression not worth it") {
     Tx t("datarate");
     encode(t, data, one_chunk, at_level(t, 0), meter_with(ahead));
-    CHECK(t.tx.level_chunks[0] + t.tx.level_chunks[3] == 8);  // a capped start's first chunk: zstd:3
+    // A capped start's first chunk: zstd:3 (promoted to zstd:5 ahead of the link).
+    CHECK(t.tx.level_chunks[0] + t.tx.level_chunks[3] + t.tx.level_chunks[4] == 8);
+    CHECK(t.tx.level_chunks[3] + t.tx.level_chunks[4] <= 1);
     CHECK(t.tx.level_chunks[1] == 0);
   }
   SECTION("a meter without a lead (no byte bucket)") {

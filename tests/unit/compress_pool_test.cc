@@ -142,6 +142,52 @@ TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused"
   close(sv[1]);
 }
 
+TEST_CASE("conn pool: a second zstd stream's workspace is mapped on first need, within the cap, once", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  static LevelList levels = levels_default();
+  PolicyConfig p{};
+  REQUIRE(policy_parse("datarate", levels, p) == nullptr);
+  std::vector<Conn*> held;
+  Conn* c = nullptr;
+  for (int i = 0; i < 10000 && !c; ++i) {  // a record that never had a second stream
+    Conn* k = conn_acquire(sv[0]);
+    REQUIRE(k != nullptr);
+    if (k->tx_extra || k->rx_extra) held.push_back(k);
+    else c = k;
+  }
+  REQUIRE(c != nullptr);
+  REQUIRE(conn_tx_enable(c, &levels, p));
+  REQUIRE(conn_rx_enable(c));
+  REQUIRE(c->tx.extra.get != nullptr);
+  REQUIRE(c->rx.extra.get != nullptr);
+  size_t tn = tx_stream_codec_extra_size(levels), rn = rx_codec_extra_size();
+  uint64_t before = pool_mem_mapped();
+  pool_set_mem_cap(before + 4096);  // past the cap: none
+  CHECK(c->tx.extra.get(c->tx.extra.ctx, tn) == nullptr);
+  CHECK(pool_mem_mapped() == before);
+  pool_set_mem_cap(UINT64_MAX);
+  void* t = c->tx.extra.get(c->tx.extra.ctx, tn);
+  void* r = c->rx.extra.get(c->rx.extra.ctx, rn);
+  REQUIRE(t != nullptr);
+  REQUIRE(r != nullptr);
+  CHECK(pool_mem_mapped() == before + tn + rn);
+  CHECK(c->tx.extra.get(c->tx.extra.ctx, tn) == t);  // the same block again, not mapped twice
+  CHECK(pool_mem_mapped() == before + tn + rn);
+  CHECK(tx_stream_codec_attach(c->tx.codec, t, tn, levels));
+  CHECK(c->tx.codec.nzstd == 2);
+  // The record, reused, starts with one stream and gets the same block back.
+  REQUIRE(conn_tx_enable(c, &levels, p));
+  CHECK(c->tx.codec.nzstd == 1);
+  CHECK(c->tx.extra.get(c->tx.extra.ctx, tn) == t);
+  CHECK(c->tx.extra.get(c->tx.extra.ctx, tn + 1) == nullptr);  // never past its size
+  CHECK(pool_mem_mapped() == before + tn + rn);
+  conn_retire(c);
+  for (Conn* k : held) conn_retire(k);
+  close(sv[0]);
+  close(sv[1]);
+}
+
 TEST_CASE("conn pool: duplicates of a connection's number are aliases; the owner hands over", "[compress]") {
   int sv[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);

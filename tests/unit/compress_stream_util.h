@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 #include <cerrno>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -18,15 +19,32 @@
 namespace compress_test {
 using namespace bonsai::compress;
 
-// A sending stream over the default levels, its policy by name ("datarate").
+// ExtraMem for a test: one block, allocated on the first get (as conn_pool maps it).
+struct Extra {
+  static void* get(void* ctx, size_t n) {
+    auto* e = static_cast<Extra*>(ctx);
+    ++e->gets;
+    if (!e->ws) e->ws = std::make_unique<Workspace>(n);
+    return e->ws->size >= n ? e->ws->mem : nullptr;
+  }
+  ExtraMem mem() { return ExtraMem{get, this}; }
+  std::unique_ptr<Workspace> ws;
+  int gets = 0;
+};
+
+// A sending stream over the default levels, its policy by name ("datarate"), with
+// memory for a second zstd stream when it asks (as the library gives it) unless
+// `second_zstd` is false.
 struct Tx {
-  explicit Tx(const char* policy) : levels(levels_default()), ws(tx_stream_size(levels)) {
+  explicit Tx(const char* policy, bool second_zstd = true) : levels(levels_default()), ws(tx_stream_size(levels)) {
     PolicyConfig p{};
     REQUIRE(policy_parse(policy, levels, p) == nullptr);
     REQUIRE(tx_stream_init(tx, ws.mem, ws.size, &levels, p));
+    if (second_zstd) tx.extra = extra.mem();
   }
   LevelList levels;
   Workspace ws;
+  Extra extra;
   TxStream tx{};
 };
 
@@ -99,11 +117,15 @@ inline ssize_t mem_recv(int, void* b, size_t n, int) {
 }
 inline const IoOps kMemIo{libc_sendmsg, mem_recv, libc_poll, now_ns};
 
-// Decodes a captured wire; *err: the errno a read failed with (0: none).
-inline std::vector<uint8_t> decode(const std::vector<uint8_t>& wire, int* err, size_t read_size = 70000) {
+// Decodes a captured wire; *err: the errno a read failed with (0: none). The decoder
+// gets memory for a second zstd stream when it asks, unless `second_zstd` is false.
+inline std::vector<uint8_t> decode(const std::vector<uint8_t>& wire, int* err, size_t read_size = 70000,
+                                   bool second_zstd = true) {
   Workspace ws(rx_stream_size());
   RxStream rx{};
+  Extra extra;
   REQUIRE(rx_stream_init(rx, ws.mem, ws.size));
+  if (second_zstd) rx.extra = extra.mem();
   g_src = wire.data();
   g_left = wire.size();
   std::vector<uint8_t> out, buf(read_size);
