@@ -55,6 +55,11 @@ bool below_ceiling(const DatarateState& s, const CostModel& m, int to, double cd
 // it predicts a clear one. Longer back-offs probe
 // regardless, so a wrong model cannot hide the best level for ever.
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
+  // The level above, measured on the mix's chunks (not the model: what it took in the
+  // last second), cannot compress what the current level moves: its probe could only
+  // lose (at the zstd:3/zstd:5 crossing, zstd:5 at 93 MiB/s against zstd:3's 142), and
+  // the mix already spends on it the CPU the link leaves.
+  if (to == s.ccl + 1 && s.up_cpu_rate > 0 && s.up_cpu_rate < cdr * (1 + kTieMargin)) return false;
   if (s.bck[s.ccl] >= kGateBackoff) return true;
   if (below_ceiling(s, m, to, cdr)) return false;
   // While the link binds, the ratios on the same calibration chunk speak (0: unknown).

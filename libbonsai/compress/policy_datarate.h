@@ -56,6 +56,9 @@ struct DatarateState {
   // next), and by the new zstd frame's missing history, as by the level.
   PeriodMeasure period;
   PeriodMeasure before_period;
+  // The most application bytes/s the level above ccl can compress, measured on the
+  // mix's promoted chunks within the last second (set by the owner); 0: not measured.
+  double up_cpu_rate;
 };
 
 void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;

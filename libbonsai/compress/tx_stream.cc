@@ -24,6 +24,8 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // A sender whose bucket's clock runs more than this share of the depth past now is
 // ahead of the link: the link binds, and the CPU has that much time to spare.
 constexpr double kAheadShare = 0.5;
+// Chunks promoted across the two zstd streams go in runs of this many (2 MiB: the window).
+constexpr uint8_t kZstdMixRun = 16;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
 
@@ -311,6 +313,15 @@ double promoted_chunk_ns(const TxStream& s, uint8_t up, size_t len, uint64_t now
   return l.known ? l.cpu_ns_byte * s.policy.model.cpu_gain * static_cast<double>(len) : 0;
 }
 
+// Whether level `up` alone leaves the link idle at this cap (CPU-bound): what the last
+// promoted chunks took per byte against the link's time for their wire bytes (measured
+// within kResampleNs), else the model's verdict.
+bool up_cpu_bound(const TxStream& s, const WireMeter& m, uint8_t up, uint64_t now_ns) {
+  if (s.promo_level == up && s.promo_ns_byte > 0 && now_ns - s.promo_at_ns < kResampleNs && m.rate_bps > 0)
+    return s.promo_ns_byte > s.promo_wire_byte * 1e9 / m.rate_bps;
+  return model_cpu_bound(s.policy.model, up);
+}
+
 // Whether this chunk is compressed one level above the policy's `lvl`: the sender is
 // more than kAheadShare of the bucket's depth ahead of the link (the link binds and the
 // CPU has time to spare), and the level above has a codec stream of its own, so chunks
@@ -323,16 +334,32 @@ double promoted_chunk_ns(const TxStream& s, uint8_t up, size_t len, uint64_t now
 // mix settles where both the CPU and the link are busy, above either level alone.
 // Datarate only (a fixed level is fixed).
 bool promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead, size_t len, uint64_t now_ns) {
-  if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0 || lead <= kAheadShare) return false;
+  if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0) return false;
   unsigned up = lvl + 1u;
   if (up >= s.levels->count) return false;
+  bool cross = datarate_new_frame(s.policy.dr, lvl, up);
+  bool in_run = cross && s.promo_run > 0 && s.promo_level == up;
+  double keep = in_run ? 0 : kAheadShare;
   // The chunk must fit in the lead beyond kAheadShare of the depth, or the link idles
   // while it compresses: zstd:19 took ~30 ms a chunk of text, over zstd:5's lead in a
   // 10 ms bucket, and the mix moved a quarter of zstd:5's rate.
-  if (m.depth_ns > 0 &&
-      promoted_chunk_ns(s, static_cast<uint8_t>(up), len, now_ns) > (lead - kAheadShare) * m.depth_ns)
+  if (lead <= keep ||
+      (m.depth_ns > 0 && promoted_chunk_ns(s, static_cast<uint8_t>(up), len, now_ns) > (lead - keep) * m.depth_ns)) {
+    s.promo_run = 0;
     return false;
-  return !datarate_new_frame(s.policy.dr, lvl, up) || second_zstd_stream(s);
+  }
+  if (!cross) return true;
+  // Two zstd levels: each stream's history then holds only its own chunks, which costs
+  // ratio. That pays only where the level above is CPU-bound; where it alone would keep
+  // the link busy, the policy moves to it (with its whole history): text at 10 MiB/s
+  // mixing zstd:6 and a link-bound zstd:9 sent 2.5% less than either alone. And the
+  // chunks go up in runs of kZstdMixRun, so that each history holds whole windows: at
+  // the zstd:3/zstd:5 crossing on HTML, with 16-25% of the chunks at zstd:5, chunk by
+  // chunk sent a lower ratio than zstd:3 alone (7.08-7.10 against 7.11), runs of 16 a
+  // higher one (7.16-7.30). A run goes on while the lead covers the next chunk.
+  if (!in_run && !(up_cpu_bound(s, m, static_cast<uint8_t>(up), now_ns) && second_zstd_stream(s))) return false;
+  s.promo_run = static_cast<uint8_t>(in_run ? s.promo_run - 1 : kZstdMixRun - 1);
+  return true;
 }
 
 // Compresses the chunk at `level` as the next frame of the connection's stream.
@@ -494,8 +521,10 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       cpu_ns = io.now_ns() - c0;
       if (promoted) {  // what a chunk at that level costs, for the next promotions
         double per_byte = static_cast<double>(cpu_ns) / static_cast<double>(len);
+        double wire_byte = static_cast<double>(c ? c : len) / static_cast<double>(len);
         bool again = s.promo_level == lvl && s.promo_ns_byte > 0 && c0 - s.promo_at_ns < kResampleNs;
         s.promo_ns_byte = again ? 0.75 * s.promo_ns_byte + 0.25 * per_byte : per_byte;
+        s.promo_wire_byte = again ? 0.75 * s.promo_wire_byte + 0.25 * wire_byte : wire_byte;
         s.promo_level = lvl;
         s.promo_at_ns = c0;
       }
@@ -535,6 +564,10 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     uint64_t t1 = io.now_ns();
     note_link(s, t1 - t0 - cal_ns, blocked - cal_ns);  // the link's state: without calibration
     s.last_waited = blocked > cal_ns;
+    // What the mix measured of the level above the policy's: its CPU ceiling (probes
+    // of it are judged by it, policy_datarate.cc worth_probing).
+    bool up_measured = s.promo_level == policy_lvl + 1 && s.promo_ns_byte > 0 && t1 - s.promo_at_ns < kResampleNs;
+    s.policy.dr.up_cpu_rate = up_measured ? 1e9 / s.promo_ns_byte : 0;
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns, promoted});
     if (next != policy_lvl && blog_enabled(LogLevel::Debug))
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, policy_lvl,

@@ -47,8 +47,10 @@ struct TxStream {
   ExtraMem extra;
   bool extra_failed;  // it gave none: not asked again
   uint8_t promo_level;   // the level of the last promoted chunks (the mix), their
-  double promo_ns_byte;  // compression time per byte (EWMA; 0: none measured)
+  double promo_ns_byte;  // compression time per byte (EWMA; 0: none measured),
+  double promo_wire_byte;  // wire bytes per application byte (EWMA),
   uint64_t promo_at_ns;  // and when the last of them was compressed
+  uint8_t promo_run;     // chunks left of a run promoted across the zstd streams
   uint64_t app_bytes, wire_bytes;
   uint64_t frames[kMethodCount];
   uint64_t level_chunks[kMaxLevels];

@@ -33,6 +33,18 @@ WireMeter meter_with(Leads& leads) {
   return WireMeter{[](void*, size_t want) { return want; }, nullptr, &leads, true, 0, next_lead};
 }
 
+// Makes zstd:5 (level 4) CPU-bound for the mix across zstd streams: promoted chunks at
+// it measured (within the last second) slower than a link of `rate` B/s takes their
+// wire bytes (1e12: any real compression is slower). The measurement goes on with the
+// real chunks' times.
+void up_level_measured(Tx& t, WireMeter& m, double rate) {
+  m.rate_bps = rate;
+  t.tx.promo_level = 4;
+  t.tx.promo_ns_byte = 1;
+  t.tx.promo_wire_byte = 0.2;
+  t.tx.promo_at_ns = now_ns();
+}
+
 std::vector<Method> methods_of(const std::vector<uint8_t>& wire) {
   std::vector<Method> m;
   for (size_t at : frames_of(wire)) {
@@ -97,9 +109,11 @@ std::vector<FrameInfo> frame_infos(const std::vector<uint8_t>& wire) {
 
 TEST_CASE("mix: two zstd levels on the two zstd streams, each keeping its history, byte-exact", "[compress]") {
   auto data = text(33, 24 * kMaxFrameRaw);
-  Leads leads{{0.9, 0.1, 0.1, 0.7}};
+  Leads leads{{0.9, 0, 0, 0.7}};  // a run up ends where the lead is spent
   Tx t("datarate");
-  auto wire = encode(t, data, one_chunk, at_level(t, 3), meter_with(leads));  // the policy at zstd:3
+  WireMeter m = meter_with(leads);
+  up_level_measured(t, m, 1e12);
+  auto wire = encode(t, data, one_chunk, at_level(t, 3), m);  // the policy at zstd:3
   auto f = frame_infos(wire);
   REQUIRE(f.size() == 24);
   bool up_second = (f[0].flags & kFlagZstd2) != 0;  // chunk 0 (zstd:5) took one stream, chunk 1 the other
@@ -132,15 +146,67 @@ TEST_CASE("mix: a chunk is promoted only if its compression fits in the lead", "
     Tx t("datarate");
     WireMeter m = meter_with(ahead);
     m.depth_ns = 10e6;
-    t.tx.promo_level = 4;  // what promoted chunks at zstd:5 took (zstd:19 on text: ~30 ms)
-    t.tx.promo_ns_byte = ms_per_chunk * 1e6 / kMaxFrameRaw;
-    t.tx.promo_at_ns = now_ns();
+    up_level_measured(t, m, 1e12);
+    t.tx.promo_ns_byte = ms_per_chunk * 1e6 / kMaxFrameRaw;  // (zstd:19 on text: ~30 ms a chunk)
     auto wire = encode(t, data, one_chunk, at_level(t, 3), m);
     if (ms_per_chunk > 4) CHECK(t.tx.level_chunks[4] == 0);  // the link would idle while it compresses
     else CHECK(t.tx.level_chunks[4] > 0);
     int err;
     CHECK((decode(wire, &err) == data));
   }
+}
+
+TEST_CASE("mix: across the zstd streams chunks go up in runs, while the lead lasts", "[compress]") {
+  auto data = text(37, 40 * kMaxFrameRaw);
+  Leads leads{{0.9, 0.3, 0.2, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0}};
+  Tx t("datarate");
+  WireMeter m = meter_with(leads);
+  up_level_measured(t, m, 1e12);
+  auto wire = encode(t, data, one_chunk, at_level(t, 3), m);
+  auto f = frame_infos(wire);
+  REQUIRE(f.size() == 40);
+  // Chunk 0 starts a run (ahead by more than half the depth); it goes on below that
+  // lead for 16 chunks; then 0.1 starts none, and 0 ends none. Twice.
+  for (size_t i = 0; i < f.size(); ++i) {
+    INFO("chunk " << i);
+    bool up = i % 20 < 16;
+    CHECK(((f[i].flags & kFlagZstd2) != 0) == (up == ((f[0].flags & kFlagZstd2) != 0)));
+  }
+  CHECK(t.tx.level_chunks[4] == 32);
+  CHECK(t.tx.level_chunks[3] == 8);
+  int err;
+  CHECK((decode(wire, &err) == data));
+  // A lead spent within the run ends it at once.
+  Leads short_lead{{0.9, 0.3, 0, 0.2, 0.2}};
+  Tx u("datarate");
+  WireMeter n = meter_with(short_lead);
+  up_level_measured(u, n, 1e12);
+  encode(u, text(38, 5 * kMaxFrameRaw), one_chunk, at_level(u, 3), n);
+  CHECK(u.tx.level_chunks[4] == 2);
+}
+
+TEST_CASE("mix: two zstd levels only where the level above is CPU-bound", "[compress]") {
+  // Each stream's history holds only its own chunks: where zstd:5 alone would keep the
+  // link busy (a slow link: 1 MB/s), mixing costs ratio for nothing; the policy moves.
+  auto data = text(36, 8 * kMaxFrameRaw);
+  Leads ahead{{0.9}};
+  Tx t("datarate");
+  WireMeter m = meter_with(ahead);
+  up_level_measured(t, m, 1e6);
+  encode(t, data, one_chunk, at_level(t, 3), m);
+  CHECK(t.tx.level_chunks[3] == 8);
+  CHECK(t.tx.level_chunks[4] == 0);
+  // Not measured: the model decides; it has never seen the link bind (no link rate),
+  // so it calls no level CPU-bound.
+  Tx u("datarate");
+  m.rate_bps = 1e12;
+  encode(u, data, one_chunk, at_level(u, 3), m);
+  CHECK(u.tx.level_chunks[4] == 0);
+  // lz4 -> zstd:1 (two codecs: no history is split that was not split before) mixes
+  // regardless.
+  Tx v("datarate");
+  encode(v, data, one_chunk, at_level(v, 1), m);
+  CHECK(v.tx.level_chunks[2] > 0);
 }
 
 TEST_CASE("a probe of another zstd level and back keeps the first level's history", "[compress]") {
