@@ -503,6 +503,38 @@ TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if th
   }
 }
 
+TEST_CASE("datarate: a level above whose measured CPU ceiling is below the rate is not probed", "[compress]") {
+  // The mix's promoted chunks measured level 3 (tx_stream.cc): it compresses at most
+  // `up_cpu_rate`. At any back-off, bound or not, a probe could only lose.
+  CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 9000000});
+  for (bool bound : {false, true}) {
+    for (double ceiling : {3.0e7, 4.0e7, 4.1e7, 6.0e7}) {
+      INFO("bound " << bound << ", ceiling " << ceiling);
+      DatarateState s = steady_at(2, 4.0e7, true, bound);
+      s.bck[2] = kMaxBackoff;  // past the model's gate
+      s.c = 1u << kMaxBackoff;
+      s.up_cpu_rate = ceiling;
+      uint8_t next = datarate_next(s, 4.0e7, 0.2, m);
+      if (ceiling < 4.0e7 * (1 + kTieMargin)) CHECK(next != 3);  // the other neighbour, or stay
+      else CHECK(next == 3);
+    }
+  }
+}
+
+TEST_CASE("cost model: the link is never faster than the cap", "[compress]") {
+  CostModel m{};
+  model_init(m, 4);
+  m.cap_bps = 20e6;
+  // A period that waited, 21.8 MB/s on the wire (the bucket's depth let a burst through).
+  model_observe(m, 1, 100'000'000, 21'800'000, 1'000'000'000, 500'000'000, 100'000'000);
+  CHECK(m.wire_bps == 20e6);
+  model_observe(m, 1, 100'000'000, 19'000'000, 1'000'000'000, 500'000'000, 100'000'000);
+  CHECK(m.wire_bps < 20e6);
+  m.cap_bps = 0;  // no cap known: what was measured
+  model_observe(m, 1, 100'000'000, 30'000'000, 1'000'000'000, 500'000'000, 100'000'000);
+  CHECK(m.wire_bps > 20e6);
+}
+
 TEST_CASE("datarate: levels a round cannot tell apart are neither picked nor probed across a new zstd frame",
           "[compress]") {
   // Data whose gain is the stream's history (.gz files): one-shot, every zstd level
