@@ -302,23 +302,27 @@ void keep_zstd_history(TxStream& s, Level level) {
     second_zstd_stream(s);
 }
 
+// Whether the mix's promoted chunks measured level `up` within the last kResampleNs
+// (promo_ns_byte, promo_wire_byte): an older figure, another process's CPU say, must
+// not decide for good.
+bool promo_measured(const TxStream& s, unsigned up, uint64_t now_ns) {
+  return s.promo_level == up && s.promo_ns_byte > 0 && now_ns - s.promo_at_ns < kResampleNs;
+}
+
 // The time a chunk of `len` bytes takes at level `up`: what the last promoted chunks
-// took there per byte (measured within kResampleNs: a slow measurement, another
-// process's CPU say, must not stop the mix for good), else the model's CPU figure
+// took there per byte (promo_measured), else the model's CPU figure
 // (calibrated every kResampleNs, corrected by what the stream spends); 0: not known.
 double promoted_chunk_ns(const TxStream& s, uint8_t up, size_t len, uint64_t now_ns) {
-  if (s.promo_level == up && s.promo_ns_byte > 0 && now_ns - s.promo_at_ns < kResampleNs)
-    return s.promo_ns_byte * static_cast<double>(len);
+  if (promo_measured(s, up, now_ns)) return s.promo_ns_byte * static_cast<double>(len);
   const LevelModel& l = s.policy.model.level[up];
   return l.known ? l.cpu_ns_byte * s.policy.model.cpu_gain * static_cast<double>(len) : 0;
 }
 
 // Whether level `up` alone leaves the link idle at this cap (CPU-bound): what the last
-// promoted chunks took per byte against the link's time for their wire bytes (measured
-// within kResampleNs), else the model's verdict.
+// promoted chunks took per byte against the link's time for their wire bytes
+// (promo_measured), else the model's verdict.
 bool up_cpu_bound(const TxStream& s, const WireMeter& m, uint8_t up, uint64_t now_ns) {
-  if (s.promo_level == up && s.promo_ns_byte > 0 && now_ns - s.promo_at_ns < kResampleNs && m.rate_bps > 0)
-    return s.promo_ns_byte > s.promo_wire_byte * 1e9 / m.rate_bps;
+  if (promo_measured(s, up, now_ns) && m.rate_bps > 0) return s.promo_ns_byte > s.promo_wire_byte * 1e9 / m.rate_bps;
   return model_cpu_bound(s.policy.model, up);
 }
 
@@ -353,8 +357,7 @@ bool promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead, si
   // ratio. That can pay only where the level above is CPU-bound; where it alone would
   // keep the link busy, the policy moves to it (with its whole history): text at
   // 10 MiB/s mixing zstd:6 with a link-bound zstd:9 moved 42.2-43.2 MiB/s, zstd:6 alone
-  // 44.0. And the
-  // chunks go up in runs of kZstdMixRun, so that each history holds whole windows: at
+  // 44.0. And the chunks go up in runs of kZstdMixRun, so that each history holds whole windows: at
   // the zstd:3/zstd:5 crossing on HTML, with 16-25% of the chunks at zstd:5, chunk by
   // chunk sent a lower ratio than zstd:3 alone (7.08-7.10 against 7.11), runs of 16 a
   // higher one (7.16-7.30). A run goes on while the lead covers the next chunk.
@@ -523,7 +526,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       if (promoted) {  // what a chunk at that level costs, for the next promotions
         double per_byte = static_cast<double>(cpu_ns) / static_cast<double>(len);
         double wire_byte = static_cast<double>(c ? c : len) / static_cast<double>(len);
-        bool again = s.promo_level == lvl && s.promo_ns_byte > 0 && c0 - s.promo_at_ns < kResampleNs;
+        bool again = promo_measured(s, lvl, c0);
         s.promo_ns_byte = again ? 0.75 * s.promo_ns_byte + 0.25 * per_byte : per_byte;
         s.promo_wire_byte = again ? 0.75 * s.promo_wire_byte + 0.25 * wire_byte : wire_byte;
         s.promo_level = lvl;
@@ -567,8 +570,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     s.last_waited = blocked > cal_ns;
     // What the mix measured of the level above the policy's: its CPU ceiling (probes
     // of it are judged by it, policy_datarate.cc worth_probing).
-    bool up_measured = s.promo_level == policy_lvl + 1 && s.promo_ns_byte > 0 && t1 - s.promo_at_ns < kResampleNs;
-    s.policy.dr.up_cpu_rate = up_measured ? 1e9 / s.promo_ns_byte : 0;
+    s.policy.dr.up_cpu_rate = promo_measured(s, policy_lvl + 1u, t1) ? 1e9 / s.promo_ns_byte : 0;
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns, promoted});
     if (next != policy_lvl && blog_enabled(LogLevel::Debug))
       blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, policy_lvl,

@@ -113,6 +113,22 @@ TEST_CASE("conn pool: a retired record in use is released by its lock holder", "
   close(sv[1]);
 }
 
+namespace {
+// A record for fd that has none of what `has` looks for (records keep their workspaces
+// for reuse); the records passed over go to `held` (the caller retires them).
+template <typename Has>
+Conn* record_without(int fd, std::vector<Conn*>& held, Has has) {
+  for (int i = 0; i < 10000; ++i) {
+    Conn* k = conn_acquire(fd);
+    REQUIRE(k != nullptr);
+    if (!has(k)) return k;
+    held.push_back(k);
+  }
+  FAIL("no record without it in 10000");
+  return nullptr;
+}
+}  // namespace
+
 TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused", "[compress]") {
   int sv[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
@@ -121,14 +137,7 @@ TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused"
   REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
   // A record that has no sending workspace yet (records keep theirs for reuse).
   std::vector<Conn*> held;
-  Conn* c = nullptr;
-  for (int i = 0; i < 10000 && !c; ++i) {
-    Conn* k = conn_acquire(sv[0]);
-    REQUIRE(k != nullptr);
-    if (k->tx_mem) held.push_back(k);
-    else c = k;
-  }
-  REQUIRE(c != nullptr);
+  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_mem != nullptr; });
   uint64_t before = pool_mem_mapped();
   pool_set_mem_cap(before + 4096);
   CHECK_FALSE(conn_tx_enable(c, &levels, p));
@@ -148,15 +157,8 @@ TEST_CASE("conn pool: a second zstd stream's workspace is mapped on first need, 
   static LevelList levels = levels_default();
   PolicyConfig p{};
   REQUIRE(policy_parse("datarate", levels, p) == nullptr);
-  std::vector<Conn*> held;
-  Conn* c = nullptr;
-  for (int i = 0; i < 10000 && !c; ++i) {  // a record that never had a second stream
-    Conn* k = conn_acquire(sv[0]);
-    REQUIRE(k != nullptr);
-    if (k->tx_extra || k->rx_extra) held.push_back(k);
-    else c = k;
-  }
-  REQUIRE(c != nullptr);
+  std::vector<Conn*> held;  // a record that never had a second stream
+  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_extra || k->rx_extra; });
   REQUIRE(conn_tx_enable(c, &levels, p));
   REQUIRE(conn_rx_enable(c));
   REQUIRE(c->tx.extra.get != nullptr);
