@@ -163,7 +163,7 @@ size_t zstd_stream_room(const LevelList& l) {
   for (int lv = 1; lv <= max_zstd_level(l); ++lv) m = cstream_size_for(lv) > m ? cstream_size_for(lv) : m;
   return align16(m);
 }
-size_t dstream_room() { return align16(ZSTD_estimateDStreamSize(size_t{1} << kZstdWindowLog)); }
+size_t dstream_room() { return align16(ZSTD_estimateDStreamSize(size_t{1} << kZstdWindowLogMax)); }
 }  // namespace
 
 size_t tx_stream_codec_size(const LevelList& levels) noexcept {
@@ -307,11 +307,11 @@ size_t rx_codec_size() noexcept {
 }
 
 namespace {
-// A zstd decoder on `room` bytes at mem. A frame asking for a larger window than the
-// workspace holds is refused (corrupt).
-void* dstream_at(void* mem, size_t room) {
+// A zstd decoder on `room` bytes at mem. A frame asking for a window larger than
+// 2^window_log (at most what the workspace holds) is refused (corrupt).
+void* dstream_at(void* mem, size_t room, int window_log) {
   auto* d = ZSTD_initStaticDStream(mem, room);
-  return d && !ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, kZstdWindowLog)) ? d : nullptr;
+  return d && !ZSTD_isError(ZSTD_DCtx_setParameter(d, ZSTD_d_windowLogMax, window_log)) ? d : nullptr;
 }
 }  // namespace
 
@@ -323,8 +323,15 @@ bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept {
   base += align16(sizeof(LZ4_streamDecode_t));
   c.lz4_ring = base;
   base += align16(kLz4Ring);
-  c.dctx[0] = dstream_at(base, dstream_room());
+  c.window_log_max = zstd_window_log_max(kWireVersion);
+  c.dctx[0] = dstream_at(base, dstream_room(), c.window_log_max);
   return c.dctx[0] != nullptr;
+}
+
+void rx_codec_set_version(RxCodec& c, uint8_t version) noexcept {
+  c.window_log_max = zstd_window_log_max(version);
+  for (void* d : c.dctx)  // set before any frame of the stream: only a parameter changes
+    if (d) ZSTD_DCtx_setParameter(static_cast<ZSTD_DCtx*>(d), ZSTD_d_windowLogMax, c.window_log_max);
 }
 
 size_t rx_codec_extra_size() noexcept { return dstream_room(); }
@@ -332,7 +339,7 @@ size_t rx_codec_extra_size() noexcept { return dstream_room(); }
 bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept {
   if (c.dctx[1] || !mem || size < dstream_room()) return false;
   c.zstd_open[1] = false;
-  c.dctx[1] = dstream_at(mem, dstream_room());
+  c.dctx[1] = dstream_at(mem, dstream_room(), c.window_log_max);
   return c.dctx[1] != nullptr;
 }
 

@@ -59,18 +59,21 @@ size_t codec_compress(TxCodec& c, Level level, const void* src, size_t n, void* 
 // @return true if the sample shrinks enough for compression to be worth trying.
 bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 
-// ---- Streaming (wire v2) ----
-// zstd's window: 2 MiB (zstd:3's own for large inputs, what `zstd --adapt` has). On
-// the bench's text (Debian changelogs) zstd:3 gains 3.42x with 128 KiB, 3.76x with
-// 256 KiB, 3.89x with 1 MiB, 3.92x with 2 MiB; on their .gz files (LOW) it saves 0%,
-// 4% and 9% with 128 KiB, 1 MiB and 2 MiB (repeats across files). The match tables
-// are capped (their own make zstd:9's context 14 MiB): the hash table at 2^18 entries,
-// which levels from zstd:5 up would make 2^19-2^21 (2^17 cost them 1.4-2.3% of ratio
-// on text against 2^18, for 0.5 MiB per sending connection; 2^19 was 0.6-1% more ratio
-// for 1.5 MiB more and 10-15% of speed), the chain table at 2^17 (unused by zstd:5-9's
-// row match finder; zstd:3 keeps its own 2^17/2^16). Memory per connection:
-// docs/compression.md.
-inline constexpr int kZstdWindowLog = 21;
+// ---- Streaming (wire v2 and later) ----
+// zstd's window: 8 MiB (wire v4; `zstd --adapt` uses 8 MiB whatever its level). On the
+// bench's HTML (MODERATE), in 128 KiB flushes with our tables, 8 MiB against 2 MiB:
+// zstd:3 7.49x against 7.11, zstd:5 7.91/7.80, zstd:6 8.28/8.15, zstd:9 8.59/8.43, at the
+// same speed (zstd:1's 2^13 hash table finds nothing further back: 6.49 both); on the
+// changelogs (HIGH) +0-0.3%; on the .gz files (LOW) with long-distance matching 1.126x
+// against 1.111 (zstd:3). With 2 MiB, `zstd --adapt | pv -L 20m` moved 152 MiB/s of
+// that HTML to bonsai's 143. A window costs memory only as a connection fills it
+// (pages are touched as data goes through). The match tables are capped (their own
+// make zstd:9's context 14 MiB): the hash table at 2^18 entries, which levels from
+// zstd:5 up would make 2^19-2^21 (2^17 cost them 1.4-2.3% of ratio on text against
+// 2^18, for 0.5 MiB per sending connection; 2^19 was 0.6-1% more ratio for 1.5 MiB
+// more and 10-15% of speed), the chain table at 2^17 (unused by zstd:5-9's row match
+// finder; zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/compression.md.
+inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
 inline constexpr unsigned kZstdHashLog = 18;
 inline constexpr unsigned kZstdChainLog = 17;
 // Long-distance matching (zstd's LDM), for data that barely compresses (see
@@ -157,10 +160,16 @@ struct RxCodec {
   uint8_t* lz4_ring;
   size_t lz4_pos;
   bool lz4_open;
+  int window_log_max;  // the largest zstd window the stream's version allows
 };
 
+// Decoders are sized for the largest window (kZstdWindowLogMax), so one workspace
+// serves every version; rx_codec_set_version bounds a stream's window by its version.
 size_t rx_codec_size() noexcept;
 bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept;
+// The stream's version is known (its header): zstd frames asking for a larger window
+// than zstd_window_log_max(version) are refused from now on.
+void rx_codec_set_version(RxCodec& c, uint8_t version) noexcept;
 // The second zstd stream's decoder workspace.
 size_t rx_codec_extra_size() noexcept;
 bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept;

@@ -37,6 +37,7 @@ Step parse(RxStream& s, const char** why) {
       return Step::Corrupt;
     }
     s.version = p[7];
+    rx_codec_set_version(s.codec, s.version);
     s.in_beg += kStreamHeaderSize;
     s.need_stream_header = false;
     return Step::Progress;

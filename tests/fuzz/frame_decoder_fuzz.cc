@@ -4,8 +4,8 @@
 // or fail with ECONNRESET; never crash, hang or read out of bounds. What is handed
 // out is always a prefix of what the whole, valid frames decode to (a reference
 // decode frame by frame, with its own codec state): never a byte of a truncated or
-// corrupt frame. Wire v1, v2 and v3 (streams with history; v3: two zstd streams); to
-// reach deep into the streams, an input may also be an XOR mask over a valid v3 stream
+// corrupt frame. Wire v1 to v4 (streams with history; v3: two zstd streams, v4: 8 MiB windows); to
+// reach deep into the streams, an input may also be an XOR mask over a valid v4 stream
 // of lz4 and zstd frames (new-stream and continuation frames, level changes, frames of
 // the second zstd stream).
 // Build: make fuzz (clang-14); `make test-fuzz` runs it for FUZZ_SECONDS (30).
@@ -43,7 +43,7 @@ uint8_t g_buf[1 << 18];
 constexpr size_t kRefCap = 4 << 20;  // bytes of reference output compared at most
 uint8_t g_ref[kRefCap + kMaxFrameRaw];
 
-uint8_t g_valid[1 << 19];  // a valid v3 stream (built once)
+uint8_t g_valid[1 << 19];  // a valid v4 stream (built once)
 size_t g_valid_len, g_valid_raw;
 
 // The decoders' second zstd stream (ExtraMem): one block for the stream under test, one
@@ -52,7 +52,7 @@ void* g_extra;
 void* g_ref_extra;
 void* extra_get(void* ctx, size_t n) { return n <= rx_codec_extra_size() ? *static_cast<void**>(ctx) : nullptr; }
 
-// Encodes some text-like bytes as a v3 stream: lz4 and zstd frames at several levels
+// Encodes some text-like bytes as a v4 stream: lz4 and zstd frames at several levels
 // on both zstd streams, of several sizes, with raw frames between.
 void build_valid() {
   LevelList l = levels_default();
@@ -102,6 +102,7 @@ size_t reference(const uint8_t* w, size_t n, bool* capped) {
   if (!rx_codec_init(codec, g_ref_mem, rx_codec_size()) || !rx_codec_attach(codec, g_ref_extra, rx_codec_extra_size()))
     abort();
   uint8_t version = w[7];
+  rx_codec_set_version(codec, version);  // as rx_stream does: the version bounds the window
   static uint8_t dec[kMaxFrameRaw];
   size_t at = kStreamHeaderSize, out = 0;
   while (n - at >= kFrameHeaderSize) {
@@ -144,8 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   s.extra = ExtraMem{extra_get, &g_extra};
   // Byte 0: piece size; byte 1: read size; byte 2 bit 0: prepend a valid stream header
   // (so that the fuzzer reaches the frames quickly), bit 1: of version 1, bit 3: of
-  // version 2 (else 3); bit 2: the rest is an XOR mask over a valid v3 stream (cut to
-  // its length).
+  // version 2, bit 4: of version 3 (else 4); bit 2: the rest is an XOR mask over a
+  // valid v4 stream (cut to its length).
   g_piece = 1 + size_t{data[0]} * 67;
   size_t read_size = 1 + size_t{data[1]} * 1021;
   size_t n = 0, body;
@@ -154,7 +155,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (size_t i = 0; i < body; ++i) g_wire[i] = g_valid[i] ^ data[3 + i];
   } else {
     if (data[2] & 1) {
-      stream_header_write(g_wire, data[2] & 2 ? kWireVersionOld : data[2] & 8 ? kWireVersionOne : kWireVersion);
+      stream_header_write(g_wire, data[2] & 2    ? kWireVersionOld
+                                  : data[2] & 8  ? kWireVersionOne
+                                  : data[2] & 16 ? kWireVersionNarrow
+                                                 : kWireVersion);
       n = kStreamHeaderSize;
     }
     body = size - 3 < sizeof g_wire - n ? size - 3 : sizeof g_wire - n;

@@ -42,12 +42,13 @@ TEST_CASE("frame headers round-trip and reject invalid fields", "[compress]") {
       {Method::Raw, 100, 100, kFlagZstd2, false, false, false},
       {Method::Zstd, 100, 50, 4, false, false, false},
   };
-  static_assert(kWireVersion == 3 && kWireVersionOne == 2);
+  static_assert(kWireVersion == 4 && kWireVersionNarrow == 3 && kWireVersionOne == 2);
   for (const auto& c : cases) {
     frame_header_write(b, FrameHeader{c.m, c.raw, c.wire, c.flags});
     CHECK(frame_header_parse(b, g, kWireVersionOld) == c.ok_v1);
     CHECK(frame_header_parse(b, g, kWireVersionOne) == c.ok_v2);
-    CHECK(frame_header_parse(b, g, kWireVersion) == c.ok_v3);
+    CHECK(frame_header_parse(b, g, kWireVersionNarrow) == c.ok_v3);
+    CHECK(frame_header_parse(b, g, kWireVersion) == c.ok_v3);  // v4 changes the window only
   }
   CHECK(frame_wire_bound(static_cast<uint32_t>(kMaxFrameRaw)) == kMaxFrameWire);
   frame_header_write(b, h);
@@ -63,8 +64,17 @@ TEST_CASE("stream header recognition", "[compress]") {
   stream_header_write(s);
   CHECK(stream_header_match(s, 8) == HeaderMatch::Yes);
   CHECK(stream_header_match(s, 3) == HeaderMatch::Prefix);
-  s[7] = 9;
-  CHECK(stream_header_match(s, 8) == HeaderMatch::BadVersion);
+  for (uint8_t v = 1; v <= 4; ++v) {  // what this decoder knows
+    s[7] = v;
+    CHECK(stream_header_match(s, 8) == HeaderMatch::Yes);
+  }
+  for (uint8_t v : {uint8_t{0}, uint8_t{5}, uint8_t{9}}) {
+    s[7] = v;
+    CHECK(stream_header_match(s, 8) == HeaderMatch::BadVersion);
+  }
+  CHECK(zstd_window_log_max(4) == 23);  // 8 MiB from v4 on, 2 MiB before
+  CHECK(zstd_window_log_max(3) == 21);
+  CHECK(zstd_window_log_max(1) == 21);
   const uint8_t http[] = "GET / HTTP/1.1";
   CHECK(stream_header_match(http, 8) == HeaderMatch::No);
 }

@@ -154,13 +154,15 @@ TEST_CASE("damaged v2 frames are refused, never handed out", "[compress]") {
   }
 }
 
-TEST_CASE("a zstd frame asking for a window larger than 2 MiB is refused", "[compress]") {
-  // What a foreign or newer sender might write: windowLog 22 on 4 MiB of data.
-  auto data = text(4, 4 << 20);
+namespace {
+// A stream of `version` whose zstd frames ask for a window of 2^window_log bytes, as a
+// foreign or newer sender might write it: `data` in 128 KiB frames of one zstd stream.
+std::vector<uint8_t> zstd_stream_with_window(const std::vector<uint8_t>& data, int window_log, uint8_t version) {
   ZSTD_CCtx* z = ZSTD_createCCtx();
-  ZSTD_CCtx_setParameter(z, ZSTD_c_windowLog, 22);
+  ZSTD_CCtx_setParameter(z, ZSTD_c_windowLog, window_log);
+  ZSTD_CCtx_setParameter(z, ZSTD_c_enableLongDistanceMatching, 1);  // finds repeats anywhere in the window
   std::vector<uint8_t> wire(kStreamHeaderSize), out(kMaxFrameWire);
-  stream_header_write(wire.data());
+  stream_header_write(wire.data(), version);
   for (size_t pos = 0; pos < data.size(); pos += kMaxFrameRaw) {
     ZSTD_inBuffer in{&data[pos], kMaxFrameRaw, 0};
     ZSTD_outBuffer o{out.data(), out.size(), 0};
@@ -174,8 +176,58 @@ TEST_CASE("a zstd frame asking for a window larger than 2 MiB is refused", "[com
     wire.insert(wire.end(), out.begin(), out.begin() + static_cast<long>(o.pos));
   }
   ZSTD_freeCCtx(z);
+  return wire;
+}
+
+// 7 MiB of text whose last MiB repeats its first (6 MiB back: inside an 8 MiB window
+// only), or is fresh text.
+std::vector<uint8_t> text_with_far_repeat(bool repeat) {
+  auto v = text(61, 6 << 20);
+  auto tail = repeat ? std::vector<uint8_t>(v.begin(), v.begin() + (1 << 20)) : text(62, 1 << 20);
+  v.insert(v.end(), tail.begin(), tail.end());
+  return v;
+}
+}  // namespace
+
+TEST_CASE("zstd windows: 8 MiB from wire v4, 2 MiB before; larger ones are refused", "[compress]") {
+  auto data = text(4, 4 << 20);
   int err;
-  auto got = decode(wire, &err);
+  // v4: up to 8 MiB.
+  CHECK((decode(zstd_stream_with_window(data, 23, kWireVersion), &err) == data));
+  CHECK(err == 0);
+  auto got = decode(zstd_stream_with_window(data, 24, kWireVersion), &err);
+  CHECK(err == ECONNRESET);
+  CHECK(got.empty());
+  // v3 and v2: up to 2 MiB.
+  for (uint8_t v : {kWireVersionNarrow, kWireVersionOne}) {
+    CHECK((decode(zstd_stream_with_window(data, 21, v), &err) == data));
+    CHECK(err == 0);
+    got = decode(zstd_stream_with_window(data, 22, v), &err);
+    CHECK(err == ECONNRESET);
+    CHECK(got.empty());
+  }
+}
+
+TEST_CASE("the sender's zstd window holds 8 MiB: a repeat 6 MiB back is found, byte-exact", "[compress]") {
+  double ratio[2];
+  std::vector<uint8_t> far_wire;
+  for (bool repeat : {false, true}) {
+    auto data = text_with_far_repeat(repeat);
+    Tx t("fixed:zstd:3");
+    stream_long_matches(t.tx.codec, true);  // the capped match tables have lost it; LDM keeps the window's
+    auto wire = encode(t, data, [](unsigned) { return kMaxFrameRaw; }, [](unsigned) { return uint8_t{3}; });
+    int err;
+    CHECK((decode(wire, &err) == data));
+    CHECK(err == 0);
+    ratio[repeat] = static_cast<double>(data.size()) / static_cast<double>(wire.size());
+    if (repeat) far_wire = wire;
+  }
+  INFO("ratio " << ratio[1] << " with the repeat, " << ratio[0] << " with fresh text");
+  CHECK(ratio[1] > ratio[0] * 1.08);  // the last seventh nearly free: ~1.15x
+  // The same stream read as v3 (2 MiB windows) is refused, not misread.
+  far_wire[7] = kWireVersionNarrow;
+  int err;
+  auto got = decode(far_wire, &err);
   CHECK(err == ECONNRESET);
   CHECK(got.empty());
 }
@@ -186,10 +238,10 @@ TEST_CASE("workspace sizes per connection (docs/compression.md)", "[compress]") 
   size_t tx2 = tx_stream_codec_extra_size(l), rx2 = rx_codec_extra_size();
   WARN("sender workspace " << tx / 1024 << " KiB (levels up to zstd:9), receiver " << rx / 1024
                            << " KiB; a second zstd stream: " << tx2 / 1024 << " and " << rx2 / 1024 << " KiB more");
-  CHECK(tx < 5 * 1024 * 1024);
-  CHECK(rx < 3584 * 1024);
-  CHECK(tx2 < 4608 * 1024);
-  CHECK(rx2 < 2560 * 1024);
+  CHECK(tx < 11 * 1024 * 1024);  // an 8 MiB window each side (wire v4)
+  CHECK(rx < 9216 * 1024 + 512 * 1024);
+  CHECK(tx2 < 10752 * 1024);
+  CHECK(rx2 < 8704 * 1024);
 }
 
 namespace {

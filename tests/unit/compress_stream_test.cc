@@ -251,9 +251,9 @@ TEST_CASE("corrupt or truncated frames yield ECONNRESET, never garbage", "[compr
   bad[kStreamHeaderSize + kFrameHeaderSize + 1] ^= 0xff;  // zstd frame magic
   decode(bad, &err);
   CHECK(err == ECONNRESET);
-  // A version this decoder does not know (1 to 3 are known).
+  // A version this decoder does not know (1 to 4 are known).
   bad = wire;
-  bad[7] = 4;
+  bad[7] = 5;
   decode(bad, &err);
   CHECK(err == ECONNRESET);
 }
