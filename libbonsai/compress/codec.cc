@@ -18,6 +18,9 @@ constexpr size_t kSampleOut = LZ4_COMPRESSBOUND(kSampleSize);
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
+// Whether the next frames get the 8 MiB window (kZstdWidenAfter).
+bool zstd_wants_wide(const TxStreamCodec& c) { return c.zstd_bytes >= kZstdWidenAfter; }
+
 // A level's parameters for a stream: its own for a source of the window's size, with
 // the window and the tables bounded (what bounds the workspace).
 ZSTD_compressionParameters stream_cparams(int level) {
@@ -45,9 +48,11 @@ size_t cstream_size_for(int level) {
 }
 
 // Starts a new zstd frame at `level` with explicit parameters (a level alone would
-// pick tables for an unknown source size, larger than the static workspace).
-bool zstd_start(ZSTD_CCtx* z, int level, bool ldm) {
+// pick tables for an unknown source size, larger than the static workspace) and a
+// window of 2^window_log bytes (at most the workspace's).
+bool zstd_start(ZSTD_CCtx* z, int level, bool ldm, int window_log) {
   ZSTD_compressionParameters cp = stream_cparams(level);
+  cp.windowLog = static_cast<unsigned>(window_log);
   ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters);
   const std::pair<ZSTD_cParameter, int> params[] = {
       {ZSTD_c_compressionLevel, level},
@@ -68,7 +73,7 @@ bool zstd_start(ZSTD_CCtx* z, int level, bool ldm) {
       {ZSTD_c_ldmHashLog, static_cast<int>(kLdmHashLog)},
       {ZSTD_c_ldmMinMatch, static_cast<int>(kLdmMinMatch)},
       {ZSTD_c_ldmBucketSizeLog, static_cast<int>(kLdmBucketLog)},
-      {ZSTD_c_ldmHashRateLog, kZstdWindowLog - static_cast<int>(kLdmHashLog)},
+      {ZSTD_c_ldmHashRateLog, window_log - static_cast<int>(kLdmHashLog)},
   };
   for (const auto& [k, v] : long_params)
     if (ZSTD_isError(ZSTD_CCtx_setParameter(z, k, v))) return false;
@@ -163,7 +168,7 @@ size_t zstd_stream_room(const LevelList& l) {
   for (int lv = 1; lv <= max_zstd_level(l); ++lv) m = cstream_size_for(lv) > m ? cstream_size_for(lv) : m;
   return align16(m);
 }
-size_t dstream_room() { return align16(ZSTD_estimateDStreamSize(size_t{1} << kZstdWindowLogMax)); }
+size_t dstream_room(int window_log) { return align16(ZSTD_estimateDStreamSize(size_t{1} << window_log)); }
 }  // namespace
 
 size_t tx_stream_codec_size(const LevelList& levels) noexcept {
@@ -208,8 +213,9 @@ bool tx_stream_codec_attach(TxStreamCodec& c, void* mem, size_t size, const Leve
 }
 
 bool stream_zstd_new_frame(const TxStreamCodec& c, int level) noexcept {
+  bool wide = zstd_wants_wide(c);
   for (int i = 0; i < c.nzstd; ++i)
-    if (c.zs[i].level == level && c.zs[i].ldm == c.want_ldm) return false;
+    if (c.zs[i].level == level && c.zs[i].ldm == c.want_ldm && c.zs[i].wide == wide) return false;
   return true;
 }
 
@@ -255,15 +261,18 @@ size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void*
   int i = zstd_slot_for(c, level);
   ZstdSlot& s = c.zs[i];
   auto* z = static_cast<ZSTD_CCtx*>(s.zcs);
-  if (s.level != level || s.ldm != c.want_ldm) {
+  bool wide = zstd_wants_wide(c);
+  if (s.level != level || s.ldm != c.want_ldm || s.wide != wide) {
     s.level = 0;
-    if (!zstd_start(z, level, c.want_ldm)) {
+    int window_log = wide ? kZstdWindowLog : kZstdWindowLogNarrow;
+    if (!zstd_start(z, level, c.want_ldm, window_log)) {
       if (!c.want_ldm) return 0;
       c.ldm_failed = true, c.want_ldm = false;  // a libzstd that refuses our LDM parameters
-      if (!zstd_start(z, level, false)) return 0;
+      if (!zstd_start(z, level, false, window_log)) return 0;
     }
     s.level = level;
     s.ldm = c.want_ldm;
+    s.wide = wide;
     *flags |= kFlagNewStream;
   }
   if (i == 1) *flags |= kFlagZstd2;
@@ -279,7 +288,10 @@ size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void*
       *flags = 0;
       return 0;
     }
-    if (r == 0) return out.pos;
+    if (r == 0) {
+      c.zstd_bytes += n;
+      return out.pos;
+    }
   }
 }
 }  // namespace
@@ -303,10 +315,16 @@ bool stream_sample_compressible(TxStreamCodec& c, const void* src, size_t n, uns
 }
 
 size_t rx_codec_size() noexcept {
-  return dstream_room() + align16(sizeof(LZ4_streamDecode_t)) + align16(kLz4Ring);
+  return dstream_room(kZstdWindowLogNarrow) + align16(sizeof(LZ4_streamDecode_t)) + align16(kLz4Ring);
 }
 
 namespace {
+// The largest window decoder i may take: what the stream's version allows, within what
+// its workspace holds.
+int decoder_window_log(const RxCodec& c, int i) {
+  int room = c.wide[i] ? kZstdWindowLogMax : kZstdWindowLogNarrow;
+  return c.window_log_max < room ? c.window_log_max : room;
+}
 // A zstd decoder on `room` bytes at mem. A frame asking for a window larger than
 // 2^window_log (at most what the workspace holds) is refused (corrupt).
 void* dstream_at(void* mem, size_t room, int window_log) {
@@ -324,23 +342,40 @@ bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept {
   c.lz4_ring = base;
   base += align16(kLz4Ring);
   c.window_log_max = zstd_window_log_max(kWireVersion);
-  c.dctx[0] = dstream_at(base, dstream_room(), c.window_log_max);
+  c.dctx[0] = dstream_at(base, dstream_room(kZstdWindowLogNarrow), decoder_window_log(c, 0));
   return c.dctx[0] != nullptr;
 }
 
 void rx_codec_set_version(RxCodec& c, uint8_t version) noexcept {
   c.window_log_max = zstd_window_log_max(version);
-  for (void* d : c.dctx)  // set before any frame of the stream: only a parameter changes
-    if (d) ZSTD_DCtx_setParameter(static_cast<ZSTD_DCtx*>(d), ZSTD_d_windowLogMax, c.window_log_max);
+  for (int i = 0; i < kZstdStreams; ++i)  // set before any frame of the stream: only a parameter changes
+    if (c.dctx[i]) ZSTD_DCtx_setParameter(static_cast<ZSTD_DCtx*>(c.dctx[i]), ZSTD_d_windowLogMax, decoder_window_log(c, i));
 }
 
-size_t rx_codec_extra_size() noexcept { return dstream_room(); }
+size_t rx_codec_extra_size() noexcept { return dstream_room(kZstdWindowLogNarrow); }
 
 bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept {
-  if (c.dctx[1] || !mem || size < dstream_room()) return false;
+  if (c.dctx[1] || !mem || size < rx_codec_extra_size()) return false;
   c.zstd_open[1] = false;
-  c.dctx[1] = dstream_at(mem, dstream_room(), c.window_log_max);
+  c.wide[1] = false;
+  c.dctx[1] = dstream_at(mem, rx_codec_extra_size(), decoder_window_log(c, 1));
   return c.dctx[1] != nullptr;
+}
+
+size_t rx_codec_wide_size() noexcept { return dstream_room(kZstdWindowLogMax); }
+
+bool rx_codec_widen(RxCodec& c, int stream, void* mem, size_t size) noexcept {
+  if (stream < 0 || stream >= kZstdStreams || !mem || size < rx_codec_wide_size()) return false;
+  c.zstd_open[stream] = false;
+  c.wide[stream] = true;
+  c.dctx[stream] = dstream_at(mem, rx_codec_wide_size(), decoder_window_log(c, stream));
+  return c.dctx[stream] != nullptr;
+}
+
+uint64_t zstd_frame_window(const void* src, size_t n) noexcept {
+  ZSTD_frameHeader h;
+  if (ZSTD_getFrameHeader(&h, src, n) != 0 || h.frameType != ZSTD_frame) return 0;
+  return h.windowSize;
 }
 
 namespace {

@@ -74,6 +74,13 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 // more and 10-15% of speed), the chain table at 2^17 (unused by zstd:5-9's row match
 // finder; zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/compression.md.
 inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
+// A connection's zstd frames start with a 2 MiB window (wire v3's), so a receiver maps
+// a decoder for 2 MiB only; once zstd has taken this much of the connection's data (the
+// narrow window is full: older data starts to fall out of it), each zstd stream's next
+// chunk starts a new frame with the 8 MiB window, once. Short connections (most) thus
+// cost a receiver 3.0 MiB, long ones 11.5 (compression.md, Memory); the sender's
+// context is sized for 8 MiB from the start.
+inline constexpr size_t kZstdWidenAfter = size_t{1} << kZstdWindowLogNarrow;
 inline constexpr unsigned kZstdHashLog = 18;
 inline constexpr unsigned kZstdChainLog = 17;
 // Long-distance matching (zstd's LDM), for data that barely compresses (see
@@ -104,6 +111,7 @@ struct ZstdSlot {
   void* zcs;      // ZSTD_CCtx* (static, streaming)
   int level;      // level of its open zstd frame; 0: none (its next frame starts one)
   bool ldm;       // the open frame's long-distance matching
+  bool wide;      // the open frame's window is 8 MiB (else 2 MiB: kZstdWidenAfter)
   uint64_t used;  // when it last took a chunk (the codec's chunk count)
 };
 
@@ -112,6 +120,7 @@ struct TxStreamCodec {
   int nzstd;       // zstd streams with a workspace: 0 (no zstd level), 1 or 2
   int max_zstd;
   uint64_t zstd_chunks;  // chunks compressed with zstd (the slots' clock)
+  uint64_t zstd_bytes;   // bytes zstd has taken (kZstdWidenAfter)
   bool want_ldm;   // the next frames' (stream_long_matches)
   bool ldm_failed; // a frame with it failed: never again on this stream
   void* lz4;       // LZ4_stream_t*
@@ -128,7 +137,7 @@ size_t tx_stream_codec_extra_size(const LevelList& levels) noexcept;
 // Gives the second zstd stream its workspace (16-aligned, that size). @return success.
 bool tx_stream_codec_attach(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept;
 // Whether a chunk at zstd level `level` would start a new zstd frame (no stream is open
-// at it with the long-distance matching the next frames want).
+// at it with the long-distance matching and the window the next frames want).
 bool stream_zstd_new_frame(const TxStreamCodec& c, int level) noexcept;
 
 // Compresses src[0..n) at `level` as the next frame of that codec's stream, into dst
@@ -156,6 +165,7 @@ struct RxCodec {
   // attached when a frame of the second zstd stream first arrives (rx_codec_attach).
   void* dctx[kZstdStreams];
   bool zstd_open[kZstdStreams];
+  bool wide[kZstdStreams];  // the decoder holds an 8 MiB window (rx_codec_widen); else 2 MiB
   void* lz4d;  // LZ4_streamDecode_t*
   uint8_t* lz4_ring;
   size_t lz4_pos;
@@ -163,16 +173,24 @@ struct RxCodec {
   int window_log_max;  // the largest zstd window the stream's version allows
 };
 
-// Decoders are sized for the largest window (kZstdWindowLogMax), so one workspace
-// serves every version; rx_codec_set_version bounds a stream's window by its version.
+// Decoders start with room for a 2 MiB window (what a sender's first frames ask,
+// kZstdWidenAfter); a zstd stream whose new frame asks for more gets an 8 MiB decoder
+// (rx_codec_widen) in a workspace of its own. rx_codec_set_version bounds a stream's
+// window by its version.
 size_t rx_codec_size() noexcept;
 bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept;
 // The stream's version is known (its header): zstd frames asking for a larger window
 // than zstd_window_log_max(version) are refused from now on.
 void rx_codec_set_version(RxCodec& c, uint8_t version) noexcept;
-// The second zstd stream's decoder workspace.
+// The second zstd stream's decoder workspace (2 MiB window).
 size_t rx_codec_extra_size() noexcept;
 bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept;
+// A decoder workspace for an 8 MiB window, and zstd stream `stream` (0 or 1) moved to
+// it (call at a new zstd frame: no history is needed). @return success.
+size_t rx_codec_wide_size() noexcept;
+bool rx_codec_widen(RxCodec& c, int stream, void* mem, size_t size) noexcept;
+// The window a zstd frame header at src[0..n) asks for; 0 if there is none to read.
+uint64_t zstd_frame_window(const void* src, size_t n) noexcept;
 
 // Decodes a payload of `method` into exactly raw_len bytes at dst.
 // @return true on success; false on any corruption (dst contents then undefined).

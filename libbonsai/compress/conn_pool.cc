@@ -219,6 +219,11 @@ void* rx_extra(void* ctx, size_t n) {
   auto* c = static_cast<Conn*>(ctx);
   return extra_for(&c->rx_extra, &c->rx_extra_size, n);
 }
+void* rx_wide(void* ctx, int stream, size_t n) {
+  auto* c = static_cast<Conn*>(ctx);
+  if (stream < 0 || stream >= kZstdStreams) return nullptr;
+  return extra_for(&c->rx_wide[stream], &c->rx_wide_size[stream], n);
+}
 }  // namespace
 
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept {
@@ -244,7 +249,7 @@ bool conn_rx_enable(Conn* c) noexcept {
     c->rx_size = need;
   }
   if (!rx_stream_init(c->rx, c->rx_mem, c->rx_size)) return false;
-  c->rx.extra = ExtraMem{rx_extra, c};
+  c->rx.extra = ExtraMem{rx_extra, c, rx_wide};
   return true;
 }
 

@@ -51,6 +51,10 @@ struct alignas(64) Conn {
   size_t tx_extra_size;
   void* rx_extra;
   size_t rx_extra_size;
+  // Each zstd stream's 8 MiB decoder (ExtraMem::wide), mapped when its sender's frames
+  // first ask for more than 2 MiB of window, kept likewise.
+  void* rx_wide[kZstdStreams];
+  size_t rx_wide_size[kZstdStreams];
   uint8_t* file_buf;  // kMaxFrameRaw bytes in tx_mem: sendfile's bounce buffer
   Conn* next_free;
 };

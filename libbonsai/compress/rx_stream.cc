@@ -24,6 +24,29 @@ ssize_t fail(RxStream& s, const char* why) {
   return -1;
 }
 
+// Before a new zstd frame of zstd stream i asking for `window` bytes (0: unknown): the
+// stream's decoder, set up on its first frame (the second stream's) and moved to an
+// 8 MiB workspace when a frame first asks for more than 2 MiB (codec.h,
+// kZstdWidenAfter). A window beyond the version's bound is left to the decoder, which
+// refuses it. @return false (and *why) if the memory is not there.
+bool zstd_decoder_for(RxStream& s, int i, uint64_t window, const char** why) {
+  RxCodec& c = s.codec;
+  bool wide = window > (uint64_t{1} << kZstdWindowLogNarrow) && window <= (uint64_t{1} << c.window_log_max);
+  if (c.dctx[i] && (!wide || c.wide[i])) return true;
+  if (wide) {
+    size_t n = rx_codec_wide_size();
+    void* mem = s.extra.wide ? s.extra.wide(s.extra.ctx, i, n) : nullptr;
+    if (mem && rx_codec_widen(c, i, mem, n)) return true;
+    *why = "no memory for an 8 MiB zstd window (BONSAI_COMPRESS_MEM_MIB)";
+    return false;
+  }
+  size_t n = rx_codec_extra_size();  // the second stream's first frame, 2 MiB
+  void* mem = s.extra.get ? s.extra.get(s.extra.ctx, n) : nullptr;
+  if (mem && rx_codec_attach(c, mem, n)) return true;
+  *why = "no memory for a second zstd stream (BONSAI_COMPRESS_MEM_MIB)";
+  return false;
+}
+
 // Parses what is buffered: the stream header, a frame header, a whole compressed frame.
 Step parse(RxStream& s, const char** why) {
   size_t avail = in_avail(s);
@@ -57,14 +80,8 @@ Step parse(RxStream& s, const char** why) {
   if (avail < kFrameHeaderSize + h.wire_len) return Step::NeedMore;
   const uint8_t* payload = p + kFrameHeaderSize;
   s.dec = s.out;
-  if ((h.flags & kFlagZstd2) && !s.codec.dctx[1]) {  // the sender's second zstd stream: its first frame
-    size_t n = rx_codec_extra_size();
-    void* mem = s.extra.get ? s.extra.get(s.extra.ctx, n) : nullptr;
-    if (!mem || !rx_codec_attach(s.codec, mem, n)) {
-      *why = "no memory for a second zstd stream (BONSAI_COMPRESS_MEM_MIB)";
-      return Step::Corrupt;
-    }
-  }
+  if (h.method == Method::Zstd && (h.flags & kFlagNewStream) && !zstd_decoder_for(s, h.flags & kFlagZstd2 ? 1 : 0, zstd_frame_window(payload, h.wire_len), why))
+    return Step::Corrupt;
   if (s.version == kWireVersionOld) {
     if (!codec_decompress(s.codec, h.method, payload, h.wire_len, s.out, h.raw_len)) s.dec = nullptr;
   } else {

@@ -41,10 +41,12 @@ struct WireMeter {
 // Memory a stream maps only when it first needs it (a second zstd stream: most
 // connections never change level). get(): `n` bytes (16-aligned), the same block each
 // time for one connection record (kept for the record's reuse), or nullptr (none: the
-// memory cap, or out of memory). May be null (no more memory).
+// memory cap, or out of memory). May be null (no more memory). wide() likewise, a
+// block per zstd stream (0 or 1) for an 8 MiB decoder (receivers; null for senders).
 struct ExtraMem {
   void* (*get)(void* ctx, size_t n);
   void* ctx;
+  void* (*wide)(void* ctx, int stream, size_t n) = nullptr;
 };
 
 // Copies up to `n` bytes from `src` into the iovec array at byte offset `skip`.

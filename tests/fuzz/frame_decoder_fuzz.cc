@@ -46,11 +46,15 @@ uint8_t g_ref[kRefCap + kMaxFrameRaw];
 uint8_t g_valid[1 << 19];  // a valid v4 stream (built once)
 size_t g_valid_len, g_valid_raw;
 
-// The decoders' second zstd stream (ExtraMem): one block for the stream under test, one
-// for the reference.
+// The second zstd stream's decoder block for the stream under test (ExtraMem), and the
+// 8 MiB decoders (ExtraMem::wide), one per zstd stream, for it and for the reference.
 void* g_extra;
-void* g_ref_extra;
+void* g_wide[kZstdStreams];
+void* g_ref_wide[kZstdStreams];
 void* extra_get(void* ctx, size_t n) { return n <= rx_codec_extra_size() ? *static_cast<void**>(ctx) : nullptr; }
+void* wide_get(void*, int stream, size_t n) {
+  return stream >= 0 && stream < kZstdStreams && n <= rx_codec_wide_size() ? g_wide[stream] : nullptr;
+}
 
 // Encodes some text-like bytes as a v4 stream: lz4 and zstd frames at several levels
 // on both zstd streams, of several sizes, with raw frames between.
@@ -73,6 +77,7 @@ void build_valid() {
   static const uint32_t kSizes[] = {100, 2000, 70, 9000, 40000, 300, 1, 5000, 65536, 700, 3000, 20000, 8000, 900, 30000, 4000, 100};
   for (size_t k = 0; k < sizeof kLevels; ++k) {
     uint32_t n = kSizes[k];
+    if (k == 9) c.zstd_bytes = kZstdWidenAfter;  // the frames after this widen to 8 MiB, as past 2 MiB
     if (pos + n > sizeof src) pos = 0;
     FrameHeader h{Method::Raw, n, n};
     const uint8_t* payload = src + pos;
@@ -99,7 +104,10 @@ size_t reference(const uint8_t* w, size_t n, bool* capped) {
   *capped = false;
   if (n < kStreamHeaderSize || stream_header_match(w, n) != HeaderMatch::Yes) return 0;
   RxCodec codec{};
-  if (!rx_codec_init(codec, g_ref_mem, rx_codec_size()) || !rx_codec_attach(codec, g_ref_extra, rx_codec_extra_size()))
+  // The reference holds 8 MiB windows on both zstd streams from the start: it decodes
+  // what any valid stream carries (rx_stream maps them as frames ask).
+  if (!rx_codec_init(codec, g_ref_mem, rx_codec_size()) || !rx_codec_widen(codec, 0, g_ref_wide[0], rx_codec_wide_size()) ||
+      !rx_codec_widen(codec, 1, g_ref_wide[1], rx_codec_wide_size()))
     abort();
   uint8_t version = w[7];
   rx_codec_set_version(codec, version);  // as rx_stream does: the version bounds the window
@@ -134,7 +142,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!g_mem) g_mem = std::aligned_alloc(64, (rx_stream_size() + 63) / 64 * 64);
   if (!g_ref_mem) g_ref_mem = std::aligned_alloc(64, (rx_codec_size() + 63) / 64 * 64);
   if (!g_extra) g_extra = std::aligned_alloc(64, (rx_codec_extra_size() + 63) / 64 * 64);
-  if (!g_ref_extra) g_ref_extra = std::aligned_alloc(64, (rx_codec_extra_size() + 63) / 64 * 64);
+  for (int i = 0; i < kZstdStreams; ++i) {
+    if (!g_wide[i]) g_wide[i] = std::aligned_alloc(64, (rx_codec_wide_size() + 63) / 64 * 64);
+    if (!g_ref_wide[i]) g_ref_wide[i] = std::aligned_alloc(64, (rx_codec_wide_size() + 63) / 64 * 64);
+  }
   if (!g_valid_len) {
     build_valid();
     bool capped;
@@ -142,7 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   RxStream s{};
   if (!rx_stream_init(s, g_mem, rx_stream_size())) abort();
-  s.extra = ExtraMem{extra_get, &g_extra};
+  s.extra = ExtraMem{extra_get, &g_extra, wide_get};
   // Byte 0: piece size; byte 1: read size; byte 2 bit 0: prepend a valid stream header
   // (so that the fuzzer reaches the frames quickly), bit 1: of version 1, bit 3: of
   // version 2, bit 4: of version 3 (else 4); bit 2: the rest is an XOR mask over a

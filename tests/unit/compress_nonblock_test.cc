@@ -106,6 +106,8 @@ std::vector<uint8_t> decode(FakeSocket& s, size_t stop, std::mt19937& rng) {
   RxStream rx{};
   std::vector<uint8_t> got;
   if (!rx_stream_init(rx, ws.mem, ws.size)) return got;
+  compress_test::Extra extra;  // a second zstd stream and 8 MiB windows, as the pool gives them
+  rx.extra = extra.mem();
   s.rd_pos = 0;
   s.rd_budget = stop;
   std::vector<uint8_t> buf(300000);

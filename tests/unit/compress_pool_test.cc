@@ -190,6 +190,40 @@ TEST_CASE("conn pool: a second zstd stream's workspace is mapped on first need, 
   close(sv[1]);
 }
 
+TEST_CASE("conn pool: a receiver's 8 MiB decoders are mapped when first asked, within the cap, once", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  std::vector<Conn*> held;  // a record that never had a wide decoder
+  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->rx_wide[0] || k->rx_wide[1]; });
+  REQUIRE(conn_rx_enable(c));
+  REQUIRE(c->rx.extra.wide != nullptr);
+  size_t n = rx_codec_wide_size();
+  uint64_t before = pool_mem_mapped();
+  pool_set_mem_cap(before + 4096);  // past the cap: none
+  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n) == nullptr);
+  CHECK(pool_mem_mapped() == before);
+  pool_set_mem_cap(UINT64_MAX);
+  void* w0 = c->rx.extra.wide(c->rx.extra.ctx, 0, n);
+  void* w1 = c->rx.extra.wide(c->rx.extra.ctx, 1, n);
+  REQUIRE(w0 != nullptr);
+  REQUIRE(w1 != nullptr);
+  CHECK(w0 != w1);
+  CHECK(pool_mem_mapped() == before + 2 * n);
+  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n) == w0);  // the same block again, not mapped twice
+  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 2, n) == nullptr);  // two zstd streams only
+  CHECK(rx_codec_widen(c->rx.codec, 0, w0, n));
+  CHECK(c->rx.codec.wide[0]);
+  // The record, reused, starts with its 2 MiB decoder and gets the same block back.
+  REQUIRE(conn_rx_enable(c));
+  CHECK_FALSE(c->rx.codec.wide[0]);
+  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n) == w0);
+  CHECK(pool_mem_mapped() == before + 2 * n);
+  conn_retire(c);
+  for (Conn* k : held) conn_retire(k);
+  close(sv[0]);
+  close(sv[1]);
+}
+
 TEST_CASE("conn pool: duplicates of a connection's number are aliases; the owner hands over", "[compress]") {
   int sv[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);

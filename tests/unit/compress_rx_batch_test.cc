@@ -45,12 +45,16 @@ struct Pair {
 };
 
 struct Rx {
-  Rx() : ws(rx_stream_size()) { REQUIRE(rx_stream_init(rx, ws.mem, ws.size)); }
+  Rx() : ws(rx_stream_size()) {
+    REQUIRE(rx_stream_init(rx, ws.mem, ws.size));
+    rx.extra = extra.mem();  // a second zstd stream and 8 MiB windows, as the pool gives them
+  }
   ssize_t read(int fd, std::vector<uint8_t>& buf, int flags = 0) {
     iovec v{buf.data(), buf.size()};
     return rx_read(rx, kLibcIo, kNoMeter, fd, &v, 1, flags);
   }
   Workspace ws;
+  Extra extra;
   RxStream rx{};
 };
 

@@ -33,8 +33,12 @@ struct Sender {  // no assertions here: it is also built on worker threads
 };
 
 struct Receiver {
-  Receiver() : ws(rx_stream_size()) { ok = rx_stream_init(rx, ws.mem, ws.size); }
+  Receiver() : ws(rx_stream_size()) {
+    ok = rx_stream_init(rx, ws.mem, ws.size);
+    rx.extra = extra.mem();  // a second zstd stream and 8 MiB windows, as the pool gives them
+  }
   Workspace ws;
+  compress_test::Extra extra;
   RxStream rx{};
   bool ok;
 };

@@ -19,19 +19,6 @@
 namespace compress_test {
 using namespace bonsai::compress;
 
-// ExtraMem for a test: one block, allocated on the first get (as conn_pool maps it).
-struct Extra {
-  static void* get(void* ctx, size_t n) {
-    auto* e = static_cast<Extra*>(ctx);
-    ++e->gets;
-    if (!e->ws) e->ws = std::make_unique<Workspace>(n);
-    return e->ws->size >= n ? e->ws->mem : nullptr;
-  }
-  ExtraMem mem() { return ExtraMem{get, this}; }
-  std::unique_ptr<Workspace> ws;
-  int gets = 0;
-};
-
 // A sending stream over the default levels, its policy by name ("datarate"), with
 // memory for a second zstd stream when it asks (as the library gives it) unless
 // `second_zstd` is false.
@@ -118,12 +105,14 @@ inline ssize_t mem_recv(int, void* b, size_t n, int) {
 inline const IoOps kMemIo{libc_sendmsg, mem_recv, libc_poll, now_ns};
 
 // Decodes a captured wire; *err: the errno a read failed with (0: none). The decoder
-// gets memory for a second zstd stream when it asks, unless `second_zstd` is false.
+// gets memory for a second zstd stream and 8 MiB windows when it asks, unless
+// `second_zstd` is false; `extra`, if given, is the memory it asks (to count or refuse).
 inline std::vector<uint8_t> decode(const std::vector<uint8_t>& wire, int* err, size_t read_size = 70000,
-                                   bool second_zstd = true) {
+                                   bool second_zstd = true, Extra* given = nullptr) {
   Workspace ws(rx_stream_size());
   RxStream rx{};
-  Extra extra;
+  Extra own;
+  Extra& extra = given ? *given : own;
   REQUIRE(rx_stream_init(rx, ws.mem, ws.size));
   if (second_zstd) rx.extra = extra.mem();
   g_src = wire.data();
@@ -151,6 +140,10 @@ inline std::vector<uint8_t> text(uint32_t seed, size_t n) {
   return v;
 }
 
+// The windows the new zstd frames of a wire stream ask for, in order (first zstd
+// stream, or with `second` the second's).
+inline std::vector<uint64_t> zstd_windows(const std::vector<uint8_t>& w, bool second = false);
+
 // Offsets of the frame headers in a wire stream.
 inline std::vector<size_t> frames_of(const std::vector<uint8_t>& w) {
   std::vector<size_t> at;
@@ -159,6 +152,17 @@ inline std::vector<size_t> frames_of(const std::vector<uint8_t>& w) {
     i += kFrameHeaderSize + get_le32(&w[i + 8]);
   }
   return at;
+}
+
+inline std::vector<uint64_t> zstd_windows(const std::vector<uint8_t>& w, bool second) {
+  std::vector<uint64_t> out;
+  for (size_t at : frames_of(w)) {
+    uint8_t flags = w[at + 1];
+    if (w[at] != static_cast<uint8_t>(Method::Zstd) || !(flags & kFlagNewStream) || bool(flags & kFlagZstd2) != second)
+      continue;
+    out.push_back(zstd_frame_window(&w[at + kFrameHeaderSize], get_le32(&w[at + 8])));
+  }
+  return out;
 }
 
 }  // namespace compress_test

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <vector>
 
+#include "compress/codec.h"
 #include "compress/stream_io.h"
 
 namespace compress_test {
@@ -70,4 +71,28 @@ struct Workspace {
   uint8_t* mem;
 };
 
+// ExtraMem for a test: one block, and one 8 MiB decoder block per zstd stream (unless
+// `wide_ok` is false), each allocated on its first get (as conn_pool maps them).
+struct Extra {
+  static void* get(void* ctx, size_t n) {
+    auto* e = static_cast<Extra*>(ctx);
+    ++e->gets;
+    if (!e->ws) e->ws = std::make_unique<Workspace>(n);
+    return e->ws->size >= n ? e->ws->mem : nullptr;
+  }
+  static void* wide(void* ctx, int stream, size_t n) {
+    auto* e = static_cast<Extra*>(ctx);
+    ++e->wide_gets[stream];
+    if (!e->wide_ok) return nullptr;
+    auto& w = e->wide_ws[stream];
+    if (!w) w = std::make_unique<Workspace>(n);
+    return w->size >= n ? w->mem : nullptr;
+  }
+  bonsai::compress::ExtraMem mem() { return bonsai::compress::ExtraMem{get, this, wide}; }
+  std::unique_ptr<Workspace> ws;
+  std::unique_ptr<Workspace> wide_ws[bonsai::compress::kZstdStreams];
+  int gets = 0;
+  int wide_gets[bonsai::compress::kZstdStreams] = {0, 0};
+  bool wide_ok = true;
+};
 }  // namespace compress_test
