@@ -340,6 +340,15 @@ bool up_cpu_bound(const TxStream& s, const WireMeter& m, uint8_t up, uint64_t no
 // Datarate only (a fixed level is fixed).
 bool promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead, size_t len, uint64_t now_ns) {
   if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0) return false;
+  // A probe down from the level above measures the level probed, not a mix with the
+  // level it left: HTML at 10 MiB/s, a probe from a CPU-bound zstd:6 down to zstd:5 sent
+  // 14-19 of its 21-23 chunks back up at zstd:6, read 50-56 MiB/s against zstd:6's
+  // 61-77, was reverted, and the run stayed at zstd:6 (72-74 MiB/s; runs that reached
+  // zstd:5 and mixed moved 80-87).
+  if (s.policy.dr.probe_from == static_cast<int>(lvl) + 1) {
+    s.promo_run = 0;
+    return false;
+  }
   unsigned up = lvl + 1u;
   if (up >= s.levels->count) return false;
   bool cross = datarate_new_frame(s.policy.dr, lvl, up);

@@ -340,3 +340,27 @@ TEST_CASE("a spread calibration round starts at a binding cap only while the sen
   chunk();
   CHECK(t.tx.cal_next != 0);  // ahead: started
 }
+
+TEST_CASE("mix: a probe down from a level sends no chunk back up to it", "[compress]") {
+  // The period after a change judges the level probed: a probe down from zstd:5 to
+  // zstd:3 must not be a mix with zstd:5 (its verdict would be about zstd:5). A probe up
+  // from zstd:1 to zstd:3 mixes as usual.
+  auto data = text(41, 6 * kMaxFrameRaw);
+  Leads ahead{{0.9}};
+  for (int from : {4, 2}) {
+    INFO("probe from level " << from);
+    Tx t("datarate");
+    t.tx.policy.cfg.period_ns = 60'000'000'000;  // the probe's period does not end here
+    WireMeter m = meter_with(ahead);
+    up_level_measured(t, m, 1e12);
+    t.tx.policy.dr.warm = true;
+    t.tx.policy.dr.probe_from = static_cast<int8_t>(from);
+    auto wire = encode(t, data, one_chunk, at_level(t, 3), m);
+    CHECK(t.tx.policy.dr.probe_from == from);
+    if (from == 4) CHECK(t.tx.level_chunks[4] == 0);
+    else CHECK(t.tx.level_chunks[4] > 0);
+    int err;
+    CHECK((decode(wire, &err) == data));
+    CHECK(err == 0);
+  }
+}
