@@ -297,9 +297,12 @@ bool second_zstd_stream(TxStream& s) {
 // Before a chunk at another zstd level than the open stream's (a policy's change or
 // probe, not a fixed level's): the second zstd stream takes it, so the first keeps its
 // history for the way back.
+// (Not for the one new frame at the same level that widens the window: codec.h,
+// kZstdWidenAfter.)
 void keep_zstd_history(TxStream& s, Level level) {
+  const ZstdSlot& open = s.codec.zs[0];
   if (level.method == Method::Zstd && s.codec.nzstd == 1 && s.policy.cfg.kind != PolicyKind::Fixed &&
-      s.codec.zs[0].level != 0 && stream_zstd_new_frame(s.codec, level.param))
+      open.level != 0 && (open.level != level.param || open.ldm != s.codec.want_ldm))
     second_zstd_stream(s);
 }
 

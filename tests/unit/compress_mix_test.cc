@@ -364,3 +364,14 @@ TEST_CASE("mix: a probe down from a level sends no chunk back up to it", "[compr
     CHECK(err == 0);
   }
 }
+
+TEST_CASE("a datarate sender that widens its window at one level maps no second zstd stream", "[compress]") {
+  auto data = text(43, 4 << 20);
+  Tx t("datarate");
+  auto wire = encode(t, data, one_chunk, at_level(t, 3));  // no bucket: no mix, one level
+  CHECK(zstd_windows(wire) == (std::vector<uint64_t>{2u << 20, 8u << 20}));
+  CHECK(t.extra.gets == 0);  // the widening restarts the open stream in place
+  int err;
+  CHECK((decode(wire, &err) == data));
+  CHECK(err == 0);
+}
