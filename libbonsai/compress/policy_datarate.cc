@@ -140,8 +140,14 @@ int model_pick(const DatarateState& s, const CostModel& m, double cdr) {
   // zstd's small-input parameters: zstd:6 over zstd:5 cost 1.23x there and 1.35-1.4x
   // in the stream), and HTML at 10 MiB/s spent its first 0.7 s at a CPU-bound zstd:6
   // picked 2.7% above zstd:5, which moves 13% more there.
-  auto b = static_cast<uint8_t>(best);
-  if (best > 1 && model_cpu_bound(m, b) && model_rate(m, b - 1) >= model_rate(m, b) * (1 - kCpuPickMargin))
+  // With the stream's history to come (kPickHistGain): the round's pick of zstd:9 for
+  // text at 10 MiB/s (sampled ratio 1.8% above zstd:6's, link-bound by 3% on the sample)
+  // ran CPU-bound at 41-66 MiB/s for the first second, where zstd:5 moves 80; its pick
+  // of zstd:6 (2.2% above zstd:5 after the first period) at 61-80 for a second.
+  double headroom = m.hist_gain > 0 && m.hist_gain < kPickHistGain ? kPickHistGain / m.hist_gain : 1.0;
+  double floor = model_rate(m, static_cast<uint8_t>(best)) * (1 - kCpuPickMargin);
+  while (best > 1 && model_cpu_bound(m, static_cast<uint8_t>(best), headroom) &&
+         model_rate(m, static_cast<uint8_t>(best - 1)) >= floor)
     best -= 1;
   if (below_ceiling(s, m, best, cdr)) best = s.ccl;
   return best;

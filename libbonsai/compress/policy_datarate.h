@@ -31,6 +31,13 @@ inline constexpr double kHeadroomShare = 0.10;
 inline constexpr double kCeilingMargin = 0.03;
 // The model's pick, predicted CPU-bound, yields to a cheaper neighbour this close.
 inline constexpr double kCpuPickMargin = 0.05;
+// For that rule, the model's picks (after the first calibration round, and at the end of
+// the first period) take the stream's ratio over the one-shot sample's (hist_gain) as at
+// least this: a stream's history lifts its ratio as it grows (text: 1.15-1.3x over a
+// 128 KiB sample on average with an 8 MiB window; the MODERATE set's first period read
+// 1.2-1.3x and its later ones 1.9-2.2x), and the CPU must keep up with the link at the
+// ratio to come, not the first 50 ms's.
+inline constexpr double kPickHistGain = 1.4;
 
 struct DatarateState {
   uint8_t ccl;      // current level index

@@ -78,9 +78,12 @@ double model_rate(const CostModel& m, uint8_t level) noexcept {
   return t > 0 ? 1e9 / t : 1e18;
 }
 
-bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept {
+bool model_cpu_bound(const CostModel& m, uint8_t level, double hist_headroom) noexcept {
   double work = 0, link = 0;
-  return level != 0 && level_times(m, level, work, link) && link > 0 && work > link;
+  if (level == 0 || !level_times(m, level, work, link) || link <= 0) return false;
+  // At a higher ratio the link takes each application byte in less time; the CPU's
+  // share of `work` stays per application byte (the send path's shrinks too: ignored).
+  return work > link / (hist_headroom > 1 ? hist_headroom : 1);
 }
 
 double model_rate_on(const CostModel& m, const PeriodMeasure& p, uint8_t at, uint8_t level,

@@ -69,7 +69,9 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
 double model_rate(const CostModel& m, uint8_t level) noexcept;
 
 // Whether model_rate(level) is limited by the CPU rather than the link (false: unknown).
-bool model_cpu_bound(const CostModel& m, uint8_t level) noexcept;
+// `hist_headroom`: as if the level's ratio were this many times the model's (the CPU
+// must then feed the link that much more data).
+bool model_cpu_bound(const CostModel& m, uint8_t level, double hist_headroom = 1.0) noexcept;
 
 // Predicted application bytes/s `level` would have moved on the data of period `p`,
 // measured at level `at`: the period's own ratio, CPU per byte and send cost, scaled
