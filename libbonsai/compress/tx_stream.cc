@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Sending half of a compressed connection (see tx_stream.h). Over 600 lines, kept whole
-// for now: the incompressible-data guard, the calibration rounds, the mix and the send
-// buffer all act on one chunk inside tx_write with the stream's private state; the next
-// split is the calibration rounds (calibrate, wants_calibration) into a file of their own.
+// Sending half of a compressed connection (see tx_stream.h): the incompressible-data
+// guard, the mix and the send buffer, which act on one chunk inside tx_write. The
+// calibration rounds for the datarate policy's model: tx_calibrate.cc.
 #include "compress/tx_stream.h"
 
 #include <cerrno>
 #include <cstring>
 
-#include "compress/calibrator.h"
+#include "compress/tx_calibrate.h"
 #include "compress/wire_format.h"
 #include "log/blog.h"
 
@@ -17,16 +16,9 @@ namespace {
 
 constexpr int kMaxSlices = 64;     // a chunk spread over more iovecs is gathered into `stage`
 constexpr uint32_t kMaxSkip = 16;  // an incompressible stream is re-sampled every 16 chunks at least
-// Calibration needs a chunk at least this large. Small chunks calibrate too (their
-// one-shot ratio is low; the model corrects it by what the stream achieves).
-constexpr size_t kSampleChunk = 2048;
 // A compressed frame that saves less than this (per mille) counts as a miss for the
 // incompressible-data guard.
 constexpr size_t kMissPerMille = 990;
-constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
-// A sender whose bucket's clock runs more than this share of the depth past now is
-// ahead of the link: the link binds, and the CPU has that much time to spare.
-constexpr double kAheadShare = 0.5;
 // Chunks promoted across the two zstd streams go in runs of this many (2 MiB: wire v3's
 // window, where runs of 16 gained over single chunks; not re-measured with 8 MiB).
 constexpr uint8_t kZstdMixRun = 16;
@@ -129,12 +121,6 @@ void gather(const iovec* iov, int cnt, size_t pos, size_t len, uint8_t* dst) {
   }
 }
 
-// The cap binds when at least kBindingShare of recent busy time was spent waiting.
-bool cap_binds(const TxStream& s) {
-  return static_cast<double>(s.link_blocked_ns) >= kBindingShare * static_cast<double>(s.link_busy_ns) &&
-         s.link_blocked_ns > 0;
-}
-
 // A chunk that did not compress: back off (sample 1 chunk in up to kMaxSkip).
 void miss(TxStream& s) {
   if (s.skip_streak < 31) ++s.skip_streak;
@@ -153,7 +139,7 @@ bool worth_trying(TxStream& s, const void* src, size_t len) {
   // across files) skipping the chunks that saved <1% lost most of the gain. If
   // compressing makes the sender CPU-bound, the cap stops binding and the back-off is
   // back.
-  if (cap_binds(s)) return true;
+  if (tx_cap_binds(s)) return true;
   if (s.skip_left) {
     --s.skip_left;
     return false;
@@ -161,129 +147,6 @@ bool worth_trying(TxStream& s, const void* src, size_t len) {
   if (stream_sample_compressible(s.codec, src, len, 90)) return true;
   miss(s);
   return false;
-}
-
-// Calibration for the datarate policy's model: compresses one chunk at every level
-// (one-shot, on the process's shared calibrator: the connection's streams are not
-// touched) and reports ratio and time. Skipped if another connection is calibrating.
-// Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
-// cannot tell what zstd gains on slightly compressible data. Each level runs twice,
-// keeping the faster time: the first run after a change of level also pays zstd's
-// table set-up, which a steady sender at that level does not.
-// The stream's first round runs at once: the policy picks its level on it next. Later
-// rounds (every kResampleNs, and when the data changed) are spread over the sender's
-// next chunks, one run each, on a copy of the round's chunk kept in the calibrator, so
-// every level still sees the same data (while another sender's round holds the copy, a
-// round runs one level per chunk, both runs on that chunk, as all rounds did before:
-// no one waits for the copy). All at once a round held one chunk ~25 ms, and
-// one level's two runs ~7-10 ms, which a binding cap's bucket does not hide: a sender
-// waiting for it runs (depth - BONSAI_DEBT_NS) = 8 ms ahead of the link (HIGH at
-// 5 MiB/s lost ~2% of its run to them).
-constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
-
-// One run of level l on src: its compressed size (len: did not compress) and time.
-uint64_t run_level(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
-                   uint64_t* ns) {
-  uint64_t t0 = io.now_ns();
-  size_t n = codec_compress(cal->codec, s.levels->levels[l], src, len, cal->out, kMaxFrameWire);
-  *ns = io.now_ns() - t0;
-  return n ? n : len;
-}
-
-// Both runs of level l on src at once, reported to the policy.
-void sample_now(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
-                bool same_chunk) {
-  uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
-  run_level(s, io, cal, l, src, len, &b);
-  policy_on_sample(s.policy, l, len, wire, a < b ? a : b, io.now_ns(), same_chunk);
-}
-
-void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
-  Calibrator* cal = calibrator_try_acquire(*s.levels);
-  if (!cal) return;
-  uint8_t count = s.levels->count;
-  uint64_t now = io.now_ns();
-  if (!s.cal_paired) {  // the stream's first round: every level, now
-    for (uint8_t l = 1; l < count; ++l) sample_now(s, io, cal, l, src, len, true);
-    s.cal_paired = true;
-    s.cal_next = 0;
-    calibrator_release();
-    return;
-  }
-  if (!s.cal_next) {  // a round starts: on a copy of this chunk if the calibrator has room
-    s.cal_next = 1;
-    s.cal_pass = 0;
-    s.cal_pair = !cal->owner || cal->owner == &s || now >= cal->owner_at_ns + kClaimLapseNs;
-    if (s.cal_pair) {
-      std::memcpy(cal->chunk, src, len);
-      cal->chunk_len = len;
-      cal->owner = &s;
-    }
-  } else if (s.cal_pair && cal->owner != &s) {  // another sender took the copy over
-    s.cal_pair = false;
-    s.cal_pass = 0;
-  }
-  uint8_t l = s.cal_next;
-  bool done = true;
-  if (s.cal_pair) {  // one run per chunk on the copy
-    cal->owner_at_ns = now;
-    uint64_t ns = 0, wire = run_level(s, io, cal, l, cal->chunk, cal->chunk_len, &ns);
-    if (s.cal_pass == 0) {
-      s.cal_pass = 1;
-      s.cal_first_ns = ns;
-      done = false;
-    } else {
-      policy_on_sample(s.policy, l, cal->chunk_len, wire, ns < s.cal_first_ns ? ns : s.cal_first_ns,
-                       io.now_ns(), true);
-      s.cal_pass = 0;
-    }
-  } else {  // the copy is another sender's: both runs on this chunk, one level per chunk
-    sample_now(s, io, cal, l, src, len, false);
-  }
-  if (done) s.cal_next = l + 1u < count ? static_cast<uint8_t>(l + 1) : 0;
-  if (!s.cal_next && s.cal_pair) {  // complete: the copy is free
-    cal->owner = nullptr;
-    s.cal_pair = false;
-  }
-  calibrator_release();
-}
-
-// Long-distance matching (codec.h) where the data barely compresses: the best level
-// saves less than kLdmOnBelow on a calibration chunk. There zstd's tables find little
-// and it runs at ~1 GiB/s; the repeats LDM finds far back are what can be gained
-// (.gz files: 1.111x against zstd:3's 1.099x). Off again above kLdmOffAbove (text
-// compresses 3-8x; LDM would cost zstd:3 20-30% of its speed there for 0-1%). Each
-// switch starts a new zstd frame, so the two thresholds are apart.
-constexpr double kLdmOnBelow = 1.3;
-constexpr double kLdmOffAbove = 1.6;
-void choose_long_matches(TxStream& s) {
-  const CostModel& m = s.policy.model;
-  double best = 0;
-  for (uint8_t l = 1; l < m.nlevels && l < kMaxLevels; ++l)
-    if (m.level[l].known && m.level[l].ratio > best) best = m.level[l].ratio;
-  if (best <= 0) return;
-  if (best < kLdmOnBelow) stream_long_matches(s.codec, true);
-  else if (best > kLdmOffAbove) stream_long_matches(s.codec, false);
-}
-
-// Whether this chunk calibrates (a round in progress, or the policy asks for one).
-// Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
-// that dearer levels are slower: a round every kIdleResample is enough (a round costs
-// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
-// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
-// At a binding cap a spread round runs only while the sender is more than kAheadShare
-// of the bucket's depth ahead of the link (`lead`, in depths; -1: no bucket to read,
-// then after a chunk that waited): that lead hides one run and the chunk's own
-// compression; once it is spent, back-to-back runs of zstd:6 and zstd:9 left the link
-// idle (HIGH at 5 MiB/s). (A chunk's measured wait alone is no test: the meter's own
-// clock reads count in it, so nearly every chunk "waited".)
-bool wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double lead) {
-  if (len < kSampleChunk) return false;
-  if (s.cal_paired && cap_binds(s) && !(lead >= 0 ? lead > kAheadShare : s.last_waited)) return false;
-  if (s.cal_next) return true;
-  if (s.policy.sampled && !cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
-    return false;
-  return policy_wants_sample(s.policy, now_ns);
 }
 
 // The sender's second zstd stream (codec.h), its workspace mapped when first needed.
@@ -490,7 +353,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
     if (pos) t0 = io.now_ns();
     double lead = m.ahead ? m.ahead(m.ctx) : -1;  // in bucket depths; -1: not known
-    bool sample = wants_calibration(s, len, t0, lead);
+    bool sample = tx_wants_calibration(s, len, t0, lead);
     iovec v[kMaxSlices + 2];
     int nv = 0;
     uint8_t shdr[kStreamHeaderSize];
@@ -518,8 +381,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     uint64_t cal_ns = 0;
     if (sample) {
       uint64_t c0 = io.now_ns();
-      calibrate(s, io, payload[0].iov_base, len);
-      choose_long_matches(s);
+      tx_calibrate(s, io, payload[0].iov_base, len);
       cal_ns = io.now_ns() - c0;
       // The first round may have picked the level already (the cap's rate known).
       lvl = s.policy.level;

@@ -56,6 +56,17 @@ struct TxStream {
   uint64_t level_chunks[kMaxLevels];
 };
 
+// A sender whose bucket's clock runs more than this share of the depth past now is
+// ahead of the link: the link binds, and the CPU has that much time to spare.
+inline constexpr double kAheadShare = 0.5;
+
+// Whether the byte cap binds: at least kBindingShare of the sender's recent busy time
+// (decaying sums over ~8 chunks) was spent waiting.
+inline bool tx_cap_binds(const TxStream& s) noexcept {
+  return static_cast<double>(s.link_blocked_ns) >= kBindingShare * static_cast<double>(s.link_busy_ns) &&
+         s.link_blocked_ns > 0;
+}
+
 // The send buffer's capacity: one whole frame with the stream header (a v2 frame may
 // be larger than its raw bytes: kMaxFrameBytes bounds it).
 inline constexpr size_t kPendSize = kMaxFrameBytes;

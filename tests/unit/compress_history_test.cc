@@ -453,6 +453,51 @@ TEST_CASE("a sender turns long-distance matching on for barely compressible data
   }
 }
 
+TEST_CASE("after datarate's first pick, calibration rounds run its level and the two beside it", "[compress]") {
+  std::mt19937 rng(11);
+  std::vector<uint8_t> text(kMaxFrameRaw);
+  fill_text(rng, text.data(), text.size());
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  std::thread r([&] {
+    uint8_t buf[1 << 16];
+    while (::read(sv[1], buf, sizeof buf) > 0) {
+    }
+  });
+  Tx a("datarate");
+  auto one = [&] {
+    iovec v{text.data(), text.size()};
+    REQUIRE(tx_write(a.tx, kLibcIo, kNoMeter, sv[0], &v, 1, 0) == static_cast<ssize_t>(text.size()));
+  };
+  one();  // the first round: every level at once
+  REQUIRE(a.tx.cal_paired);
+  for (uint8_t at : {uint8_t{4}, uint8_t{6}, uint8_t{1}}) {
+    INFO("policy level " << int(at));
+    a.tx.policy.dr.warm = true;  // past the first pick
+    a.tx.policy.dr.ccl = at;
+    a.tx.policy.level = at;
+    a.tx.policy.model.level[at].known = true;
+    a.tx.policy.sampled = false;  // a round is due
+    a.tx.cal_next = 0;
+    std::vector<unsigned> ran;
+    unsigned chunks = 0;
+    one();
+    while (chunks < 64) {
+      if (ran.empty() || ran.back() != a.tx.cal_next) ran.push_back(a.tx.cal_next);
+      if (!a.tx.cal_next) break;
+      a.tx.policy.level = at;  // the policy may move: keep the round's subject fixed
+      one(), ++chunks;
+    }
+    std::vector<unsigned> want;
+    for (unsigned l = at > 1 ? at - 1u : 1u; l <= at + 1u && l < a.levels.count; ++l) want.push_back(l);
+    want.push_back(0);
+    CHECK(ran == want);
+  }
+  close(sv[0]);
+  r.join();
+  close(sv[1]);
+}
+
 TEST_CASE("calibration rounds after the first spread over chunks on a shared copy, or fall back", "[compress]") {
   std::mt19937 rng(9);
   std::vector<uint8_t> text(kMaxFrameRaw);

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// Calibration rounds for the datarate policy's model (see tx_calibrate.h): when a
+// sender calibrates, what a round runs, and the long-distance matcher's switch, which
+// follows the round's ratios.
+#include "compress/tx_calibrate.h"
+
+#include <cstring>
+
+#include "compress/calibrator.h"
+
+namespace bonsai::compress {
+namespace {
+
+// Calibration needs a chunk at least this large. Small chunks calibrate too (their
+// one-shot ratio is low; the model corrects it by what the stream achieves).
+constexpr size_t kSampleChunk = 2048;
+constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
+
+// Calibration for the datarate policy's model: compresses one chunk at every level
+// (one-shot, on the process's shared calibrator: the connection's streams are not
+// touched) and reports ratio and time. Skipped if another connection is calibrating.
+// Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
+// cannot tell what zstd gains on slightly compressible data. Each level runs twice,
+// keeping the faster time: the first run after a change of level also pays zstd's
+// table set-up, which a steady sender at that level does not.
+// The stream's first round runs at once: the policy picks its level on it next. Later
+// rounds (every kResampleNs, and when the data changed) are spread over the sender's
+// next chunks, one run each, on a copy of the round's chunk kept in the calibrator, so
+// every level still sees the same data (while another sender's round holds the copy, a
+// round runs one level per chunk, both runs on that chunk, as all rounds did before:
+// no one waits for the copy). All at once a round held one chunk ~25 ms, and
+// one level's two runs ~7-10 ms, which a binding cap's bucket does not hide: a sender
+// waiting for it runs (depth - BONSAI_DEBT_NS) = 8 ms ahead of the link (HIGH at
+// 5 MiB/s lost ~2% of its run to them).
+constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
+
+// Whether a spread round runs level `l`: every level until the policy has made its
+// first pick (at the start, and again after a live change of the cap: datarate's
+// model_best compares them all); after it, the policy's level and its two neighbours,
+// the only levels Algorithm 1 moves to, probes and mixes with. The others' runs cost a
+// sender at its CPU's limit link time: text at 5 MiB/s, link-bound at zstd:9 with
+// 6-30% of its time waiting, sent 4.92 MiB/s with every level in its rounds and 4.98
+// without rounds; their lz4 to zstd:5 runs were a third of a round's CPU.
+bool round_runs(const TxStream& s, unsigned l) {
+  const PolicyState& p = s.policy;
+  if (p.cfg.kind != PolicyKind::Datarate || !p.dr.warm) return true;
+  return l + 1 >= p.level && l <= p.level + 1u;
+}
+// The first level from `l` on that the round runs; 0: the round is over.
+uint8_t round_next(const TxStream& s, unsigned l) {
+  for (; l < s.levels->count; ++l)
+    if (round_runs(s, l)) return static_cast<uint8_t>(l);
+  return 0;
+}
+
+// One run of level l on src: its compressed size (len: did not compress) and time.
+uint64_t run_level(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
+                   uint64_t* ns) {
+  uint64_t t0 = io.now_ns();
+  size_t n = codec_compress(cal->codec, s.levels->levels[l], src, len, cal->out, kMaxFrameWire);
+  *ns = io.now_ns() - t0;
+  return n ? n : len;
+}
+
+// Both runs of level l on src at once, reported to the policy.
+void sample_now(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
+                bool same_chunk) {
+  uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
+  run_level(s, io, cal, l, src, len, &b);
+  policy_on_sample(s.policy, l, len, wire, a < b ? a : b, io.now_ns(), same_chunk);
+}
+
+void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
+  Calibrator* cal = calibrator_try_acquire(*s.levels);
+  if (!cal) return;
+  uint8_t count = s.levels->count;
+  uint64_t now = io.now_ns();
+  if (!s.cal_paired) {  // the stream's first round: every level, now
+    for (uint8_t l = 1; l < count; ++l) sample_now(s, io, cal, l, src, len, true);
+    s.cal_paired = true;
+    s.cal_next = 0;
+    calibrator_release();
+    return;
+  }
+  if (!s.cal_next) {  // a round starts: on a copy of this chunk if the calibrator has room
+    s.cal_next = round_next(s, 1);
+    if (!s.cal_next) {  // no level to run (a one-level list)
+      calibrator_release();
+      return;
+    }
+    s.cal_pass = 0;
+    s.cal_pair = !cal->owner || cal->owner == &s || now >= cal->owner_at_ns + kClaimLapseNs;
+    if (s.cal_pair) {
+      std::memcpy(cal->chunk, src, len);
+      cal->chunk_len = len;
+      cal->owner = &s;
+    }
+  } else if (s.cal_pair && cal->owner != &s) {  // another sender took the copy over
+    s.cal_pair = false;
+    s.cal_pass = 0;
+  }
+  uint8_t l = s.cal_next;
+  bool done = true;
+  if (s.cal_pair) {  // one run per chunk on the copy
+    cal->owner_at_ns = now;
+    uint64_t ns = 0, wire = run_level(s, io, cal, l, cal->chunk, cal->chunk_len, &ns);
+    if (s.cal_pass == 0) {
+      s.cal_pass = 1;
+      s.cal_first_ns = ns;
+      done = false;
+    } else {
+      policy_on_sample(s.policy, l, cal->chunk_len, wire, ns < s.cal_first_ns ? ns : s.cal_first_ns,
+                       io.now_ns(), true);
+      s.cal_pass = 0;
+    }
+  } else {  // the copy is another sender's: both runs on this chunk, one level per chunk
+    sample_now(s, io, cal, l, src, len, false);
+  }
+  if (done) s.cal_next = round_next(s, l + 1u);
+  if (!s.cal_next && s.cal_pair) {  // complete: the copy is free
+    cal->owner = nullptr;
+    s.cal_pair = false;
+  }
+  calibrator_release();
+}
+
+// Long-distance matching (codec.h) where the data barely compresses: the best level
+// saves less than kLdmOnBelow on a calibration chunk. There zstd's tables find little
+// and it runs at ~1 GiB/s; the repeats LDM finds far back are what can be gained
+// (.gz files: 1.111x against zstd:3's 1.099x). Off again above kLdmOffAbove (text
+// compresses 3-8x; LDM would cost zstd:3 20-30% of its speed there for 0-1%). Each
+// switch starts a new zstd frame, so the two thresholds are apart.
+constexpr double kLdmOnBelow = 1.3;
+constexpr double kLdmOffAbove = 1.6;
+void choose_long_matches(TxStream& s) {
+  const CostModel& m = s.policy.model;
+  double best = 0;
+  for (uint8_t l = 1; l < m.nlevels && l < kMaxLevels; ++l)
+    if (m.level[l].known && m.level[l].ratio > best) best = m.level[l].ratio;
+  if (best <= 0) return;
+  if (best < kLdmOnBelow) stream_long_matches(s.codec, true);
+  else if (best > kLdmOffAbove) stream_long_matches(s.codec, false);
+}
+
+}  // namespace
+
+void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) noexcept {
+  calibrate(s, io, src, len);
+  choose_long_matches(s);
+}
+
+// Whether this chunk calibrates (a round in progress, or the policy asks for one).
+// Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
+// that dearer levels are slower: a round every kIdleResample is enough (a round costs
+// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
+// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
+// At a binding cap a spread round runs only while the sender is more than kAheadShare
+// of the bucket's depth ahead of the link (`lead`, in depths; -1: no bucket to read,
+// then after a chunk that waited): that lead hides one run and the chunk's own
+// compression; once it is spent, back-to-back runs of zstd:6 and zstd:9 left the link
+// idle (HIGH at 5 MiB/s). (A chunk's measured wait alone is no test: the meter's own
+// clock reads count in it, so nearly every chunk "waited".)
+bool tx_wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double lead) noexcept {
+  if (len < kSampleChunk) return false;
+  if (s.cal_paired && tx_cap_binds(s) && !(lead >= 0 ? lead > kAheadShare : s.last_waited)) return false;
+  if (s.cal_next) return true;
+  if (s.policy.sampled && !tx_cap_binds(s) && now_ns - s.policy.sampled_at_ns < kIdleResampleNs)
+    return false;
+  return policy_wants_sample(s.policy, now_ns);
+}
+
+}  // namespace bonsai::compress
