@@ -22,7 +22,8 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
 // cannot tell what zstd gains on slightly compressible data. Each level runs twice,
 // keeping the faster time: the first run after a change of level also pays zstd's
-// table set-up, which a steady sender at that level does not.
+// table set-up, which a steady sender at that level does not (in spread rounds, only
+// where that set-up is a sizable share of the run: kOneRunNs).
 // The stream's first round runs at once: the policy picks its level on it next. Later
 // rounds (every kResampleNs, and when the data changed) are spread over the sender's
 // next chunks, one run each, on a copy of the round's chunk kept in the calibrator, so
@@ -33,6 +34,13 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // waiting for it runs (depth - BONSAI_DEBT_NS) = 8 ms ahead of the link (HIGH at
 // 5 MiB/s lost ~2% of its run to them).
 constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
+// In a spread round, a level whose first run took at least this long is reported on it:
+// zstd's table set-up for a 128 KiB chunk (~0.75 MiB of tables cleared, ~40 us) is
+// under 4% of such a run, within the run-to-run noise, and a second run doubles what
+// the round costs. Text at 10 MiB/s (HIGH), CPU-bound at zstd:6, moved 42.0 MiB/s with
+// its rounds and 42.8 without rounds after the first; its zstd:5, 6 and 9 runs take
+// 1.7-3.5 ms each. Faster runs (lz4, zstd:1 and 3: 0.2-0.8 ms) still run twice.
+constexpr uint64_t kOneRunNs = 1'000'000;
 
 // Whether a spread round runs level `l`: every level until the policy has made its
 // first pick (at the start, and again after a live change of the cap: datarate's
@@ -104,12 +112,13 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
   if (s.cal_pair) {  // one run per chunk on the copy
     cal->owner_at_ns = now;
     uint64_t ns = 0, wire = run_level(s, io, cal, l, cal->chunk, cal->chunk_len, &ns);
-    if (s.cal_pass == 0) {
+    if (s.cal_pass == 0 && ns < kOneRunNs) {
       s.cal_pass = 1;
       s.cal_first_ns = ns;
       done = false;
     } else {
-      policy_on_sample(s.policy, l, cal->chunk_len, wire, ns < s.cal_first_ns ? ns : s.cal_first_ns,
+      bool again = s.cal_pass == 1;
+      policy_on_sample(s.policy, l, cal->chunk_len, wire, again && s.cal_first_ns < ns ? s.cal_first_ns : ns,
                        io.now_ns(), true);
       s.cal_pass = 0;
     }
