@@ -458,29 +458,43 @@ namespace {
 // A clock that moves `g_clock_step` ns at every read: each calibration run "takes" it.
 std::atomic<uint64_t> g_clock{1'000'000'000}, g_clock_step{1000};
 uint64_t stepping_clock() { return g_clock.fetch_add(g_clock_step.load()) + g_clock_step.load(); }
+
+// Senders whose 128 KiB writes of text go to a socket drained by a thread, on the
+// stepping clock (every run "takes" `step` ns: with 1 us each level runs twice,
+// kOneRunNs, however slow the host).
+struct CalibrationRig {
+  std::vector<uint8_t> text = std::vector<uint8_t>(kMaxFrameRaw);
+  int sv[2]{-1, -1};
+  std::thread drain;
+  const IoOps io{kLibcIo.sendmsg, kLibcIo.recv, kLibcIo.poll, stepping_clock};
+  explicit CalibrationRig(unsigned seed) {
+    std::mt19937 rng(seed);
+    fill_text(rng, text.data(), text.size());
+    REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+    drain = std::thread([this] {
+      uint8_t buf[1 << 16];
+      while (::read(sv[1], buf, sizeof buf) > 0) {
+      }
+    });
+    g_clock_step = 1000;
+  }
+  ~CalibrationRig() {
+    g_clock_step = 1000;
+    close(sv[0]);
+    drain.join();
+    close(sv[1]);
+  }
+  void write(Tx& t) {
+    iovec v{text.data(), text.size()};
+    REQUIRE(tx_write(t.tx, io, kNoMeter, sv[0], &v, 1, 0) == static_cast<ssize_t>(text.size()));
+  }
+};
 }  // namespace
 
 TEST_CASE("after datarate's first pick, calibration rounds run its level and the two beside it", "[compress]") {
-  std::mt19937 rng(11);
-  std::vector<uint8_t> text(kMaxFrameRaw);
-  fill_text(rng, text.data(), text.size());
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  std::thread r([&] {
-    uint8_t buf[1 << 16];
-    while (::read(sv[1], buf, sizeof buf) > 0) {
-    }
-  });
-  // Every run "takes" 1 us: each level runs twice (kOneRunNs), one run per chunk, so
-  // the level of each chunk's run is seen in cal_next.
-  const IoOps io{kLibcIo.sendmsg, kLibcIo.recv, kLibcIo.poll, stepping_clock};
-  g_clock_step = 1000;
+  CalibrationRig rig(11);  // each level runs twice, one run per chunk: cal_next shows each
   Tx a("datarate");
-  auto one = [&] {
-    iovec v{text.data(), text.size()};
-    REQUIRE(tx_write(a.tx, io, kNoMeter, sv[0], &v, 1, 0) == static_cast<ssize_t>(text.size()));
-  };
-  one();  // the first round: every level at once
+  rig.write(a);  // the first round: every level at once
   REQUIRE(a.tx.cal_paired);
   for (uint8_t at : {uint8_t{4}, uint8_t{6}, uint8_t{1}}) {
     INFO("policy level " << int(at));
@@ -492,100 +506,60 @@ TEST_CASE("after datarate's first pick, calibration rounds run its level and the
     a.tx.cal_next = 0;
     std::vector<unsigned> ran;
     unsigned chunks = 0;
-    one();
+    rig.write(a);
     while (chunks < 64) {
       if (ran.empty() || ran.back() != a.tx.cal_next) ran.push_back(a.tx.cal_next);
       if (!a.tx.cal_next) break;
       a.tx.policy.level = at;  // the policy may move: keep the round's subject fixed
-      one(), ++chunks;
+      rig.write(a), ++chunks;
     }
     std::vector<unsigned> want;
     for (unsigned l = at > 1 ? at - 1u : 1u; l <= at + 1u && l < a.levels.count; ++l) want.push_back(l);
     want.push_back(0);
     CHECK(ran == want);
   }
-  close(sv[0]);
-  r.join();
-  close(sv[1]);
 }
 
 TEST_CASE("calibration rounds after the first spread over chunks on a shared copy, or fall back", "[compress]") {
-  std::mt19937 rng(9);
-  std::vector<uint8_t> text(kMaxFrameRaw);
-  fill_text(rng, text.data(), text.size());
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  std::thread r([&] {
-    uint8_t buf[1 << 16];
-    while (::read(sv[1], buf, sizeof buf) > 0) {
-    }
-  });
-  // Every run "takes" 1 us, so each level runs twice (kOneRunNs) however slow the host.
-  const IoOps io{kLibcIo.sendmsg, kLibcIo.recv, kLibcIo.poll, stepping_clock};
-  g_clock_step = 1000;
-  auto one = [&](Tx& t) {
-    iovec v{text.data(), text.size()};
-    REQUIRE(tx_write(t.tx, io, kNoMeter, sv[0], &v, 1, 0) == static_cast<ssize_t>(text.size()));
-  };
+  CalibrationRig rig(9);
   Tx a("datarate"), b("datarate");
-  one(a);  // the first round: every level at once
-  one(b);
+  rig.write(a);  // the first round: every level at once
+  rig.write(b);
   CHECK(a.tx.cal_paired);
   CHECK(a.tx.cal_next == 0);
   a.tx.policy.sampled = false;  // as when the policy sees the data change
   b.tx.policy.sampled = false;
-  one(a);  // a's round takes the copy: level 1's first run
+  rig.write(a);  // a's round takes the copy: level 1's first run
   CHECK(a.tx.cal_pair);
   CHECK(a.tx.cal_next == 1);
   CHECK(a.tx.cal_pass == 1);
-  one(b);  // the copy is a's: b runs level 1 twice on its own chunk
+  rig.write(b);  // the copy is a's: b runs level 1 twice on its own chunk
   CHECK_FALSE(b.tx.cal_pair);
   CHECK(b.tx.cal_next == 2);
   unsigned chunks = 1;
-  while (a.tx.cal_next && chunks < 64) one(a), ++chunks;
+  while (a.tx.cal_next && chunks < 64) rig.write(a), ++chunks;
   CHECK(a.tx.cal_next == 0);
   CHECK(chunks == 2u * (a.levels.count - 1));  // one run per chunk, two per level
   CHECK(a.tx.policy.sampled);
   b.tx.cal_next = 0;
   b.tx.policy.sampled = false;
-  one(b);  // the copy is free again
+  rig.write(b);  // the copy is free again
   CHECK(b.tx.cal_pair);
-  close(sv[0]);
-  r.join();
-  close(sv[1]);
 }
 
 TEST_CASE("a spread round runs a level once when its first run took a millisecond or more", "[compress]") {
-  std::mt19937 rng(13);
-  std::vector<uint8_t> text(kMaxFrameRaw);
-  fill_text(rng, text.data(), text.size());
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  std::thread r([&] {
-    uint8_t buf[1 << 16];
-    while (::read(sv[1], buf, sizeof buf) > 0) {
-    }
-  });
-  const IoOps io{kLibcIo.sendmsg, kLibcIo.recv, kLibcIo.poll, stepping_clock};
+  CalibrationRig rig(13);
   for (uint64_t step : {uint64_t{1000}, uint64_t{2'000'000}}) {
     INFO("every clock read " << step << " ns later");
     g_clock_step = step;
     Tx a("datarate");
-    auto one = [&] {
-      iovec v{text.data(), text.size()};
-      REQUIRE(tx_write(a.tx, io, kNoMeter, sv[0], &v, 1, 0) == static_cast<ssize_t>(text.size()));
-    };
-    one();  // the first round: every level at once
+    rig.write(a);  // the first round: every level at once
     REQUIRE(a.tx.cal_paired);
     a.tx.policy.sampled = false;  // a round is due (the policy not warm: every level)
     unsigned chunks = 0;
-    do one(), ++chunks;
+    do rig.write(a), ++chunks;
     while (a.tx.cal_next && chunks < 64);
     CHECK(a.tx.cal_next == 0);
     CHECK(chunks == (step >= 1'000'000 ? 1u : 2u) * (a.levels.count - 1));
   }
-  g_clock_step = 1000;
-  close(sv[0]);
-  r.join();
-  close(sv[1]);
 }
