@@ -22,8 +22,8 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // Every level really runs, incompressible-looking data included: a 4 KiB lz4 sample
 // cannot tell what zstd gains on slightly compressible data. Each level runs twice,
 // keeping the faster time: the first run after a change of level also pays zstd's
-// table set-up, which a steady sender at that level does not (in spread rounds, only
-// where that set-up is a sizable share of the run: kOneRunNs).
+// table set-up, which a steady sender at that level does not (only where that set-up
+// is a sizable share of the run: kOneRunNs).
 // The stream's first round runs at once: the policy picks its level on it next. Later
 // rounds (every kResampleNs, and when the data changed) are spread over the sender's
 // next chunks, one run each, on a copy of the round's chunk kept in the calibrator, so
@@ -34,7 +34,7 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // waiting for it runs (depth - BONSAI_DEBT_NS) = 8 ms ahead of the link (HIGH at
 // 5 MiB/s lost ~2% of its run to them).
 constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
-// In a spread round, a level whose first run took at least this long is reported on it:
+// A level whose first run took at least this long is reported on it (in every round):
 // zstd's table set-up for a 128 KiB chunk (~0.75 MiB of tables cleared, ~40 us) is
 // under 4% of such a run, within the run-to-run noise, and a second run doubles what
 // the round costs. Text at 10 MiB/s (HIGH), CPU-bound at zstd:6, moved 42.0 MiB/s with
@@ -70,12 +70,12 @@ uint64_t run_level(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, con
   return n ? n : len;
 }
 
-// Both runs of level l on src at once, reported to the policy.
+// Both runs of level l on src at once (one if it took kOneRunNs), reported to the policy.
 void sample_now(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
                 bool same_chunk) {
   uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
-  run_level(s, io, cal, l, src, len, &b);
-  policy_on_sample(s.policy, l, len, wire, a < b ? a : b, io.now_ns(), same_chunk);
+  if (a < kOneRunNs) run_level(s, io, cal, l, src, len, &b);
+  policy_on_sample(s.policy, l, len, wire, b && b < a ? b : a, io.now_ns(), same_chunk);
 }
 
 void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {

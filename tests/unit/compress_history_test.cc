@@ -563,3 +563,21 @@ TEST_CASE("a spread round runs a level once when its first run took a millisecon
     CHECK(chunks == (step >= 1'000'000 ? 1u : 2u) * (a.levels.count - 1));
   }
 }
+
+TEST_CASE("the first round runs a level once when its first run took a millisecond or more", "[compress]") {
+  CalibrationRig rig(17);
+  uint64_t reads[2] = {0, 0};
+  int k = 0;
+  for (uint64_t step : {uint64_t{1000}, uint64_t{2'000'000}}) {
+    INFO("every clock read " << step << " ns later");
+    g_clock_step = step;
+    Tx a("datarate");
+    uint64_t before = g_clock.load();
+    rig.write(a);  // the first round: every level at once
+    REQUIRE(a.tx.cal_paired);
+    reads[k++] = (g_clock.load() - before) / step;
+  }
+  // A run reads the clock twice (its start and end): the slow clock saves the second
+  // run of every level.
+  CHECK(reads[0] - reads[1] == 2u * (Tx("datarate").levels.count - 1));
+}
