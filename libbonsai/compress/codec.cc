@@ -20,6 +20,9 @@ size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
 // Whether the next frames get the 8 MiB window (kZstdWidenAfter).
 bool zstd_wants_wide(const TxStreamCodec& c) { return c.zstd_bytes >= kZstdWidenAfter; }
+// Whether slot z's next frame gets it: the frames want it and its room holds it (or
+// has not been refused growing yet).
+bool slot_wide(const TxStreamCodec& c, const ZstdSlot& z) { return zstd_wants_wide(c) && !z.narrow_only; }
 
 // A level's parameters for a stream: its own for a source of the window's size, with
 // the window and the tables bounded (what bounds the workspace).
@@ -43,8 +46,10 @@ size_t ldm_space() {
          al((size_t{128} * 1024 / kLdmMinMatch) * 12);
 }
 
-size_t cstream_size_for(int level) {
-  return ZSTD_estimateCStreamSize_usingCParams(stream_cparams(level)) + ldm_space();
+size_t cstream_size_for(int level, int window_log) {
+  ZSTD_compressionParameters cp = stream_cparams(level);
+  cp.windowLog = static_cast<unsigned>(window_log);
+  return ZSTD_estimateCStreamSize_usingCParams(cp) + ldm_space();
 }
 
 // Starts a new zstd frame at `level` with explicit parameters (a level alone would
@@ -163,21 +168,30 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept {
 }
 
 namespace {
-size_t zstd_stream_room(const LevelList& l) {
+size_t zstd_stream_room(const LevelList& l, bool wide) {
+  int wl = wide ? kZstdWindowLog : kZstdWindowLogNarrow;
   size_t m = 0;
-  for (int lv = 1; lv <= max_zstd_level(l); ++lv) m = cstream_size_for(lv) > m ? cstream_size_for(lv) : m;
+  for (int lv = 1; lv <= max_zstd_level(l); ++lv) m = cstream_size_for(lv, wl) > m ? cstream_size_for(lv, wl) : m;
   return align16(m);
+}
+// Slot z's static context on its room.
+bool slot_init(ZstdSlot& z, void* mem, size_t room) {
+  z = ZstdSlot{};
+  z.base = mem;
+  z.room = room & ~size_t{15};
+  z.zcs = ZSTD_initStaticCStream(mem, z.room);
+  return z.zcs != nullptr;
 }
 size_t dstream_room(int window_log) { return align16(ZSTD_estimateDStreamSize(size_t{1} << window_log)); }
 }  // namespace
 
-size_t tx_stream_codec_size(const LevelList& levels) noexcept {
+size_t tx_stream_codec_size(const LevelList& levels, bool wide) noexcept {
   size_t n = align16(sizeof(LZ4_stream_t)) + align16(static_cast<size_t>(LZ4_sizeofState())) + align16(kLz4Ring);
-  return n + (max_zstd_level(levels) > 0 ? zstd_stream_room(levels) : 0);
+  return n + (max_zstd_level(levels) > 0 ? zstd_stream_room(levels, wide) : 0);
 }
 
 bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept {
-  if (size < tx_stream_codec_size(levels)) return false;
+  if (size < tx_stream_codec_size(levels, false)) return false;
   auto* base = static_cast<uint8_t*>(mem);
   c = TxStreamCodec{};
   c.lz4 = base;
@@ -188,34 +202,32 @@ bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelL
   base += align16(kLz4Ring);
   c.max_zstd = max_zstd_level(levels);
   if (c.max_zstd > 0) {
-    c.zs[0].zcs = ZSTD_initStaticCStream(base, zstd_stream_room(levels));
-    if (!c.zs[0].zcs) return false;
+    c.wide_room = zstd_stream_room(levels, true);
+    size_t used = static_cast<size_t>(base - static_cast<uint8_t*>(mem));
+    if (!slot_init(c.zs[0], base, size - used)) return false;
     c.nzstd = 1;
   }
   return true;
 }
 
-size_t tx_stream_codec_extra_size(const LevelList& levels) noexcept {
+size_t tx_stream_codec_extra_size(const LevelList& levels, bool wide) noexcept {
   unsigned n = 0;
   for (unsigned i = 0; i < levels.count; ++i)
     if (levels.levels[i].method == Method::Zstd) ++n;
-  return n >= 2 ? zstd_stream_room(levels) : 0;
+  return n >= 2 ? zstd_stream_room(levels, wide) : 0;
 }
 
 bool tx_stream_codec_attach(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept {
-  size_t need = tx_stream_codec_extra_size(levels);
+  size_t need = tx_stream_codec_extra_size(levels, false);
   if (c.nzstd != 1 || need == 0 || size < need || !mem) return false;
-  c.zs[1] = ZstdSlot{};
-  c.zs[1].zcs = ZSTD_initStaticCStream(mem, need);
-  if (!c.zs[1].zcs) return false;
+  if (!slot_init(c.zs[1], mem, size)) return false;
   c.nzstd = 2;
   return true;
 }
 
 bool stream_zstd_new_frame(const TxStreamCodec& c, int level) noexcept {
-  bool wide = zstd_wants_wide(c);
   for (int i = 0; i < c.nzstd; ++i)
-    if (c.zs[i].level == level && c.zs[i].ldm == c.want_ldm && c.zs[i].wide == wide) return false;
+    if (c.zs[i].level == level && c.zs[i].ldm == c.want_ldm && c.zs[i].wide == slot_wide(c, c.zs[i])) return false;
   return true;
 }
 
@@ -261,7 +273,21 @@ size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void*
   int i = zstd_slot_for(c, level);
   ZstdSlot& s = c.zs[i];
   auto* z = static_cast<ZSTD_CCtx*>(s.zcs);
-  bool wide = zstd_wants_wide(c);
+  // The 8 MiB window needs the wide room: grown in place, once, when first wanted; if
+  // it cannot grow, this stream goes on with 2 MiB frames (no new frame for that).
+  if (slot_wide(c, s) && s.room < c.wide_room) {
+    void* wider = c.grow.fn && c.grow.fn(c.grow.ctx, s.base, c.wide_room)
+                      ? ZSTD_initStaticCStream(s.base, c.wide_room) : nullptr;
+    if (wider) {  // the context is re-made on the larger room: a new frame
+      s.zcs = wider;
+      s.room = c.wide_room;
+      s.level = 0;
+      z = static_cast<ZSTD_CCtx*>(s.zcs);
+    } else {
+      s.narrow_only = true;
+    }
+  }
+  bool wide = slot_wide(c, s);
   if (s.level != level || s.ldm != c.want_ldm || s.wide != wide) {
     s.level = 0;
     int window_log = wide ? kZstdWindowLog : kZstdWindowLogNarrow;

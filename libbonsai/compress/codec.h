@@ -78,8 +78,8 @@ inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
 // a decoder for 2 MiB only; once zstd has taken this much of the connection's data (the
 // narrow window is full: older data starts to fall out of it), each zstd stream's next
 // chunk starts a new frame with the 8 MiB window, once. Short connections (most) thus
-// cost a receiver 3.0 MiB, long ones 11.5 (compression.md, Memory); the sender's
-// context is sized for 8 MiB from the start.
+// cost a receiver 3.0 MiB, long ones 11.5 (compression.md, Memory); a sender's zstd
+// context grows in place to the 8 MiB window's then (ZstdRoomGrow): 5.1 MiB and 11.1.
 inline constexpr size_t kZstdWidenAfter = size_t{1} << kZstdWindowLogNarrow;
 inline constexpr unsigned kZstdHashLog = 18;
 inline constexpr unsigned kZstdChainLog = 17;
@@ -109,14 +109,29 @@ inline constexpr int kZstdStreams = 2;
 
 struct ZstdSlot {
   void* zcs;      // ZSTD_CCtx* (static, streaming)
+  void* base;     // its workspace: `room` bytes, which ZstdRoomGrow may extend in place
+  size_t room;
+  bool narrow_only;  // its workspace could not grow to the 8 MiB window: 2 MiB frames only
   int level;      // level of its open zstd frame; 0: none (its next frame starts one)
   bool ldm;       // the open frame's long-distance matching
   bool wide;      // the open frame's window is 8 MiB (else 2 MiB: kZstdWidenAfter)
   uint64_t used;  // when it last took a chunk (the codec's chunk count)
 };
 
+// Extends a zstd stream's workspace in place (the same address) to `n` bytes from
+// `base`: a sender's workspaces are mapped for the 2 MiB window, with address space
+// reserved after them for the 8 MiB one, which a connection commits only when it
+// widens (kZstdWidenAfter): short connections map ~5 MiB, not 11. fn null, or false
+// (the memory cap, no reservation): that stream keeps 2 MiB frames.
+struct ZstdRoomGrow {
+  bool (*fn)(void* ctx, void* base, size_t n) = nullptr;
+  void* ctx = nullptr;
+};
+
 struct TxStreamCodec {
   ZstdSlot zs[kZstdStreams];
+  ZstdRoomGrow grow;  // set after tx_stream_codec_init (which clears it)
+  size_t wide_room;   // a zstd stream's workspace for the 8 MiB window
   int nzstd;       // zstd streams with a workspace: 0 (no zstd level), 1 or 2
   int max_zstd;
   uint64_t zstd_chunks;  // chunks compressed with zstd (the slots' clock)
@@ -130,11 +145,16 @@ struct TxStreamCodec {
   bool lz4_open;
 };
 
-size_t tx_stream_codec_size(const LevelList& levels) noexcept;
+// The sending codec's workspace: with the first zstd stream's room last, for the 8 MiB
+// window (`wide`) or the 2 MiB one (the rest comes from ZstdRoomGrow, in place).
+size_t tx_stream_codec_size(const LevelList& levels, bool wide = true) noexcept;
+// `size` at least tx_stream_codec_size(levels, false); all past the lz4 parts is the
+// first zstd stream's room.
 bool tx_stream_codec_init(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept;
 // The second zstd stream's workspace (0: the list has fewer than two zstd levels).
-size_t tx_stream_codec_extra_size(const LevelList& levels) noexcept;
-// Gives the second zstd stream its workspace (16-aligned, that size). @return success.
+size_t tx_stream_codec_extra_size(const LevelList& levels, bool wide = true) noexcept;
+// Gives the second zstd stream its workspace (16-aligned, at least the narrow size:
+// the wide one, or ZstdRoomGrow, for the 8 MiB window). @return success.
 bool tx_stream_codec_attach(TxStreamCodec& c, void* mem, size_t size, const LevelList& levels) noexcept;
 // Whether a chunk at zstd level `level` would start a new zstd frame (no stream is open
 // at it with the long-distance matching and the window the next frames want).

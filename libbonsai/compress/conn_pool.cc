@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
 #include "compress/calibrator.h"
 #include "sys/raw_syscall.h"
@@ -41,6 +42,45 @@ void* map_workspace(size_t n) {
     return nullptr;
   }
   return p;
+}
+
+size_t page_round(size_t n) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (n + page - 1) / page * page;
+}
+
+// Maps a workspace of `n` bytes (within the cap) with address space reserved after it
+// up to `reserve` bytes (PROT_NONE: neither memory nor commit charge), which
+// grow_workspace may commit in place later.
+void* map_workspace_reserved(size_t n, size_t reserve) {
+  if (reserve <= page_round(n)) return map_workspace(n);
+  uint64_t had = g_mem_mapped.fetch_add(n, std::memory_order_relaxed);
+  if (had + n > g_mem_cap.load(std::memory_order_relaxed)) {
+    g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
+    return nullptr;
+  }
+  void* p = mmap(nullptr, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p != MAP_FAILED && mprotect(p, page_round(n), PROT_READ | PROT_WRITE) == 0) return p;
+  if (p != MAP_FAILED) munmap(p, reserve);
+  g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
+  return nullptr;
+}
+
+// Commits a workspace (mem, *size mapped, `reserved` reserved) up to `end` bytes from
+// mem, within the cap. @return whether it now holds that many.
+bool grow_workspace(void* mem, size_t* size, size_t reserved, size_t end) {
+  if (end <= *size) return true;
+  if (end > reserved) return false;
+  size_t add = end - *size;
+  uint64_t had = g_mem_mapped.fetch_add(add, std::memory_order_relaxed);
+  size_t from = page_round(*size), to = page_round(end);
+  if (had + add > g_mem_cap.load(std::memory_order_relaxed) ||
+      (to > from && mprotect(static_cast<char*>(mem) + from, to - from, PROT_READ | PROT_WRITE) != 0)) {
+    g_mem_mapped.fetch_sub(add, std::memory_order_relaxed);
+    return false;
+  }
+  *size = end;
+  return true;
 }
 
 void* map(size_t n) {
@@ -213,7 +253,26 @@ void* extra_for(void** mem, size_t* size, size_t n) {
 }
 void* tx_extra(void* ctx, size_t n) {
   auto* c = static_cast<Conn*>(ctx);
-  return extra_for(&c->tx_extra, &c->tx_extra_size, n);
+  if (!c->tx_extra) {  // with room reserved for the 8 MiB window (tx_grow)
+    size_t wide = c->tx.levels ? tx_stream_codec_extra_size(*c->tx.levels, true) : 0;
+    c->tx_extra_reserved = page_round(n > wide ? n : wide);
+    c->tx_extra = map_workspace_reserved(n, c->tx_extra_reserved);
+    if (!c->tx_extra) return nullptr;
+    c->tx_extra_size = n;
+  }
+  return c->tx_extra_size >= n ? c->tx_extra : nullptr;
+}
+// ZstdRoomGrow for a sender: commits more of the block holding `base` in place.
+bool tx_grow(void* ctx, void* base, size_t n) {
+  auto* c = static_cast<Conn*>(ctx);
+  auto* b = static_cast<char*>(base);
+  struct Block { void* mem; size_t* size; size_t reserved; } blocks[] = {
+      {c->tx_mem, &c->tx_size, c->tx_reserved}, {c->tx_extra, &c->tx_extra_size, c->tx_extra_reserved}};
+  for (const Block& k : blocks) {
+    auto* m = static_cast<char*>(k.mem);
+    if (m && b >= m && b < m + k.reserved) return grow_workspace(m, k.size, k.reserved, static_cast<size_t>(b - m) + n);
+  }
+  return false;
 }
 void* rx_extra(void* ctx, size_t n) {
   auto* c = static_cast<Conn*>(ctx);
@@ -227,16 +286,20 @@ void* rx_wide(void* ctx, int stream, size_t n) {
 }  // namespace
 
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept {
-  size_t tx = tx_stream_size(*levels), need = tx + kMaxFrameRaw;
+  // sendfile's bounce buffer first, the stream's workspace after it: its last part, the
+  // first zstd stream's room, mapped for the 2 MiB window and grown in place (tx_grow).
+  size_t need = kMaxFrameRaw + tx_stream_size(*levels, false);
   if (!c->tx_mem) {
-    c->tx_mem = map_workspace(need);
+    c->tx_reserved = page_round(kMaxFrameRaw + tx_stream_size(*levels, true));
+    c->tx_mem = map_workspace_reserved(need, c->tx_reserved);
     if (!c->tx_mem) return false;
     c->tx_size = need;
   }
   if (c->tx_size < need) return false;
-  c->file_buf = static_cast<uint8_t*>(c->tx_mem) + tx;
-  if (!tx_stream_init(c->tx, c->tx_mem, tx, levels, policy)) return false;
+  c->file_buf = static_cast<uint8_t*>(c->tx_mem);
+  if (!tx_stream_init(c->tx, c->file_buf + kMaxFrameRaw, c->tx_size - kMaxFrameRaw, levels, policy)) return false;
   c->tx.extra = ExtraMem{tx_extra, c};
+  c->tx.codec.grow = ZstdRoomGrow{tx_grow, c};
   c->tx_on.store(true, std::memory_order_release);
   return true;
 }

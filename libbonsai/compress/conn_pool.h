@@ -41,14 +41,17 @@ struct alignas(64) Conn {
   std::atomic<unsigned long> tx_owner, rx_owner;  // pthread_self() of the holder, 0 if free
   TxStream tx;
   RxStream rx;
+  // The sending workspace: tx_size bytes mapped, with address space reserved up to
+  // tx_reserved for the first zstd stream's 8 MiB window (committed when a connection
+  // first widens, then kept like the rest: ZstdRoomGrow); tx_extra likewise.
   void* tx_mem;
-  size_t tx_size;
+  size_t tx_size, tx_reserved;
   void* rx_mem;
   size_t rx_size;
   // The second zstd stream's workspaces (ExtraMem), mapped when a connection first
   // needs one and kept with the record like the others.
   void* tx_extra;
-  size_t tx_extra_size;
+  size_t tx_extra_size, tx_extra_reserved;
   void* rx_extra;
   size_t rx_extra_size;
   // Each zstd stream's 8 MiB decoder (ExtraMem::wide), mapped when its sender's frames

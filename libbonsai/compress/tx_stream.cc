@@ -154,7 +154,7 @@ bool worth_trying(TxStream& s, const void* src, size_t len) {
 bool second_zstd_stream(TxStream& s) {
   if (s.codec.nzstd >= 2) return true;
   if (s.codec.nzstd == 0 || s.extra_failed || !s.extra.get) return false;
-  size_t n = tx_stream_codec_extra_size(*s.levels);
+  size_t n = tx_stream_codec_extra_size(*s.levels, false);  // the 8 MiB window's grows in place
   void* mem = n ? s.extra.get(s.extra.ctx, n) : nullptr;
   if (!mem || !tx_stream_codec_attach(s.codec, mem, n, *s.levels)) s.extra_failed = true;
   return s.codec.nzstd >= 2;
@@ -294,13 +294,14 @@ int tx_flush(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int flags
   return flush_pending(s, io, m, fd, flags, &blocked);
 }
 
-size_t tx_stream_size(const LevelList& levels) noexcept {
-  return align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(kPendSize) + align64(tx_stream_codec_size(levels));
+size_t tx_stream_size(const LevelList& levels, bool wide) noexcept {
+  return align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(kPendSize) +
+         align64(tx_stream_codec_size(levels, wide));
 }
 
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
                     const PolicyConfig& policy) noexcept {
-  if (size < tx_stream_size(*levels)) return false;
+  if (size < tx_stream_size(*levels, false)) return false;
   s = TxStream{};
   auto* base = static_cast<uint8_t*>(mem);
   s.levels = levels;

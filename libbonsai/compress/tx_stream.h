@@ -72,8 +72,12 @@ inline bool tx_cap_binds(const TxStream& s) noexcept {
 inline constexpr size_t kPendSize = kMaxFrameBytes;
 
 // Workspace bytes for a sender with these levels (buffers and codec; the second zstd
-// stream's comes from TxStream::extra when first needed).
-size_t tx_stream_size(const LevelList& levels) noexcept;
+// stream's comes from TxStream::extra when first needed): with the first zstd stream's
+// room (last) for the 8 MiB window, or for the 2 MiB one (`wide` false; the codec's
+// ZstdRoomGrow extends it in place when the connection widens).
+size_t tx_stream_size(const LevelList& levels, bool wide = true) noexcept;
+// `size`: at least tx_stream_size(levels, false); all of it is used (the first zstd
+// stream's room ends at mem + size).
 // @return false if `size` is too small or a codec failed to initialise.
 bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels,
                     const PolicyConfig& policy) noexcept;

@@ -144,7 +144,47 @@ TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused"
   CHECK(pool_mem_mapped() == before);
   pool_set_mem_cap(UINT64_MAX);
   CHECK(conn_tx_enable(c, &levels, p));
-  CHECK(pool_mem_mapped() > before + tx_stream_size(levels));
+  CHECK(pool_mem_mapped() == before + kMaxFrameRaw + tx_stream_size(levels, false));
+  conn_retire(c);
+  for (Conn* k : held) conn_retire(k);
+  close(sv[0]);
+  close(sv[1]);
+}
+
+TEST_CASE("conn pool: a sender maps its zstd context for 2 MiB and commits the 8 MiB window's in place, within the cap",
+          "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  static LevelList levels = levels_default();
+  PolicyConfig p{};
+  REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
+  std::vector<Conn*> held;
+  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_mem != nullptr; });
+  uint64_t before = pool_mem_mapped();
+  REQUIRE(conn_tx_enable(c, &levels, p));
+  uint64_t narrow = pool_mem_mapped() - before;
+  CHECK(narrow < 5632 * 1024);  // a short connection's: ~5.1 MiB, not 11
+  const ZstdSlot& z = c->tx.codec.zs[0];
+  size_t wide = c->tx.codec.wide_room;
+  REQUIRE(z.room < wide);
+  REQUIRE(c->tx.codec.grow.fn != nullptr);
+  auto grow = [&](size_t n) { return c->tx.codec.grow.fn(c->tx.codec.grow.ctx, z.base, n); };
+  pool_set_mem_cap(pool_mem_mapped() + 4096);  // past the cap: refused, nothing mapped
+  CHECK_FALSE(grow(wide));
+  CHECK(pool_mem_mapped() == before + narrow);
+  pool_set_mem_cap(UINT64_MAX);
+  CHECK(grow(wide));
+  uint64_t grown = pool_mem_mapped() - before;
+  CHECK(grown > narrow + 6000 * 1024);  // the window's 6 MiB more
+  CHECK(grown <= kMaxFrameRaw + tx_stream_size(levels, true));
+  static_cast<volatile uint8_t*>(z.base)[wide - 1] = 1;  // committed: writable to its end
+  CHECK(grow(wide));  // again: nothing more
+  CHECK(pool_mem_mapped() == before + grown);
+  CHECK_FALSE(grow(wide + (1u << 20)));  // never past the reservation
+  // The record, reused, keeps the wide room: the next connection's stream starts with it.
+  REQUIRE(conn_tx_enable(c, &levels, p));
+  CHECK(c->tx.codec.zs[0].room >= wide);
+  CHECK(pool_mem_mapped() == before + grown);
   conn_retire(c);
   for (Conn* k : held) conn_retire(k);
   close(sv[0]);

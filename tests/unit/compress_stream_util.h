@@ -21,18 +21,35 @@ using namespace bonsai::compress;
 
 // A sending stream over the default levels, its policy by name ("datarate"), with
 // memory for a second zstd stream when it asks (as the library gives it) unless
-// `second_zstd` is false.
+// `second_zstd` is false. Each zstd stream's room is given for the 2 MiB window if
+// `narrow` (as the pool maps it) and grows in place to the 8 MiB one's (grow_ok:
+// the blocks are allocated that large, as the pool reserves address space), else
+// for the 8 MiB window from the start.
 struct Tx {
-  explicit Tx(const char* policy, bool second_zstd = true) : levels(levels_default()), ws(tx_stream_size(levels)) {
+  explicit Tx(const char* policy, bool second_zstd = true, bool narrow = false)
+      : levels(levels_default()), ws(tx_stream_size(levels)) {
     PolicyConfig p{};
     REQUIRE(policy_parse(policy, levels, p) == nullptr);
-    REQUIRE(tx_stream_init(tx, ws.mem, ws.size, &levels, p));
+    REQUIRE(tx_stream_init(tx, ws.mem, narrow ? tx_stream_size(levels, false) : ws.size, &levels, p));
     if (second_zstd) tx.extra = extra.mem();
+    extra.reserve = tx_stream_codec_extra_size(levels, true);
+    tx.codec.grow = ZstdRoomGrow{grow, this};
+  }
+  static bool grow(void* ctx, void* base, size_t n) {
+    auto* t = static_cast<Tx*>(ctx);
+    ++t->grows;
+    auto inside = [&](const Workspace* w) {
+      auto *b = static_cast<uint8_t*>(base), *m = w ? static_cast<uint8_t*>(w->mem) : nullptr;
+      return m && b >= m && b + n <= m + w->size;
+    };
+    return t->grow_ok && (inside(&t->ws) || inside(t->extra.ws.get()));
   }
   LevelList levels;
   Workspace ws;
   Extra extra;
   TxStream tx{};
+  int grows = 0;
+  bool grow_ok = true;
 };
 
 // A socketpair whose far end a thread reads and discards: `fd` is the sending end.

@@ -77,9 +77,10 @@ struct Extra {
   static void* get(void* ctx, size_t n) {
     auto* e = static_cast<Extra*>(ctx);
     ++e->gets;
-    if (!e->ws) e->ws = std::make_unique<Workspace>(n);
+    if (!e->ws) e->ws = std::make_unique<Workspace>(n > e->reserve ? n : e->reserve);
     return e->ws->size >= n ? e->ws->mem : nullptr;
   }
+
   static void* wide(void* ctx, int stream, size_t n) {
     auto* e = static_cast<Extra*>(ctx);
     ++e->wide_gets[stream];
@@ -91,6 +92,7 @@ struct Extra {
   bonsai::compress::ExtraMem mem() { return bonsai::compress::ExtraMem{get, this, wide}; }
   std::unique_ptr<Workspace> ws;
   std::unique_ptr<Workspace> wide_ws[bonsai::compress::kZstdStreams];
+  size_t reserve = 0;  // get() makes its block at least this large
   int gets = 0;
   int wide_gets[bonsai::compress::kZstdStreams] = {0, 0};
   bool wide_ok = true;
