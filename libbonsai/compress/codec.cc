@@ -368,6 +368,7 @@ bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept {
   c.lz4_ring = base;
   base += align16(kLz4Ring);
   c.window_log_max = zstd_window_log_max(kWireVersion);
+  c.zbase[0] = base;
   c.dctx[0] = dstream_at(base, dstream_room(kZstdWindowLogNarrow), decoder_window_log(c, 0));
   return c.dctx[0] != nullptr;
 }
@@ -384,6 +385,7 @@ bool rx_codec_attach(RxCodec& c, void* mem, size_t size) noexcept {
   if (c.dctx[1] || !mem || size < rx_codec_extra_size()) return false;
   c.zstd_open[1] = false;
   c.wide[1] = false;
+  c.zbase[1] = mem;
   c.dctx[1] = dstream_at(mem, rx_codec_extra_size(), decoder_window_log(c, 1));
   return c.dctx[1] != nullptr;
 }
@@ -394,6 +396,7 @@ bool rx_codec_widen(RxCodec& c, int stream, void* mem, size_t size) noexcept {
   if (stream < 0 || stream >= kZstdStreams || !mem || size < rx_codec_wide_size()) return false;
   c.zstd_open[stream] = false;
   c.wide[stream] = true;
+  c.zbase[stream] = mem;
   c.dctx[stream] = dstream_at(mem, rx_codec_wide_size(), decoder_window_log(c, stream));
   return c.dctx[stream] != nullptr;
 }

@@ -78,8 +78,8 @@ inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
 // a decoder for 2 MiB only; once zstd has taken this much of the connection's data (the
 // narrow window is full: older data starts to fall out of it), each zstd stream's next
 // chunk starts a new frame with the 8 MiB window, once. Short connections (most) thus
-// cost a receiver 3.0 MiB, long ones 11.5 (compression.md, Memory); a sender's zstd
-// context grows in place to the 8 MiB window's then (ZstdRoomGrow): 5.1 MiB and 11.1.
+// cost a receiver 3.0 MiB, long ones 9.0 (its decoder grown in place: ExtraMem::wide);
+// a sender's zstd context grows in place likewise (ZstdRoomGrow): 5.1 MiB and 11.1.
 inline constexpr size_t kZstdWidenAfter = size_t{1} << kZstdWindowLogNarrow;
 inline constexpr unsigned kZstdHashLog = 18;
 inline constexpr unsigned kZstdChainLog = 17;
@@ -184,6 +184,7 @@ struct RxCodec {
   // ZSTD_DCtx* (static, streaming; v1 frames use the first one-shot); the second is
   // attached when a frame of the second zstd stream first arrives (rx_codec_attach).
   void* dctx[kZstdStreams];
+  void* zbase[kZstdStreams];  // each decoder's workspace (the pool grows it in place to widen)
   bool zstd_open[kZstdStreams];
   bool wide[kZstdStreams];  // the decoder holds an 8 MiB window (rx_codec_widen); else 2 MiB
   void* lz4d;  // LZ4_streamDecode_t*
@@ -194,9 +195,10 @@ struct RxCodec {
 };
 
 // Decoders start with room for a 2 MiB window (what a sender's first frames ask,
-// kZstdWidenAfter); a zstd stream whose new frame asks for more gets an 8 MiB decoder
-// (rx_codec_widen) in a workspace of its own. rx_codec_set_version bounds a stream's
-// window by its version.
+// kZstdWidenAfter), the first one's last in the workspace; a zstd stream whose new
+// frame asks for more gets an 8 MiB decoder (rx_codec_widen) in a workspace it is
+// given: the pool gives its own, grown in place (ExtraMem::wide). rx_codec_set_version
+// bounds a stream's window by its version.
 size_t rx_codec_size() noexcept;
 bool rx_codec_init(RxCodec& c, void* mem, size_t size) noexcept;
 // The stream's version is known (its header): zstd frames asking for a larger window

@@ -241,19 +241,11 @@ void pool_set_mem_cap(uint64_t bytes) noexcept { g_mem_cap.store(bytes, std::mem
 uint64_t pool_mem_mapped() noexcept { return g_mem_mapped.load(std::memory_order_relaxed); }
 
 namespace {
-// ExtraMem::get for a record's sending or receiving side: its block, mapped (within the
-// memory cap) the first time.
-void* extra_for(void** mem, size_t* size, size_t n) {
-  if (!*mem) {
-    *mem = map_workspace(n);
-    if (!*mem) return nullptr;
-    *size = n;
-  }
-  return *size >= n ? *mem : nullptr;
-}
+// ExtraMem::get for a record's sending side: its block, mapped (within the memory cap)
+// the first time, with room reserved for the 8 MiB window (tx_grow).
 void* tx_extra(void* ctx, size_t n) {
   auto* c = static_cast<Conn*>(ctx);
-  if (!c->tx_extra) {  // with room reserved for the 8 MiB window (tx_grow)
+  if (!c->tx_extra) {
     size_t wide = c->tx.levels ? tx_stream_codec_extra_size(*c->tx.levels, true) : 0;
     c->tx_extra_reserved = page_round(n > wide ? n : wide);
     c->tx_extra = map_workspace_reserved(n, c->tx_extra_reserved);
@@ -274,14 +266,32 @@ bool tx_grow(void* ctx, void* base, size_t n) {
   }
   return false;
 }
+// ExtraMem::get for a record's receiving side: likewise (rx_wide).
 void* rx_extra(void* ctx, size_t n) {
   auto* c = static_cast<Conn*>(ctx);
-  return extra_for(&c->rx_extra, &c->rx_extra_size, n);
+  if (!c->rx_extra) {
+    size_t wide = rx_codec_wide_size();
+    c->rx_extra_reserved = page_round(n > wide ? n : wide);
+    c->rx_extra = map_workspace_reserved(n, c->rx_extra_reserved);
+    if (!c->rx_extra) return nullptr;
+    c->rx_extra_size = n;
+  }
+  return c->rx_extra_size >= n ? c->rx_extra : nullptr;
 }
+// ExtraMem::wide: stream 0's decoder, last in the receiving workspace, and stream 1's,
+// the whole extra block, grown in place to `n` bytes (the decoder is re-made there at
+// a new frame: rx_codec_widen).
 void* rx_wide(void* ctx, int stream, size_t n) {
   auto* c = static_cast<Conn*>(ctx);
-  if (stream < 0 || stream >= kZstdStreams) return nullptr;
-  return extra_for(&c->rx_wide[stream], &c->rx_wide_size[stream], n);
+  if (stream == 1) {
+    if (!c->rx_extra) return rx_extra(ctx, n);
+    auto* m = static_cast<char*>(c->rx_extra);
+    return grow_workspace(m, &c->rx_extra_size, c->rx_extra_reserved, n) ? m : nullptr;
+  }
+  if (stream != 0) return nullptr;
+  auto *m = static_cast<char*>(c->rx_mem), *b = static_cast<char*>(c->rx.codec.zbase[0]);
+  if (!m || b < m || b >= m + c->rx_reserved) return nullptr;
+  return grow_workspace(m, &c->rx_size, c->rx_reserved, static_cast<size_t>(b - m) + n) ? b : nullptr;
 }
 }  // namespace
 
@@ -305,9 +315,12 @@ bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy
 }
 
 bool conn_rx_enable(Conn* c) noexcept {
+  // The first decoder is last in the workspace: address space is reserved after it for
+  // the 8 MiB window's (rx_wide).
   size_t need = rx_stream_size();
   if (!c->rx_mem) {
-    c->rx_mem = map_workspace(need);
+    c->rx_reserved = page_round(need - rx_codec_extra_size() + rx_codec_wide_size());
+    c->rx_mem = map_workspace_reserved(need, c->rx_reserved);
     if (!c->rx_mem) return false;
     c->rx_size = need;
   }

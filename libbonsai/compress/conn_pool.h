@@ -46,18 +46,15 @@ struct alignas(64) Conn {
   // first widens, then kept like the rest: ZstdRoomGrow); tx_extra likewise.
   void* tx_mem;
   size_t tx_size, tx_reserved;
-  void* rx_mem;
-  size_t rx_size;
+  void* rx_mem;  // likewise: rx_size mapped, rx_reserved for the first decoder's 8 MiB window
+  size_t rx_size, rx_reserved;
   // The second zstd stream's workspaces (ExtraMem), mapped when a connection first
-  // needs one and kept with the record like the others.
+  // needs one and kept with the record like the others; each with address space
+  // reserved for the 8 MiB window, committed in place when its frames widen.
   void* tx_extra;
   size_t tx_extra_size, tx_extra_reserved;
   void* rx_extra;
-  size_t rx_extra_size;
-  // Each zstd stream's 8 MiB decoder (ExtraMem::wide), mapped when its sender's frames
-  // first ask for more than 2 MiB of window, kept likewise.
-  void* rx_wide[kZstdStreams];
-  size_t rx_wide_size[kZstdStreams];
+  size_t rx_extra_size, rx_extra_reserved;
   uint8_t* file_buf;  // kMaxFrameRaw bytes in tx_mem: sendfile's bounce buffer
   Conn* next_free;
 };

@@ -42,7 +42,8 @@ struct WireMeter {
 // connections never change level). get(): `n` bytes (16-aligned), the same block each
 // time for one connection record (kept for the record's reuse), or nullptr (none: the
 // memory cap, or out of memory). May be null (no more memory). wide() likewise, a
-// block per zstd stream (0 or 1) for an 8 MiB decoder (receivers; null for senders).
+// block of n bytes for zstd stream 0 or 1's 8 MiB decoder (receivers; null for
+// senders): the pool's grows the stream's own decoder workspace in place.
 struct ExtraMem {
   void* (*get)(void* ctx, size_t n);
   void* ctx;

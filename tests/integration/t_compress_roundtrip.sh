@@ -56,13 +56,17 @@ app=$(stats_field "$T/stats.c" tx_app_bytes) wire=$(stats_field "$T/stats.c" tx_
 [ "$wire" -gt 0 ] && [ $((app / wire)) -ge 2 ] || fail "text not compressed: app=$app wire=$wire"
 [ "$(stats_field "$T/stats.l" rx_app_bytes)" = "$app" ] || fail "receiver decoded a different byte count"
 # Memory (docs/compression.md, Memory): a sender maps its zstd context for the 2 MiB
-# window and commits the 8 MiB window's in place when its frames widen. Within 6 MiB
-# of workspaces it has the first only: it goes on compressing with 2 MiB frames.
+# window and commits the 8 MiB window's in place when its frames widen (a receiver its
+# decoder likewise: 3.0 MiB, 9.0 once widened). Within 6 MiB of workspaces a sender
+# has the first only: it goes on compressing with 2 MiB frames; within 10 a receiver
+# decodes the widened frames.
 rm -f "$T"/stats.*
 xfer "sender within 6 MiB: 2 MiB frames" "$T/text" "$TX BONSAI_COMPRESS_POLICY=fixed:zstd:3 BONSAI_COMPRESS_MEM_MIB=6" \
   "$RX" "--size 65536" "--size rand"
 app=$(stats_field "$T/stats.c" tx_app_bytes) wire=$(stats_field "$T/stats.c" tx_wire_bytes)
 [ "$wire" -gt 0 ] && [ $((app / wire)) -ge 2 ] || fail "6 MiB: text not compressed: app=$app wire=$wire"
+xfer "receiver within 10 MiB: 8 MiB frames" "$T/text" "$TX BONSAI_COMPRESS_POLICY=fixed:zstd:3" \
+  "$RX BONSAI_COMPRESS_MEM_MIB=10" "--size 65536" "--size rand"
 xfer "send->recv rand sizes datarate" "$T/mixed" "$TX" "$RX" "--size rand --api send" "--size rand --api recv"
 xfer "writev->readv lz4" "$T/mixed" "$TX BONSAI_COMPRESS_POLICY=fixed:lz4" "$RX" "--size rand --api writev" "--size rand --api readv"
 xfer "sendmsg->recvmsg queue" "$T/mixed" "$TX BONSAI_COMPRESS_POLICY=queue" "$RX" "--size rand --api sendmsg" "--size rand --api recvmsg"

@@ -230,34 +230,45 @@ TEST_CASE("conn pool: a second zstd stream's workspace is mapped on first need, 
   close(sv[1]);
 }
 
-TEST_CASE("conn pool: a receiver's 8 MiB decoders are mapped when first asked, within the cap, once", "[compress]") {
+TEST_CASE("conn pool: a receiver's decoders grow in place to the 8 MiB window when first asked, within the cap, once",
+          "[compress]") {
   int sv[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  std::vector<Conn*> held;  // a record that never had a wide decoder
-  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->rx_wide[0] || k->rx_wide[1]; });
+  std::vector<Conn*> held;  // a record that never received
+  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->rx_mem || k->rx_extra; });
   REQUIRE(conn_rx_enable(c));
   REQUIRE(c->rx.extra.wide != nullptr);
-  size_t n = rx_codec_wide_size();
+  size_t n = rx_codec_wide_size(), narrow = rx_codec_extra_size();
+  auto* base0 = static_cast<uint8_t*>(c->rx.codec.zbase[0]);
+  CHECK(base0 == static_cast<uint8_t*>(c->rx_mem) + rx_stream_size() - narrow);  // last in the workspace
+  auto wide = [&](int stream) { return c->rx.extra.wide(c->rx.extra.ctx, stream, n); };
   uint64_t before = pool_mem_mapped();
   pool_set_mem_cap(before + 4096);  // past the cap: none
-  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n) == nullptr);
+  CHECK(wide(0) == nullptr);
   CHECK(pool_mem_mapped() == before);
   pool_set_mem_cap(UINT64_MAX);
-  void* w0 = c->rx.extra.wide(c->rx.extra.ctx, 0, n);
-  void* w1 = c->rx.extra.wide(c->rx.extra.ctx, 1, n);
-  REQUIRE(w0 != nullptr);
-  REQUIRE(w1 != nullptr);
-  CHECK(w0 != w1);
-  CHECK(pool_mem_mapped() == before + 2 * n);
-  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n) == w0);  // the same block again, not mapped twice
-  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 2, n) == nullptr);  // two zstd streams only
+  void* w0 = wide(0);
+  CHECK(w0 == base0);  // in place
+  CHECK(pool_mem_mapped() == before + n - narrow);  // the 8 MiB window's 6 MiB more
+  static_cast<volatile uint8_t*>(w0)[n - 1] = 1;    // committed: writable to its end
+  // The second stream: its 2 MiB decoder's block, grown in place likewise.
+  void* e1 = c->rx.extra.get(c->rx.extra.ctx, narrow);
+  REQUIRE(e1 != nullptr);
+  void* w1 = wide(1);
+  CHECK(w1 == e1);
+  CHECK(pool_mem_mapped() == before + 2 * (n - narrow) + narrow);
+  CHECK(wide(0) == w0);  // the same block again, not mapped twice
+  CHECK(wide(2) == nullptr);  // two zstd streams only
+  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n + (1u << 20)) == nullptr);  // never past the reservation
   CHECK(rx_codec_widen(c->rx.codec, 0, w0, n));
   CHECK(c->rx.codec.wide[0]);
-  // The record, reused, starts with its 2 MiB decoder and gets the same block back.
+  // The record, reused, starts with its 2 MiB decoder at the same place and widens
+  // there again without mapping more.
   REQUIRE(conn_rx_enable(c));
   CHECK_FALSE(c->rx.codec.wide[0]);
-  CHECK(c->rx.extra.wide(c->rx.extra.ctx, 0, n) == w0);
-  CHECK(pool_mem_mapped() == before + 2 * n);
+  CHECK(c->rx.codec.zbase[0] == base0);
+  CHECK(wide(0) == w0);
+  CHECK(pool_mem_mapped() == before + 2 * (n - narrow) + narrow);
   conn_retire(c);
   for (Conn* k : held) conn_retire(k);
   close(sv[0]);
