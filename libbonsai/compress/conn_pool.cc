@@ -28,41 +28,50 @@ constinit unsigned g_nslabs = 0;   // under g_pool_mu
 constinit ConnTotals g_closed{};
 constinit std::atomic<uint64_t> g_mem_cap{UINT64_MAX};
 constinit std::atomic<uint64_t> g_mem_mapped{0};
+constinit std::atomic<uint64_t> g_mem_peak{0};     // the most g_mem_mapped has been
+constinit std::atomic<uint64_t> g_mem_refused{0};  // workspaces (or growths) refused
 
-// Maps a connection's workspace if the cap allows it.
-void* map_workspace(size_t n) {
-  uint64_t had = g_mem_mapped.fetch_add(n, std::memory_order_relaxed);
-  if (had + n > g_mem_cap.load(std::memory_order_relaxed)) {
+// Charges n bytes of workspace against the cap. @return false (nothing charged) past it.
+bool charge(size_t n) {
+  uint64_t now = g_mem_mapped.fetch_add(n, std::memory_order_relaxed) + n;
+  if (now > g_mem_cap.load(std::memory_order_relaxed)) {
     g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
-    return nullptr;
+    g_mem_refused.fetch_add(1, std::memory_order_relaxed);
+    return false;
   }
-  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) {
-    g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
-    return nullptr;
+  uint64_t peak = g_mem_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_mem_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
-  return p;
+  return true;
+}
+// Takes back a charge whose mapping failed.
+void uncharge(size_t n) {
+  g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
+  g_mem_refused.fetch_add(1, std::memory_order_relaxed);
 }
 
 size_t page_round(size_t n) {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   return (n + page - 1) / page * page;
 }
 
-// Maps a workspace of `n` bytes (within the cap) with address space reserved after it
-// up to `reserve` bytes (PROT_NONE: neither memory nor commit charge), which
-// grow_workspace may commit in place later.
-void* map_workspace_reserved(size_t n, size_t reserve) {
-  if (reserve <= page_round(n)) return map_workspace(n);
-  uint64_t had = g_mem_mapped.fetch_add(n, std::memory_order_relaxed);
-  if (had + n > g_mem_cap.load(std::memory_order_relaxed)) {
-    g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
-    return nullptr;
+// Maps a connection's workspace of `n` bytes if the cap allows it, with address space
+// reserved after it up to `reserve` bytes (PROT_NONE: neither memory nor commit
+// charge), which grow_workspace may commit in place later.
+void* map_workspace(size_t n, size_t reserve = 0) {
+  if (!charge(n)) return nullptr;
+  void* p;
+  if (reserve <= page_round(n)) {
+    p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  } else {
+    p = mmap(nullptr, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p != MAP_FAILED && mprotect(p, page_round(n), PROT_READ | PROT_WRITE) != 0) {
+      munmap(p, reserve);
+      p = MAP_FAILED;
+    }
   }
-  void* p = mmap(nullptr, reserve, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (p != MAP_FAILED && mprotect(p, page_round(n), PROT_READ | PROT_WRITE) == 0) return p;
-  if (p != MAP_FAILED) munmap(p, reserve);
-  g_mem_mapped.fetch_sub(n, std::memory_order_relaxed);
+  if (p != MAP_FAILED) return p;
+  uncharge(n);
   return nullptr;
 }
 
@@ -71,12 +80,10 @@ void* map_workspace_reserved(size_t n, size_t reserve) {
 bool grow_workspace(void* mem, size_t* size, size_t reserved, size_t end) {
   if (end <= *size) return true;
   if (end > reserved) return false;
-  size_t add = end - *size;
-  uint64_t had = g_mem_mapped.fetch_add(add, std::memory_order_relaxed);
-  size_t from = page_round(*size), to = page_round(end);
-  if (had + add > g_mem_cap.load(std::memory_order_relaxed) ||
-      (to > from && mprotect(static_cast<char*>(mem) + from, to - from, PROT_READ | PROT_WRITE) != 0)) {
-    g_mem_mapped.fetch_sub(add, std::memory_order_relaxed);
+  size_t add = end - *size, from = page_round(*size), to = page_round(end);
+  if (!charge(add)) return false;
+  if (to > from && mprotect(static_cast<char*>(mem) + from, to - from, PROT_READ | PROT_WRITE) != 0) {
+    uncharge(add);
     return false;
   }
   *size = end;
@@ -239,6 +246,8 @@ void conn_release_if_idle(Conn* c) noexcept {
 
 void pool_set_mem_cap(uint64_t bytes) noexcept { g_mem_cap.store(bytes, std::memory_order_relaxed); }
 uint64_t pool_mem_mapped() noexcept { return g_mem_mapped.load(std::memory_order_relaxed); }
+uint64_t pool_mem_peak() noexcept { return g_mem_peak.load(std::memory_order_relaxed); }
+uint64_t pool_mem_refused() noexcept { return g_mem_refused.load(std::memory_order_relaxed); }
 
 namespace {
 // ExtraMem::get for a record's sending side: its block, mapped (within the memory cap)
@@ -248,7 +257,7 @@ void* tx_extra(void* ctx, size_t n) {
   if (!c->tx_extra) {
     size_t wide = c->tx.levels ? tx_stream_codec_extra_size(*c->tx.levels, true) : 0;
     c->tx_extra_reserved = page_round(n > wide ? n : wide);
-    c->tx_extra = map_workspace_reserved(n, c->tx_extra_reserved);
+    c->tx_extra = map_workspace(n, c->tx_extra_reserved);
     if (!c->tx_extra) return nullptr;
     c->tx_extra_size = n;
   }
@@ -272,7 +281,7 @@ void* rx_extra(void* ctx, size_t n) {
   if (!c->rx_extra) {
     size_t wide = rx_codec_wide_size();
     c->rx_extra_reserved = page_round(n > wide ? n : wide);
-    c->rx_extra = map_workspace_reserved(n, c->rx_extra_reserved);
+    c->rx_extra = map_workspace(n, c->rx_extra_reserved);
     if (!c->rx_extra) return nullptr;
     c->rx_extra_size = n;
   }
@@ -301,7 +310,7 @@ bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy
   size_t need = kMaxFrameRaw + tx_stream_size(*levels, false);
   if (!c->tx_mem) {
     c->tx_reserved = page_round(kMaxFrameRaw + tx_stream_size(*levels, true));
-    c->tx_mem = map_workspace_reserved(need, c->tx_reserved);
+    c->tx_mem = map_workspace(need, c->tx_reserved);
     if (!c->tx_mem) return false;
     c->tx_size = need;
   }
@@ -320,7 +329,7 @@ bool conn_rx_enable(Conn* c) noexcept {
   size_t need = rx_stream_size();
   if (!c->rx_mem) {
     c->rx_reserved = page_round(need - rx_codec_extra_size() + rx_codec_wide_size());
-    c->rx_mem = map_workspace_reserved(need, c->rx_reserved);
+    c->rx_mem = map_workspace(need, c->rx_reserved);
     if (!c->rx_mem) return false;
     c->rx_size = need;
   }

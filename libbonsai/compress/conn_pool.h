@@ -118,6 +118,10 @@ Dropped conn_drop_number(Conn* c, int fd) noexcept;
 void pool_set_mem_cap(uint64_t bytes) noexcept;
 // @return bytes of workspaces mapped so far.
 uint64_t pool_mem_mapped() noexcept;
+// @return the most bytes of workspaces mapped at once, and how many workspaces (or
+// growths to the 8 MiB window) were refused (the cap, or the kernel's refusal).
+uint64_t pool_mem_peak() noexcept;
+uint64_t pool_mem_refused() noexcept;
 
 // Sets up the sending half (workspace mapped on first use). @return success.
 bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The compression stats line at exit (BONSAI_COMPRESS_STATS, docs/compression.md):
-// application and wire bytes each way, frames per method, chunks per level; also said
-// on stderr at info level. Written by runtime/stats_dump.h's one at-exit writer.
+// application and wire bytes each way, frames per method, chunks per level, the
+// workspaces' peak memory and refusals; also said on stderr at info level. Written by runtime/stats_dump.h's one at-exit writer.
 #include <cstdio>
 #include <unistd.h>
 
@@ -21,7 +21,7 @@ void stats_at_exit() noexcept {
   if (!g_on) return;
   ConnTotals t;
   pool_totals(t);
-  char buf[512];
+  char buf[640];
   int n = std::snprintf(buf, sizeof buf,
                         "{\"pid\":%d,\"tx_app_bytes\":%llu,\"tx_wire_bytes\":%llu,\"rx_app_bytes\":%llu,"
                         "\"rx_wire_bytes\":%llu,\"frames\":{\"raw\":%llu,\"lz4\":%llu,\"zstd\":%llu},\"level_chunks\":[",
@@ -32,7 +32,11 @@ void stats_at_exit() noexcept {
     n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "%s%llu", i ? "," : "",
                        (unsigned long long)t.level_chunks[i]);
   if (n <= 0 || n > 500) return;
-  n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "]}");
+  // The workspaces' memory: the most mapped at once (to size BONSAI_COMPRESS_MEM_MIB)
+  // and how many were refused (connections sent plain, 2 MiB frames, or reset).
+  n += std::snprintf(buf + n, sizeof buf - static_cast<size_t>(n), "],\"mem_peak_bytes\":%llu,\"mem_refused\":%llu}",
+                     (unsigned long long)pool_mem_peak(), (unsigned long long)pool_mem_refused());
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof buf) return;
   blog(LogLevel::Info, "compression: tx %llu app -> %llu wire bytes, rx %llu wire -> %llu app bytes",
        (unsigned long long)t.tx_app, (unsigned long long)t.tx_wire, (unsigned long long)t.rx_wire,
        (unsigned long long)t.rx_app);

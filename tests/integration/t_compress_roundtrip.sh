@@ -65,8 +65,16 @@ xfer "sender within 6 MiB: 2 MiB frames" "$T/text" "$TX BONSAI_COMPRESS_POLICY=f
   "$RX" "--size 65536" "--size rand"
 app=$(stats_field "$T/stats.c" tx_app_bytes) wire=$(stats_field "$T/stats.c" tx_wire_bytes)
 [ "$wire" -gt 0 ] && [ $((app / wire)) -ge 2 ] || fail "6 MiB: text not compressed: app=$app wire=$wire"
+# The stats line says so: the most mapped (~5.1 MiB) and the widening refused.
+peak=$(stats_field "$T/stats.c" mem_peak_bytes) refused=$(stats_field "$T/stats.c" mem_refused)
+[ "$peak" -gt $((4 * MiB)) ] && [ "$peak" -le $((6 * MiB)) ] && [ "$refused" -ge 1 ] ||
+  fail "6 MiB sender: mem_peak_bytes=$peak mem_refused=$refused"
+rm -f "$T"/stats.*
 xfer "receiver within 10 MiB: 8 MiB frames" "$T/text" "$TX BONSAI_COMPRESS_POLICY=fixed:zstd:3" \
   "$RX BONSAI_COMPRESS_MEM_MIB=10" "--size 65536" "--size rand"
+peak=$(stats_field "$T/stats.l" mem_peak_bytes) refused=$(stats_field "$T/stats.l" mem_refused)
+[ "$peak" -gt $((8 * MiB)) ] && [ "$peak" -le $((10 * MiB)) ] && [ "$refused" = 0 ] ||
+  fail "10 MiB receiver: mem_peak_bytes=$peak mem_refused=$refused (3.0 MiB + 6.0 at the widening)"
 xfer "send->recv rand sizes datarate" "$T/mixed" "$TX" "$RX" "--size rand --api send" "--size rand --api recv"
 xfer "writev->readv lz4" "$T/mixed" "$TX BONSAI_COMPRESS_POLICY=fixed:lz4" "$RX" "--size rand --api writev" "--size rand --api readv"
 xfer "sendmsg->recvmsg queue" "$T/mixed" "$TX BONSAI_COMPRESS_POLICY=queue" "$RX" "--size rand --api sendmsg" "--size rand --api recvmsg"

@@ -169,12 +169,15 @@ TEST_CASE("conn pool: a sender maps its zstd context for 2 MiB and commits the 8
   REQUIRE(z.room < wide);
   REQUIRE(c->tx.codec.grow.fn != nullptr);
   auto grow = [&](size_t n) { return c->tx.codec.grow.fn(c->tx.codec.grow.ctx, z.base, n); };
+  uint64_t refused = pool_mem_refused();
   pool_set_mem_cap(pool_mem_mapped() + 4096);  // past the cap: refused, nothing mapped
   CHECK_FALSE(grow(wide));
   CHECK(pool_mem_mapped() == before + narrow);
+  CHECK(pool_mem_refused() == refused + 1);  // counted for the stats line
   pool_set_mem_cap(UINT64_MAX);
   CHECK(grow(wide));
   uint64_t grown = pool_mem_mapped() - before;
+  CHECK(pool_mem_peak() >= pool_mem_mapped());
   CHECK(grown > narrow + 6000 * 1024);  // the window's 6 MiB more
   CHECK(grown <= kMaxFrameRaw + tx_stream_size(levels, true));
   static_cast<volatile uint8_t*>(z.base)[wide - 1] = 1;  // committed: writable to its end
