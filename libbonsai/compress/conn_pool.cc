@@ -90,6 +90,34 @@ bool grow_workspace(void* mem, size_t* size, size_t reserved, size_t end) {
   return true;
 }
 
+// Gives back the pages of a workspace block (mem, `size` mapped) from `from` on: a
+// private anonymous mapping reads zero there after, as a fresh one does.
+void give_back(const void* from, void* mem, size_t size) {
+  auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  auto f = reinterpret_cast<uintptr_t>(from), m = reinterpret_cast<uintptr_t>(mem);
+  uintptr_t start = (f + page - 1) / page * page, end = m + page_round(size);
+  if (!mem || f < m || start >= end) return;
+  madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
+}
+
+// When a record is released: a long connection's zstd pages (of a context or decoder
+// that widened to the 8 MiB window: up to ~10 MiB touched each) go back to the system.
+// Records are kept for reuse, so a server's memory would otherwise stay at what its
+// longest connections touched once; the next connection on the record re-makes its
+// contexts anyway. Short connections keep theirs (refilling them would cost each new
+// connection its page faults). Under both locks: nobody uses the workspaces.
+void give_back_grown(Conn& c) {
+  int saved = errno;
+  const TxStreamCodec& t = c.tx.codec;
+  if (c.tx_mem && t.nzstd >= 1 && t.zstd_bytes >= kZstdWidenAfter) {
+    give_back(t.zs[0].base, c.tx_mem, c.tx_size);
+    if (t.nzstd >= 2) give_back(c.tx_extra, c.tx_extra, c.tx_extra_size);
+  }
+  if (c.rx_mem && c.rx.codec.wide[0]) give_back(c.rx.codec.zbase[0], c.rx_mem, c.rx_size);
+  if (c.rx_extra && c.rx.codec.wide[1]) give_back(c.rx_extra, c.rx_extra, c.rx_extra_size);
+  errno = saved;
+}
+
 void* map(size_t n) {
   void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? nullptr : p;
@@ -229,6 +257,7 @@ void conn_release_if_idle(Conn* c) noexcept {
     if (c->tx_pend.exchange(false)) g_tx_pending_conns.fetch_sub(1, std::memory_order_relaxed);
     conn_set_owed(c, false);
     c->tx.pend_len = c->tx.pend_off = 0;  // what close could not send is dropped (logged there)
+    give_back_grown(*c);
     pthread_mutex_lock(&g_pool_mu);
     add_totals(g_closed, *c);
     clear_counts(*c);

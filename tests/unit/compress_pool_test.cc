@@ -278,6 +278,41 @@ TEST_CASE("conn pool: a receiver's decoders grow in place to the 8 MiB window wh
   close(sv[1]);
 }
 
+TEST_CASE("conn pool: a long connection's zstd pages are given back at release, a short one's kept", "[compress]") {
+  int sv[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
+  static LevelList levels = levels_default();
+  PolicyConfig p{};
+  REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
+  for (bool long_conn : {true, false}) {
+    INFO((long_conn ? "long connection" : "short connection"));
+    std::vector<Conn*> held;
+    Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_mem || k->rx_mem; });
+    REQUIRE(conn_tx_enable(c, &levels, p));
+    REQUIRE(conn_rx_enable(c));
+    // Both sides widened, as after 2 MiB of zstd frames each way.
+    auto* tx_room = static_cast<volatile uint8_t*>(c->tx.codec.zs[0].base);
+    size_t tx_wide = c->tx.codec.wide_room, rx_wide = rx_codec_wide_size();
+    REQUIRE(c->tx.codec.grow.fn(c->tx.codec.grow.ctx, c->tx.codec.zs[0].base, tx_wide));
+    void* w0 = c->rx.extra.wide(c->rx.extra.ctx, 0, rx_wide);
+    REQUIRE(w0 != nullptr);
+    auto* rx_room = static_cast<volatile uint8_t*>(w0);
+    if (long_conn) {
+      c->tx.codec.zstd_bytes = kZstdWidenAfter;
+      REQUIRE(rx_codec_widen(c->rx.codec, 0, w0, rx_wide));
+    }
+    size_t at[] = {64 * 1024, tx_wide / 2, tx_wide - 1};
+    for (size_t a : at) tx_room[a] = 0x5a;
+    rx_room[rx_wide - 1] = 0xa5;
+    conn_retire(c);  // released: nobody holds its locks
+    for (size_t a : at) CHECK(tx_room[a] == (long_conn ? 0 : 0x5a));  // mapped still: records are never unmapped
+    CHECK(rx_room[rx_wide - 1] == (long_conn ? 0 : 0xa5));
+    for (Conn* k : held) conn_retire(k);
+  }
+  close(sv[0]);
+  close(sv[1]);
+}
+
 TEST_CASE("conn pool: duplicates of a connection's number are aliases; the owner hands over", "[compress]") {
   int sv[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
