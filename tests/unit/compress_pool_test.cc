@@ -114,30 +114,49 @@ TEST_CASE("conn pool: a retired record in use is released by its lock holder", "
 }
 
 namespace {
-// A record for fd that has none of what `has` looks for (records keep their workspaces
-// for reuse); the records passed over go to `held` (the caller retires them).
-template <typename Has>
-Conn* record_without(int fd, std::vector<Conn*>& held, Has has) {
-  for (int i = 0; i < 10000; ++i) {
-    Conn* k = conn_acquire(fd);
-    REQUIRE(k != nullptr);
-    if (!has(k)) return k;
-    held.push_back(k);
+// A socketpair and the records a test passed over (retired, and the pair closed, at the
+// end), and the default levels (a stream keeps a pointer to them).
+struct PoolRig {
+  PoolRig() { REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0); }
+  ~PoolRig() {
+    for (Conn* k : held) conn_retire(k);
+    close(sv[0]);
+    close(sv[1]);
   }
-  FAIL("no record without it in 10000");
-  return nullptr;
-}
+  // A record for sv[0] that has none of what `has` looks for (records keep their
+  // workspaces for reuse); the records passed over are held.
+  template <typename Has>
+  Conn* record_without(Has has) {
+    for (int i = 0; i < 10000; ++i) {
+      Conn* k = conn_acquire(sv[0]);
+      REQUIRE(k != nullptr);
+      if (!has(k)) return k;
+      held.push_back(k);
+    }
+    FAIL("no record without it in 10000");
+    return nullptr;
+  }
+  PolicyConfig policy(const char* name) {
+    PolicyConfig p{};
+    REQUIRE(policy_parse(name, levels, p) == nullptr);
+    return p;
+  }
+  static LevelList& default_levels() {
+    static LevelList l = levels_default();
+    return l;
+  }
+  int sv[2] = {-1, -1};
+  std::vector<Conn*> held;
+  LevelList& levels = default_levels();  // outlives the records that point to it
+};
 }  // namespace
 
 TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused", "[compress]") {
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  static LevelList levels = levels_default();
-  PolicyConfig p{};
-  REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
+  PoolRig rig;
+  PolicyConfig p = rig.policy("fixed:zstd:3");
+  LevelList& levels = rig.levels;
   // A record that has no sending workspace yet (records keep theirs for reuse).
-  std::vector<Conn*> held;
-  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_mem != nullptr; });
+  Conn* c = rig.record_without([](const Conn* k) { return k->tx_mem != nullptr; });
   uint64_t before = pool_mem_mapped();
   pool_set_mem_cap(before + 4096);
   CHECK_FALSE(conn_tx_enable(c, &levels, p));
@@ -146,20 +165,14 @@ TEST_CASE("conn pool: past BONSAI_COMPRESS_MEM_MIB's cap a workspace is refused"
   CHECK(conn_tx_enable(c, &levels, p));
   CHECK(pool_mem_mapped() == before + kMaxFrameRaw + tx_stream_size(levels, false));
   conn_retire(c);
-  for (Conn* k : held) conn_retire(k);
-  close(sv[0]);
-  close(sv[1]);
 }
 
 TEST_CASE("conn pool: a sender maps its zstd context for 2 MiB and commits the 8 MiB window's in place, within the cap",
           "[compress]") {
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  static LevelList levels = levels_default();
-  PolicyConfig p{};
-  REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
-  std::vector<Conn*> held;
-  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_mem != nullptr; });
+  PoolRig rig;
+  PolicyConfig p = rig.policy("fixed:zstd:3");
+  LevelList& levels = rig.levels;
+  Conn* c = rig.record_without([](const Conn* k) { return k->tx_mem != nullptr; });
   uint64_t before = pool_mem_mapped();
   REQUIRE(conn_tx_enable(c, &levels, p));
   uint64_t narrow = pool_mem_mapped() - before;
@@ -189,19 +202,13 @@ TEST_CASE("conn pool: a sender maps its zstd context for 2 MiB and commits the 8
   CHECK(c->tx.codec.zs[0].room >= wide);
   CHECK(pool_mem_mapped() == before + grown);
   conn_retire(c);
-  for (Conn* k : held) conn_retire(k);
-  close(sv[0]);
-  close(sv[1]);
 }
 
 TEST_CASE("conn pool: a second zstd stream's workspace is mapped on first need, within the cap, once", "[compress]") {
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  static LevelList levels = levels_default();
-  PolicyConfig p{};
-  REQUIRE(policy_parse("datarate", levels, p) == nullptr);
-  std::vector<Conn*> held;  // a record that never had a second stream
-  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_extra || k->rx_extra; });
+  PoolRig rig;
+  PolicyConfig p = rig.policy("datarate");
+  LevelList& levels = rig.levels;
+  Conn* c = rig.record_without([](const Conn* k) { return k->tx_extra || k->rx_extra; });
   REQUIRE(conn_tx_enable(c, &levels, p));
   REQUIRE(conn_rx_enable(c));
   REQUIRE(c->tx.extra.get != nullptr);
@@ -228,17 +235,12 @@ TEST_CASE("conn pool: a second zstd stream's workspace is mapped on first need, 
   CHECK(c->tx.extra.get(c->tx.extra.ctx, tn + 1) == nullptr);  // never past its size
   CHECK(pool_mem_mapped() == before + tn + rn);
   conn_retire(c);
-  for (Conn* k : held) conn_retire(k);
-  close(sv[0]);
-  close(sv[1]);
 }
 
 TEST_CASE("conn pool: a receiver's decoders grow in place to the 8 MiB window when first asked, within the cap, once",
           "[compress]") {
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  std::vector<Conn*> held;  // a record that never received
-  Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->rx_mem || k->rx_extra; });
+  PoolRig rig;
+  Conn* c = rig.record_without([](const Conn* k) { return k->rx_mem || k->rx_extra; });
   REQUIRE(conn_rx_enable(c));
   REQUIRE(c->rx.extra.wide != nullptr);
   size_t n = rx_codec_wide_size(), narrow = rx_codec_extra_size();
@@ -273,21 +275,15 @@ TEST_CASE("conn pool: a receiver's decoders grow in place to the 8 MiB window wh
   CHECK(wide(0) == w0);
   CHECK(pool_mem_mapped() == before + 2 * (n - narrow) + narrow);
   conn_retire(c);
-  for (Conn* k : held) conn_retire(k);
-  close(sv[0]);
-  close(sv[1]);
 }
 
 TEST_CASE("conn pool: a long connection's zstd pages are given back at release, a short one's kept", "[compress]") {
-  int sv[2];
-  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  static LevelList levels = levels_default();
-  PolicyConfig p{};
-  REQUIRE(policy_parse("fixed:zstd:3", levels, p) == nullptr);
+  PoolRig rig;
+  PolicyConfig p = rig.policy("fixed:zstd:3");
+  LevelList& levels = rig.levels;
   for (bool long_conn : {true, false}) {
     INFO((long_conn ? "long connection" : "short connection"));
-    std::vector<Conn*> held;
-    Conn* c = record_without(sv[0], held, [](const Conn* k) { return k->tx_mem || k->rx_mem; });
+    Conn* c = rig.record_without([](const Conn* k) { return k->tx_mem || k->rx_mem; });
     REQUIRE(conn_tx_enable(c, &levels, p));
     REQUIRE(conn_rx_enable(c));
     // Both sides widened, as after 2 MiB of zstd frames each way.
@@ -307,10 +303,7 @@ TEST_CASE("conn pool: a long connection's zstd pages are given back at release, 
     conn_retire(c);  // released: nobody holds its locks
     for (size_t a : at) CHECK(tx_room[a] == (long_conn ? 0 : 0x5a));  // mapped still: records are never unmapped
     CHECK(rx_room[rx_wide - 1] == (long_conn ? 0 : 0xa5));
-    for (Conn* k : held) conn_retire(k);
   }
-  close(sv[0]);
-  close(sv[1]);
 }
 
 TEST_CASE("conn pool: duplicates of a connection's number are aliases; the owner hands over", "[compress]") {
