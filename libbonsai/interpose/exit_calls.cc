@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "interpose/real.h"
+#include "interpose/process_exit.h"
 #include "runtime/limiter.h"
 
 extern "C" {

@@ -10,6 +10,8 @@
 
 #include "interpose/compress_hooks.h"
 #include "interpose/real.h"
+#include "interpose/process_exit.h"
+#include "runtime/stats_dump.h"
 #include "runtime/limiter.h"
 #include "shm/shm_attach.h"
 

@@ -70,9 +70,7 @@ void limits_from_env() {
 bool limiter_install(const LimitSet& set) noexcept {
   size_t slot = g_next_view.fetch_add(1, std::memory_order_relaxed) % kViewRing;
   LimitsView& v = g_views[slot];
-  v.set = set;
-  if (!bucket_table_build(v.set, v.table, nullptr)) return false;
-  for (uint32_t r = 0; r < v.set.count; ++r) v.params[r] = bucket_params(v.set.rules[r]);
+  if (!limits_view_build(set, v)) return false;
   g_limiter.view.store(&v, std::memory_order_release);
   limiter_update_fast_view();
   return true;
@@ -221,9 +219,8 @@ uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable,
   uint64_t late_seen = b.late_ns.load(std::memory_order_relaxed);  // before the take: never owes a wait
   uint64_t now = mono_ns();
   uint64_t units = credit_refill_units(p, credit, need);
-  uint64_t tat = bucket_take(b, p, units, now - offset);
   // bucket_take bounds tat (max_ahead_ns), so a garbage clock cannot make this wait long.
-  uint64_t deadline = bucket_eligible(p, tat, now - offset, slack);
+  uint64_t deadline = bucket_take_due(b, p, units, now - offset, slack);
   if (deadline && !t_thread.in_wait) {  // a signal handler's call never waits in there
     t_thread.in_wait = true;
     ShmSlot* slot = shm_wait_begin();  // seen by `bonsaictl set --wait`
@@ -286,8 +283,7 @@ void limiter_refresh_slow() noexcept {
                     "limits in force with this process's own buckets; restart the service to rejoin it");
   // New rules renumber the buckets: this process's own buckets start afresh (the
   // service's shared ones are reset by bonsaictl when it writes the limits).
-  if (g_limiter.buckets == g_local_buckets)
-    for (auto& b : g_local_buckets) bucket_reset_clock(b);
+  if (g_limiter.buckets == g_local_buckets) buckets_renumbered(g_local_buckets, kMaxRules);
 }
 
 

@@ -11,18 +11,13 @@
 #include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
+#include "bucket/limits_view.h"
 #include "bucket/token_bucket.h"
 #include "runtime/fd_class.h"
 #include "runtime/options.h"
 
 namespace bonsai {
 
-// An immutable snapshot of the limits in force. Never freed once published.
-struct LimitsView {
-  LimitSet set;
-  BucketTable table;
-  BucketParams params[kMaxRules];
-};
 
 // Where the limits may change under us (a shared-memory segment): the library
 // compares `*seq` with `seen` on every call and calls `refresh` on a change.
@@ -93,13 +88,8 @@ inline Ticket ticket_for(CallId call, int fd) noexcept {
   const LimitsView* v = g_limiter.view.load(std::memory_order_acquire);
   Ticket t{v, kNoBucket, call, 0};
   if (!v) return t;
-  auto c = static_cast<size_t>(call);
-  if (!v->table.fd_sensitive) [[likely]] {
-    t.bucket = v->table.bucket_of[c][0];
-  } else {
-    FdKind k = fd < 0 ? FdKind::None : fd_kind_of(fd);
-    t.bucket = v->table.bucket_of[c][static_cast<size_t>(k)];
-  }
+  if (!v->table.fd_sensitive) [[likely]] t.bucket = view_bucket(*v, call, FdKind::None);
+  else t.bucket = view_bucket(*v, call, fd < 0 ? FdKind::None : fd_kind_of(fd));
   if (t.bucket != kNoBucket && t_thread.credit_view != v) [[unlikely]] thread_credit_reset(v);
   return t;
 }
@@ -137,8 +127,7 @@ inline size_t ticket_chunk(const Ticket& t) noexcept {
 // Charges what one real call moved (a call-rate bucket: one call). errno untouched.
 inline void ticket_charge(const Ticket& t, ssize_t moved) noexcept {
   if (t.bucket == kNoBucket) return;
-  const BucketParams& p = t.view->params[t.bucket];
-  int64_t units = p.per_call ? 1 : (moved > 0 ? moved : 0);
+  auto units = static_cast<int64_t>(call_units(t.view->params[t.bucket], moved));
   int64_t& credit = t_thread.credit[t.bucket];
   lane_add(credit, -units);
   if (credit_needs_settle(credit)) [[unlikely]] ticket_settle_slow(t);
@@ -182,12 +171,5 @@ void limiter_uninstall() noexcept;
 
 // Recomputes g_limiter.fast_view; call after changing view, counters or watch.
 void limiter_update_fast_view() noexcept;
-
-// Writes the BONSAI_STATS JSON line for this process (at exit).
-void stats_dump_at_exit() noexcept;
-
-// Everything the library does when the process ends (interpose/init.cc): from our
-// destructor and from _exit()/_Exit(), which run no destructors. Runs once.
-void process_exit_hooks() noexcept;
 
 }  // namespace bonsai

@@ -3,9 +3,14 @@
 #include "runtime/options.h"
 
 #include "abi/limit_parse.h"
+#include "bucket/limits_view.h"
 #include "log/blog.h"
 
 namespace bonsai {
+
+// The supervisor leaves sleepers the same room by default (bucket/limits_view.h).
+static_assert(option_default_u64(Opt::debt_ns) == kDefaultSlackNs, "BONSAI_DEBT_NS's default is kDefaultSlackNs");
+
 namespace {
 
 void duration_load(Opt o, uint64_t& ns) noexcept {

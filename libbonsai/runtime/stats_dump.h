@@ -36,4 +36,7 @@ bool stats_path_from_env() noexcept;
 // @return length written, or 0 if `cap` was too small.
 size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept;
 
+// Writes the BONSAI_STATS JSON line for this process (at exit).
+void stats_dump_at_exit() noexcept;
+
 }  // namespace bonsai

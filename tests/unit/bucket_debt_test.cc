@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
-// A supervised thread's debts: what moved already is taken first and as a late charge,
+// Debts owed a bucket (bucket/debt.h): what moved already is taken first and as a late charge,
 // forgetting a write's unused prepayment never forgets what moved, pieces are bounded.
 #include <catch2/catch.hpp>
 
-#include "../../bonsaictl/sv_debt.h"
+#include "bucket/debt.h"
 
 using namespace bonsai;
-using namespace bonsai::ctl;
 
-TEST_CASE("sv_debt: what moved already is taken first, as a late charge", "[sv_debt]") {
+TEST_CASE("debt: what moved already is taken first, as a late charge", "[debt]") {
   DebtList l;
   l.add(3, 1000, false);  // a prepaid write
   l.add(3, 500, true);    // a read settled after it moved
@@ -32,7 +31,7 @@ TEST_CASE("sv_debt: what moved already is taken first, as a late charge", "[sv_d
   CHECK(p.late + p.fresh == 0);
 }
 
-TEST_CASE("sv_debt: forgetting a prepayment forgets what has not moved first", "[sv_debt]") {
+TEST_CASE("debt: forgetting a prepayment forgets what has not moved first", "[debt]") {
   DebtList l;
   l.add(1, 600, true);
   l.add(1, 1000, false);
@@ -45,7 +44,7 @@ TEST_CASE("sv_debt: forgetting a prepayment forgets what has not moved first", "
   CHECK(l.forget(2, 50) == 50);  // owed nothing there
 }
 
-TEST_CASE("sv_debt: buckets get their own slots; a zero piece still moves; clear drops all", "[sv_debt]") {
+TEST_CASE("debt: buckets get their own slots; a zero piece still moves; clear drops all", "[debt]") {
   DebtList l;
   l.add(kNoBucket, 100, true);  // no bucket: nothing owed
   l.add(0, 0, true);            // nothing: no slot
@@ -68,4 +67,26 @@ TEST_CASE("sv_debt: buckets get their own slots; a zero piece still moves; clear
     DebtList::next_piece(l.slot[0], 1);
     CHECK(l.slot[0].late <= l.slot[0].units);
   }
+}
+
+TEST_CASE("debt: a piece is ~100 ms of rate, what moved first, taken from the bucket", "[debt]") {
+  Rule r{};
+  r.calls = 1;
+  r.rate = 1'000'000'000;  // 1 ns per byte: costs are exact; a batch is 1 ms = 1,000,000 bytes
+  r.unit = RateUnit::Bytes;
+  r.fd_mask = kAnyFd;
+  BucketParams p = bucket_params(r);
+  BucketState s{};
+  Debt d{0, 250'000'000, 60'000'000};  // 250 ms owed, 60 ms of it moved already
+  const uint64_t now = 1'000'000'000;
+  CHECK(debt_take_piece(d, s, p, now) == 100'000'000);
+  CHECK(s.tat_ns.load() == now + 100'000'000);
+  CHECK(s.late_ns.load() == 60'000'000);  // the late part, queued sleepers wait it off
+  CHECK(d.units == 150'000'000);
+  CHECK(d.late == 0);
+  CHECK(debt_take_piece(d, s, p, now) == 100'000'000);
+  CHECK(debt_take_piece(d, s, p, now) == 50'000'000);
+  CHECK(debt_take_piece(d, s, p, now) == 0);
+  CHECK(s.tat_ns.load() == now + 250'000'000);
+  CHECK(s.late_ns.load() == 60'000'000);
 }

@@ -1,17 +1,19 @@
 // SPDX-License-Identifier: MIT
-// A supervised thread's debts: units it owes its buckets and has not taken yet. One call
-// may owe far more than a bucket takes at once (a 1 GiB write: the library would have
-// cut it up, the supervisor cannot), so debt is taken in pieces (~100 ms of rate), each
-// when the last is paid. Units that have moved already (a read settled at the thread's
-// next call) are "late": they are taken first and as late charges, so that the library's
-// threads asleep in the same service bucket wait them off too (bucket_take_late). Pure:
-// no buckets, no clock (the supervisor's loop does the taking).
+// Units a caller owes its buckets and has not taken yet, taken in pieces. One call may
+// owe far more than a bucket takes at once (a 1 GiB write the supervisor could not cut
+// up, as the library cuts a transfer into chunks), so debt is taken in pieces of ~100 ms
+// of rate, each when the last is paid. Units that have moved already (a read settled
+// after it) are "late": taken first and with bucket_take_late, so that the sleepers
+// queued in the same bucket wait them off too. Used by bonsaictl's supervisor for each
+// supervised thread. No clock, no allocation.
 #pragma once
 #include <cstdint>
 
+#include "abi/bucket_state.h"
 #include "abi/limits_abi.h"
+#include "bucket/token_bucket.h"
 
-namespace bonsai::ctl {
+namespace bonsai {
 
 struct Debt {
   uint8_t bucket = kNoBucket;
@@ -41,4 +43,8 @@ struct DebtList {
   static Piece next_piece(Debt& d, uint64_t piece) noexcept;
 };
 
-}  // namespace bonsai::ctl
+// Takes the next piece of `d` (~100 ms of the bucket's rate) from the bucket `s` at
+// `now_ns`. @return the units taken.
+uint64_t debt_take_piece(Debt& d, BucketState& s, const BucketParams& p, uint64_t now_ns) noexcept;
+
+}  // namespace bonsai

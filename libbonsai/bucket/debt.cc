@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// A supervised thread's debts (see sv_debt.h).
-#include "sv_debt.h"
+// Units owed a bucket, taken in pieces (see debt.h).
+#include "bucket/debt.h"
 
 #include <algorithm>
 
-namespace bonsai::ctl {
+namespace bonsai {
 
 void DebtList::add(uint8_t bucket, uint64_t units, bool late) noexcept {
   if (bucket == kNoBucket || !units) return;
@@ -53,4 +53,11 @@ DebtList::Piece DebtList::next_piece(Debt& d, uint64_t piece) noexcept {
   return {late, k - late};
 }
 
-}  // namespace bonsai::ctl
+uint64_t debt_take_piece(Debt& d, BucketState& s, const BucketParams& p, uint64_t now_ns) noexcept {
+  DebtList::Piece piece = DebtList::next_piece(d, static_cast<uint64_t>(p.batch) * 100);  // batches: ~1 ms
+  if (piece.late) bucket_take_late(s, p, piece.late, now_ns);
+  if (piece.fresh) bucket_take(s, p, piece.fresh, now_ns);
+  return piece.late + piece.fresh;
+}
+
+}  // namespace bonsai

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// Charging supervised calls. The arithmetic is the library's (bucket/limits_view.h:
+// a call's units, when a bucket lets a call go; bucket/debt.h: owed units taken in
+// pieces); what is the supervisor's own is when it learns what a call moved: at the
+// thread's next notification, from its I/O counters (settle), so a write prepays what
+// it asks and gets back what it did not move, and a read is charged late.
+#include <algorithm>
+
+#include "sv_loop.h"
+#include "sys/clock.h"
+#include "sys/lane_add.h"
+
+namespace bonsai::ctl {
+
+BucketState& Loop::state(Proc& p, uint8_t bucket) {
+  ShmSegment& s = seg_.seg();
+  if (s.header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
+    return s.buckets[bucket];
+  return p.own[bucket];
+}
+
+void Loop::charge(Thread& th, uint8_t bucket, uint64_t moved, bool late) {
+  const BucketParams* bp = view_.params(bucket);
+  if (!bp) return;
+  th.debt.add(bucket, call_units(*bp, static_cast<int64_t>(std::min<uint64_t>(moved, INT64_MAX))), late);
+}
+
+void Loop::give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now) {
+  const BucketParams* bp = view_.params(bucket);
+  if (!bp) return;
+  units = th.debt.forget(bucket, units);  // not taken yet: forgotten first
+  if (units) bucket_give_back(state(p, bucket), *bp, units, now);
+}
+
+void Loop::pay(Thread& th, Proc& p, uint64_t now) {
+  for (Debt& d : th.debt.slot) {
+    if (!d.units) continue;
+    const BucketParams* bp = view_.params(d.bucket);
+    if (!bp) d = Debt{};
+    else debt_take_piece(d, state(p, d.bucket), *bp, now);
+  }
+}
+
+// When the call may go: its buckets' debt paid down to the depth, and nothing this
+// thread owes them left untaken. Takes further pieces while the buckets allow them.
+uint64_t Loop::hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now) {
+  for (int round = 0; round < 64; ++round) {
+    pay(th, p, now);
+    uint64_t at = eligible_at(p, bucket, now);
+    if (at) return at;
+    if (!th.debt.owes(bucket[0]) && !th.debt.owes(bucket[1])) return 0;
+  }
+  return now + 1'000'000;  // a huge debt on an idle bucket: look again in 1 ms
+}
+
+uint64_t Loop::eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now) {
+  uint64_t at = 0;
+  for (int i = 0; i < 2; ++i)
+    if (const BucketParams* bp = view_.params(bucket[i]))
+      at = std::max(at, bucket_due(state(p, bucket[i]), *bp, now, kDefaultSlackNs));
+  return at;
+}
+
+void Loop::count(Proc& p, CallId call, uint64_t calls, uint64_t bytes) {
+  if (!p.slot || call == CallId::count_) return;
+  CallLane& cl = p.slot->counters.lanes[0].by_call[static_cast<size_t>(call)];  // the supervisor's lane
+  if (calls) lane_add(cl.calls, calls);
+  if (bytes) lane_add(cl.bytes, bytes);
+}
+
+void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
+  Owed& o = th.owed;
+  if (!o.active) return;
+  o.active = false;
+  uint64_t moved = o.asked == UINT64_MAX ? 0 : o.asked;  // no counters: trust the size asked
+  if (have_io) {
+    if (o.moved == SvMoved::ReadChar) moved = io.rchar >= th.io.rchar ? io.rchar - th.io.rchar : 0;
+    else moved = io.wchar >= th.io.wchar ? io.wchar - th.io.wchar : 0;
+    moved = std::min(moved, o.asked);
+  }
+  if (moved >= o.prepaid) count(p, o.call, 0, moved - o.prepaid);
+  else count(p, o.call, 0, static_cast<uint64_t>(-static_cast<int64_t>(o.prepaid - moved)));  // sums are mod 2^64
+  if (o.view_seq != view_.seq) return;  // the buckets were renumbered meanwhile
+  uint64_t now = mono_ns();
+  for (uint8_t b : o.bucket) {
+    const BucketParams* bp = view_.params(b);
+    if (!bp) continue;
+    if (bp->per_call) {  // one call: a prepaid write paid it when it went
+      if (!o.prepaid && (o.moved == SvMoved::ReadChar || o.moved == SvMoved::WriteChar)) charge(th, b, 1, true);
+    } else if (moved > o.prepaid) {
+      charge(th, b, moved - o.prepaid, true);
+    } else if (moved < o.prepaid) {
+      give_back(th, p, b, o.prepaid - moved, now);
+    }
+  }
+}
+
+}  // namespace bonsai::ctl

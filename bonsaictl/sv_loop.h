@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: MIT
+// The supervisor's state and steps (supervisor.h is its entry point). What a call is
+// charged and when it may go is the library's arithmetic (bucket/limits_view.h: the view,
+// a call's units, when a bucket allows a call; bucket/debt.h: owed units taken in
+// pieces); what is the supervisor's own is here: notifications (supervisor.cc), what a
+// call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
+// view and the traced processes and threads (sv_view.cc).
+#pragma once
+#include <poll.h>
+#include <seccomp.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "abi/limits_abi.h"
+#include "bucket/debt.h"
+#include "bucket/limits_view.h"
+#include "shm/shm_slots.h"
+#include "shm_client.h"
+#include "supervisor.h"
+#include "sv_syscalls.h"
+#include "sv_target.h"
+
+namespace bonsai::ctl {
+
+inline constexpr uint64_t kSweepNs = 500'000'000;  // how often gone threads and processes are dropped
+inline constexpr int kValidCheckMs = 100;          // how often held receives check they are still wanted
+
+// The limits in force: the library's view, with the segment's sequence it came from.
+struct SvView {
+  LimitsView lim{};
+  uint64_t seq = 0;
+  bool usable = false;
+  // The bucket's parameters if `bucket` is one of the view's, else nullptr.
+  const BucketParams* params(uint8_t bucket) const {
+    return usable && bucket < lim.set.count ? &lim.params[bucket] : nullptr;
+  }
+};
+
+// A call made and not yet charged: charged at the thread's next notification.
+struct Owed {
+  bool active = false;
+  SvMoved moved = SvMoved::Unit;
+  CallId call = CallId::count_;
+  uint8_t bucket[2] = {kNoBucket, kNoBucket};
+  uint64_t asked = 0;    // an upper bound of what it can move (UINT64_MAX: unknown)
+  uint64_t prepaid = 0;  // units taken before it went (writes)
+  uint64_t view_seq = 0;
+};
+
+struct Proc {
+  int pid = 0;
+  uint64_t start_time = 0;
+  ShmSlot* slot = nullptr;
+  int pidfd = -1;
+  BucketState own[kMaxRules]{};  // scope process
+};
+
+struct Thread {
+  int tid = 0, tgid = 0;
+  int io_fd = -1;
+  SvIo io{};
+  Owed owed{};
+  DebtList debt;
+};
+
+// A call held back: until `deadline` (its buckets' debt is paid), or, a receive that
+// would block, until its socket has data (`wait_fd`, a copy of it).
+struct Held {
+  uint64_t id;
+  int tid, tgid;
+  CallId call;
+  uint64_t deadline;  // 0: none
+  uint64_t since;
+  int wait_fd = -1;
+  uint64_t asked = 0;
+  uint8_t bucket[2] = {kNoBucket, kNoBucket};
+};
+
+class Loop {
+ public:
+  Loop(int fd, Segment& seg, std::vector<int> notified) : fd_(fd), seg_(seg), notified_(std::move(notified)) {}
+  SupervisorStats run();
+
+ private:
+  // supervisor.cc: one notification
+  void handle(const seccomp_notif& req);
+  void respond(uint64_t id);
+  uint64_t asked_bytes(const SvSyscall& sc, const seccomp_notif& req);
+  // sv_view.cc: the limits in force, processes and threads
+  void view_refresh();
+  void say_unseen(const LimitSet& set);
+  Thread* thread_get(int tid);
+  Proc* proc_get(int tgid);
+  void sweep(uint64_t now);
+  void proc_drop(Proc& p);
+  // sv_charge.cc: charging
+  void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
+  // `late`: the units have moved already (a read settled after it): the library's
+  // sleepers in the same service bucket then wait them off too (bucket_take_late).
+  void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);
+  void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
+  void pay(Thread& th, Proc& p, uint64_t now);
+  uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
+  uint64_t eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now);
+  void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
+  BucketState& state(Proc& p, uint8_t bucket);
+  // sv_held.cc: calls held back
+  void hold(Held h, Proc& p);
+  void release(Held& h, Proc* p, uint64_t now);
+  void release_due(uint64_t now);
+  // How long the loop may sleep (ns), and the held receives' sockets to poll.
+  uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
+
+  int fd_;
+  Segment& seg_;
+  std::vector<int> notified_;  // what the filter notifies (fixed at launch)
+  SvView view_;
+  std::unordered_map<int, Thread> threads_;
+  std::unordered_map<int, Proc> procs_;
+  std::vector<Held> held_;
+  SupervisorStats stats_;
+  bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
+  uint64_t last_sweep_ = 0;
+};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+// The supervisor's view of the service: the limits in force (read from the segment and
+// built as the library builds them, bucket/limits_view.h), and the processes and threads
+// it has seen (their slots, pidfds and I/O counters), dropped when they end.
+#include <fmt/core.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "shm/seqlock.h"
+#include "shm/shm_check.h"
+#include "shm/shm_guard.h"
+#include "shm/shm_proc.h"
+#include "sv_loop.h"
+#include "sys/clock.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+namespace bonsai::ctl {
+
+void Loop::view_refresh() {
+  ShmSegment& s = seg_.seg();
+  if (!lost_ && shm_guard_lost(&s)) {
+    // As the library does: the limits in force stay, with this supervisor's own
+    // buckets (the zeroed mapping reads as scope `process`); counts go nowhere.
+    lost_ = true;
+    fmt::print(stderr, "bonsaictl supervisor ({}): the service's segment was truncated or damaged: keeping the "
+               "limits in force with the supervisor's own buckets; restart the service to rejoin it\n",
+               seg_.service());
+    for (auto& [pid, p] : procs_) p.slot = nullptr;
+  }
+  if (lost_) return;
+  uint64_t seq_now = s.limits.seq.load(std::memory_order_acquire);
+  if (view_.seq == seq_now && view_.seq) return;
+  LimitSet set{};
+  uint64_t seq = 0;
+  if (!seqlock_read(s.limits, set, seq, 100)) return;  // a writer is busy: next time
+  // Truncated while we read: the guard's zeroes read as "no limits" with seq 0 (a
+  // live segment's seq starts at 2). Never install them; the next refresh sees lost.
+  if (seq == 0 || shm_guard_lost(&s)) return;
+  SvView v;
+  v.seq = seq;
+  const char* problem = limits_problem(set);
+  if (!problem && !limits_view_build(set, v.lim)) problem = "two rules share a call";
+  if (problem) {  // as the library: the limits in force stay (none at first)
+    if (view_.seq != seq)
+      fmt::print(stderr, "bonsaictl supervisor ({}): the service's limits changed but are unusable ({}); keeping "
+                 "the old ones\n", seg_.service(), problem);
+    view_.seq = seq;
+    return;
+  }
+  v.usable = true;
+  if (view_.seq) say_unseen(v.lim.set);
+  bool changed = view_.seq != 0;
+  view_ = v;
+  // New rules renumber the buckets: calls owed under the old ones are dropped, this
+  // supervisor's per-process buckets start afresh, held calls go (they are charged
+  // under the new limits from their next call on), as in the library.
+  for (auto& [tid, th] : threads_) {
+    th.owed.active = false;
+    th.debt.clear();
+  }
+  for (auto& [pid, p] : procs_) {
+    buckets_renumbered(p.own, kMaxRules);
+    if (p.slot) p.slot->seen_seq.store(seq, std::memory_order_release);
+  }
+  if (changed) {
+    uint64_t now = mono_ns();
+    for (auto& h : held_) release(h, nullptr, now);
+    held_.clear();
+  }
+}
+
+// New limits on system calls the filter does not notify cannot reach this tree: say so.
+void Loop::say_unseen(const LimitSet& set) {
+  std::string missing;
+  for (int nr : sv_notified_syscalls(set))
+    if (std::find(notified_.begin(), notified_.end(), nr) == notified_.end())
+      if (const SvSyscall* sc = sv_syscall(nr)) missing += (missing.empty() ? "" : ", ") + std::string(sc->name);
+  if (!missing.empty())
+    fmt::print(stderr, "bonsaictl supervisor ({}): the new limits name system calls this supervised program was "
+               "not started with ({}): they apply to it only after a restart\n", seg_.service(), missing);
+}
+
+Proc* Loop::proc_get(int tgid) {
+  auto it = procs_.find(tgid);
+  if (it != procs_.end()) return &it->second;
+  uint64_t start = 0;
+  if (proc_status(tgid, start) != ProcStatus::Alive) return nullptr;
+  Proc& p = procs_[tgid];
+  p.pid = tgid;
+  p.start_time = start;
+  char comm[16] = {};
+  proc_comm(tgid, comm, sizeof comm);
+  p.slot = lost_ ? nullptr : slot_claim(seg_.seg(), tgid, start, comm, view_.seq, unix_now_ns());
+  if (p.slot) p.slot->flags.store(kSlotSupervised, std::memory_order_release);
+  p.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0));
+  return &p;
+}
+
+Thread* Loop::thread_get(int tid) {
+  auto it = threads_.find(tid);
+  if (it != threads_.end()) return &it->second;
+  int tgid = sv_tgid_of(tid);
+  if (tgid < 0) return nullptr;
+  Thread& th = threads_[tid];
+  th.tid = tid;
+  th.tgid = tgid;
+  th.io_fd = sv_io_open(tgid, tid);
+  if (th.io_fd >= 0) sv_io_read(th.io_fd, th.io);
+  return &th;
+}
+
+void Loop::proc_drop(Proc& p) {
+  if (p.slot) slot_release(seg_.seg(), *p.slot);
+  if (p.pidfd >= 0) ::close(p.pidfd);
+  p.slot = nullptr;
+  p.pidfd = -1;
+}
+
+void Loop::sweep(uint64_t now) {
+  if (now - last_sweep_ < kSweepNs) return;
+  last_sweep_ = now;
+  for (auto it = procs_.begin(); it != procs_.end();) {
+    Proc& p = it->second;
+    if (!proc_is(p.pid, p.start_time)) {
+      proc_drop(p);
+      it = procs_.erase(it);
+      continue;
+    }
+    if (p.slot) {  // the name of the program it runs now (exec)
+      char comm[16] = {};
+      proc_comm(p.pid, comm, sizeof comm);
+      if (comm[0]) std::memcpy(p.slot->comm, comm, sizeof comm);
+    }
+    ++it;
+  }
+  for (auto it = threads_.begin(); it != threads_.end();) {
+    SvIo io;
+    bool gone = !procs_.count(it->second.tgid) || it->second.io_fd < 0 || !sv_io_read(it->second.io_fd, io);
+    if (gone) {
+      if (it->second.io_fd >= 0) ::close(it->second.io_fd);
+      it = threads_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+}  // namespace bonsai::ctl
