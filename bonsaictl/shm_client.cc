@@ -9,18 +9,21 @@
 #include <ctime>
 #include <dirent.h>
 #include <fcntl.h>
+#include <memory>
 #include <fmt/core.h>
 #include <pwd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bucket/limits_carry.h"
 #include "diag.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
 #include "shm/shm_guard.h"
 #include "shm/shm_name.h"
 #include "shm/shm_slots.h"
+#include "sys/clock.h"
 
 namespace bonsai::ctl {
 
@@ -279,10 +282,21 @@ FileState Segment::file_state() const {
 
 uint64_t Segment::write_limits(const LimitSet& set) {
   uint64_t seq = 0;
+  // The service's buckets keep their state across the change (bucket/limits_carry.h):
+  // a `set` of the same limits changes nothing, a new rate carries debt and credit.
+  // Limits in the segment that do not build (damaged, or written by an older ABI) are
+  // no limits: every rule then starts as a fresh bucket.
+  auto prev = std::make_unique<LimitsView>();
+  auto next = std::make_unique<LimitsView>();
+  if (!limits_view_build(set, *next)) runtime_error("the limits put one call in two rules");
   guarded([&] {
-    seq = seqlock_write(seg_->limits, set, unix_now_ns());
+    LimitSet old{};
+    uint64_t old_seq = 0;
+    if (!seqlock_read(seg_->limits, old, old_seq, 1000) || limits_problem(old) || !limits_view_build(old, *prev))
+      *prev = LimitsView{};
     if (seg_->header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
-      for (auto& b : seg_->buckets) b.tat_ns.store(0, std::memory_order_relaxed);
+      buckets_carry(*prev, seg_->buckets, *next, seg_->buckets, mono_ns());
+    seq = seqlock_write(seg_->limits, set, unix_now_ns());
   });
   return seq;
 }

@@ -14,6 +14,7 @@
 #include "shm/shm_check.h"
 #include "shm/shm_guard.h"
 #include "shm/shm_proc.h"
+#include "bucket/limits_carry.h"
 #include "sv_loop.h"
 #include "sys/clock.h"
 
@@ -56,23 +57,38 @@ void Loop::view_refresh() {
   }
   v.usable = true;
   if (view_.seq) say_unseen(v.lim.set);
-  bool changed = view_.seq != 0;
-  view_ = v;
-  // New rules renumber the buckets: calls owed under the old ones are dropped, this
-  // supervisor's per-process buckets start afresh, held calls go (they are charged
-  // under the new limits from their next call on), as in the library.
+  // The buckets keep their state across the change (bucket/limits_carry.h), as in the
+  // library: this supervisor's per-process buckets are carried over (the service's
+  // shared ones are carried by bonsaictl when it writes the limits), what threads owe
+  // follows its rule, held calls are re-timed at the new rates (a removed rule lets
+  // them go). Calls owed under the old rules and not settled yet are dropped.
+  LimitsView none{};
+  const LimitsView& prev = view_.usable ? view_.lim : none;
+  uint8_t from[kMaxRules];
+  limits_match(prev.set, v.lim.set, from);
+  uint8_t to[kMaxRules];  // old bucket -> new bucket
+  for (auto& b : to) b = kNoBucket;
+  for (uint32_t i = 0; i < v.lim.set.count; ++i)
+    if (from[i] != kNoBucket) to[from[i]] = static_cast<uint8_t>(i);
+  auto renumber = [&](uint8_t b) { return b < kMaxRules ? to[b] : kNoBucket; };
+  uint64_t now = mono_ns();
   for (auto& [tid, th] : threads_) {
     th.owed.active = false;
-    th.debt.clear();
+    for (Debt& d : th.debt.slot)
+      if (d.units && (d.bucket = renumber(d.bucket)) == kNoBucket) d = Debt{};
   }
   for (auto& [pid, p] : procs_) {
-    buckets_renumbered(p.own, kMaxRules);
+    buckets_carry(prev, p.own, v.lim, p.own, now);
     if (p.slot) p.slot->seen_seq.store(seq, std::memory_order_release);
   }
-  if (changed) {
-    uint64_t now = mono_ns();
-    for (auto& h : held_) release(h, nullptr, now);
-    held_.clear();
+  view_ = v;
+  for (Held& h : held_) {
+    for (uint8_t& b : h.bucket) b = renumber(b);
+    if (!h.deadline) continue;  // a receive waiting for data: charged when it comes
+    auto pit = procs_.find(h.tgid);
+    auto tit = threads_.find(h.tid);
+    h.deadline = pit == procs_.end() || tit == threads_.end() ? now : hold_until(tit->second, pit->second, h.bucket, now);
+    if (!h.deadline) h.deadline = now;  // goes at the loop's next pass
   }
 }
 

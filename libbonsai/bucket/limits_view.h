@@ -18,12 +18,17 @@ namespace bonsai {
 // the default of BONSAI_DEBT_NS (runtime/options.h, checked there) and the supervisor's.
 inline constexpr uint64_t kDefaultSlackNs = 2'000'000;
 
-// An immutable snapshot of a limit set. A published view is never written again.
+// A snapshot of a limit set. The library publishes views from a ring of slots and
+// tells them apart by `gen` (runtime/limiter.h): a slot is rewritten only under a new,
+// odd-while-written generation, so a reader that holds one across a call knows when it
+// has been reused. limits_view_build leaves `gen` alone.
 struct LimitsView {
+  uint64_t gen;
   LimitSet set;
   BucketTable table;
   BucketParams params[kMaxRules];
 };
+static_assert(sizeof(BucketParams) % 8 == 0 && sizeof(LimitsView) % 8 == 0, "copied word by word (sys/word_copy.h)");
 
 // Builds `v` from `set` (rules past kMaxRules are ignored).
 // @return false if two rules claim one call on one fd kind (`v` is then unusable).

@@ -31,11 +31,8 @@ namespace {
 // One request in flight. `key`: 0 free, 1 being written or taken, else the aiocb.
 struct Slot {
   std::atomic<uintptr_t> key;
-  const LimitsView* view;  // limits in force at submission (views are never freed)
-  size_t bytes;            // prepaid
-  uint64_t waited_ns;
-  uint8_t bucket;
-  CallId call;
+  Ticket ticket;  // at submission: its view's generation and bucket, the bucket's parameters
+  size_t bytes;   // prepaid
 };
 
 constexpr size_t kSlots = 4096;  // power of two
@@ -59,11 +56,8 @@ bool take(const void* cb, Slot& out) noexcept {
     uintptr_t k = key;
     if (s.key.load(std::memory_order_relaxed) != key) continue;
     if (!s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire, std::memory_order_relaxed)) continue;
-    out.view = s.view;
+    out.ticket = s.ticket;
     out.bytes = s.bytes;
-    out.waited_ns = s.waited_ns;
-    out.bucket = s.bucket;
-    out.call = s.call;
     s.key.store(0, std::memory_order_release);
     g_inflight.fetch_sub(1, std::memory_order_relaxed);
     return true;
@@ -80,11 +74,8 @@ bool put(const void* cb, const Ticket& t, size_t bytes) noexcept {
     uintptr_t k = 0;
     if (s.key.load(std::memory_order_relaxed) != 0) continue;
     if (!s.key.compare_exchange_strong(k, kBusy, std::memory_order_acquire, std::memory_order_relaxed)) continue;
-    s.view = t.view;
+    s.ticket = t;
     s.bytes = bytes;
-    s.waited_ns = t.waited_ns;
-    s.bucket = t.bucket;
-    s.call = t.call;
     g_inflight.fetch_add(1, std::memory_order_relaxed);
     s.key.store(key, std::memory_order_release);
     return true;
@@ -96,13 +87,10 @@ bool put(const void* cb, const Ticket& t, size_t bytes) noexcept {
 // cancelled, nothing moved) and counts it. Limits changed since the submission: the
 // old bucket is gone, nothing is given back. errno untouched.
 void settle(const Slot& e, ssize_t moved) noexcept {
-  Ticket t{e.view, e.bucket, e.call, e.waited_ns};
+  Ticket t = e.ticket;
   const LimitsView* now = g_limiter.view.load(std::memory_order_acquire);
-  if (now != e.view) {
-    t.bucket = kNoBucket;
-  } else if (t.bucket != kNoBucket && t_thread.credit_view != now) {
-    thread_credit_reset(now);
-  }
+  if (now != t.view || !now || view_gen(now) != t.gen) t.bucket = kNoBucket;
+  else if (t.bucket != kNoBucket && t_thread.credit_gen != t.gen) thread_credit_reset(now, t.gen);
   wrap::ticket_refund(t, e.bytes, moved);
   ticket_count(t, moved);
 }

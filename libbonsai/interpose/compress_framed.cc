@@ -57,7 +57,7 @@ double meter_ahead(void* ctx) { return ticket_ahead(static_cast<Meter*>(ctx)->t)
 // The byte rate of the ticket's bucket (0: none, or a call-rate bucket).
 double rate_of(const Ticket& t) {
   if (!t.view || t.bucket >= kMaxRules) return 0;
-  const BucketParams& p = t.view->params[t.bucket];
+  const BucketParams& p = t.params;
   if (p.per_call || p.ns_per_unit_q32 == 0) return 0;
   return 1e9 * 4294967296.0 / static_cast<double>(p.ns_per_unit_q32);
 }
@@ -65,7 +65,7 @@ double rate_of(const Ticket& t) {
 // The depth of the ticket's bucket in ns (0: none, or a call-rate bucket).
 double depth_of(const Ticket& t) {
   if (!t.view || t.bucket >= kMaxRules) return 0;
-  const BucketParams& p = t.view->params[t.bucket];
+  const BucketParams& p = t.params;
   return p.per_call ? 0 : static_cast<double>(p.depth_ns);
 }
 

@@ -84,12 +84,12 @@ bool may_block(int fd, int msg_flags) noexcept;
 // them all; ticket_refund gives back what the call did not move.
 inline void ticket_prepay(Ticket& t, size_t n, bool cancellable) noexcept {
   if (t.bucket == kNoBucket) return;
-  int64_t units = t.view->params[t.bucket].per_call ? 1 : static_cast<int64_t>(n < SIZE_MAX / 2 ? n : SIZE_MAX / 2);
+  int64_t units = t.params.per_call ? 1 : static_cast<int64_t>(n < SIZE_MAX / 2 ? n : SIZE_MAX / 2);
   ticket_wait(t, cancellable, static_cast<uint64_t>(units));
   lane_add(t_thread.credit[t.bucket], -units);
 }
 inline void ticket_refund(const Ticket& t, size_t n, ssize_t moved) noexcept {
-  if (t.bucket == kNoBucket || t.view->params[t.bucket].per_call) return;
+  if (t.bucket == kNoBucket || t.params.per_call) return;
   size_t used = moved > 0 ? static_cast<size_t>(moved) : 0;
   if (used < n) lane_add(t_thread.credit[t.bucket], static_cast<int64_t>(n - used));
 }
@@ -375,23 +375,6 @@ inline int64_t* credit_fast(CallId id, size_t n) noexcept {
 inline ssize_t credit_spend(int64_t* credit, ssize_t r) noexcept {
   if (r > 0) lane_add(*credit, -r);
   return r;
-}
-
-// The bucket `call` on `fd` has in the view of ticket `t` (no second refresh, so both
-// tickets of one call index the same view and the same thread credit).
-inline Ticket ticket_in_view(const Ticket& t, CallId call, int fd) noexcept {
-  Ticket s{t.view, kNoBucket, call, 0};
-  const LimitsView* v = t.view;
-  if (!v || call == CallId::count_) return s;
-  auto c = static_cast<size_t>(call);
-  if (!v->table.fd_sensitive) [[likely]] {
-    s.bucket = v->table.bucket_of[c][0];
-  } else {
-    FdKind k = fd < 0 ? FdKind::None : fd_kind_of(fd);
-    s.bucket = v->table.bucket_of[c][static_cast<size_t>(k)];
-  }
-  if (s.bucket != kNoBucket && t_thread.credit_view != v) [[unlikely]] thread_credit_reset(v);
-  return s;
 }
 
 // The read side of a zero-copy call: the source is read like `read` (or `pread` when

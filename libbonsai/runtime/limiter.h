@@ -15,6 +15,7 @@
 #include "bucket/token_bucket.h"
 #include "runtime/fd_class.h"
 #include "runtime/options.h"
+#include "sys/word_copy.h"
 
 namespace bonsai {
 
@@ -47,9 +48,11 @@ enum LimiterState : int { kUninit = 0, kIniting = 1, kActive = 2 };
 
 extern constinit Limiter g_limiter;
 
-// Per-thread state: prepaid credit per bucket of `credit_view`, and a counter lane.
+// Per-thread state: prepaid credit per bucket of `credit_view` (as it was at generation
+// `credit_gen`: the slot may have been reused since), and a counter lane.
 struct ThreadState {
   const LimitsView* credit_view;
+  uint64_t credit_gen;
   int64_t credit[kMaxRules];
   uint8_t lane_plus1;  // 0: not assigned yet
   bool in_wait;        // a signal handler's call made meanwhile must not wait
@@ -68,16 +71,31 @@ inline bool limiter_active() noexcept {
 }
 
 void limiter_refresh_slow() noexcept __attribute__((noinline));
-void thread_credit_reset(const LimitsView* v) noexcept __attribute__((noinline));
+// Moves this thread's credit to view `v` (generation `gen`): each bucket's credit to the
+// bucket of `v` that continues its rule (bucket/limits_carry.h), or dropped.
+void thread_credit_reset(const LimitsView* v, uint64_t gen) noexcept __attribute__((noinline));
+
+// A view's generation (acquire): odd while its slot is being written.
+inline uint64_t view_gen(const LimitsView* v) noexcept { return __atomic_load_n(&v->gen, __ATOMIC_ACQUIRE); }
 unsigned thread_lane_assign() noexcept __attribute__((noinline));
 
-// What a wrapper holds between its wait and its charge.
+// What a wrapper holds between its wait and its charge. It copies what it needs of the
+// view (the bucket's parameters), so a call that blocks across any number of installs
+// never reads a reused slot; `gen` tells whether the thread's credit is of its view.
 struct Ticket {
   const LimitsView* view;  // nullptr: the call is only accounted
   uint8_t bucket;          // kNoBucket: no limit on this call
   CallId call;
   uint64_t waited_ns;      // 0 if the call did not wait
+  uint64_t gen = 0;        // the view's generation when the ticket was made
+  BucketParams params{};   // the bucket's, when bucket != kNoBucket
 };
+
+// The bucket `call` on descriptor `fd` (< 0: none) has in view `v`, its parameters
+// copied, read as of one generation; a slot rewritten meanwhile is read again from the
+// view in force. @return false if no consistent read was possible (the call then goes
+// unlimited, said once).
+bool ticket_read_view(Ticket& t, const LimitsView* v, int fd) noexcept __attribute__((noinline));
 
 // Finds the call's bucket (fd < 0: no descriptor). Fast: a few loads and a lookup.
 inline Ticket ticket_for(CallId call, int fd) noexcept {
@@ -88,19 +106,44 @@ inline Ticket ticket_for(CallId call, int fd) noexcept {
   const LimitsView* v = g_limiter.view.load(std::memory_order_acquire);
   Ticket t{v, kNoBucket, call, 0};
   if (!v) return t;
-  if (!v->table.fd_sensitive) [[likely]] t.bucket = view_bucket(*v, call, FdKind::None);
-  else t.bucket = view_bucket(*v, call, fd < 0 ? FdKind::None : fd_kind_of(fd));
-  if (t.bucket != kNoBucket && t_thread.credit_view != v) [[unlikely]] thread_credit_reset(v);
+  // A seqlock read of the view's slot (its generation before and after, relaxed atomic
+  // loads between): a slot is rewritten only after kViewRing installs, and then this
+  // read is made again from the view in force.
+  t.gen = view_gen(v);
+  if (!__atomic_load_n(&v->table.fd_sensitive, __ATOMIC_RELAXED)) [[likely]] {
+    t.bucket = __atomic_load_n(&v->table.bucket_of[static_cast<size_t>(call)][0], __ATOMIC_RELAXED);
+    if (t.bucket < kMaxRules) words_load(&t.params, &v->params[t.bucket], sizeof t.params);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (((t.gen & 1) || __atomic_load_n(&v->gen, __ATOMIC_RELAXED) != t.gen) && !ticket_read_view(t, v, fd))
+      [[unlikely]] return t;
+  } else if (!ticket_read_view(t, v, fd)) {
+    return t;
+  }
+  if (t.bucket != kNoBucket && t_thread.credit_gen != t.gen) [[unlikely]] thread_credit_reset(t.view, t.gen);
   return t;
+}
+
+// The ticket of another call of the same wrapper (the source of a zero-copy call) in
+// the view of `t`: no second refresh, so both tickets index the same view and credit.
+inline Ticket ticket_in_view(const Ticket& t, CallId call, int fd) noexcept {
+  Ticket s{t.view, kNoBucket, call, 0};
+  if (!t.view || call == CallId::count_) return s;
+  if (!ticket_read_view(s, t.view, fd) || s.view != t.view || s.gen != t.gen) return Ticket{t.view, kNoBucket, call, 0};
+  if (s.bucket != kNoBucket && t_thread.credit_gen != s.gen) [[unlikely]] thread_credit_reset(s.view, s.gen);
+  return s;
 }
 
 // Slow path of ticket_wait: take a batch plus what the call needs beyond the
 // credit from the bucket, and sleep if the bucket is in debt.
 // @return the time waited in ns (0 if none).
-uint64_t ticket_wait_slow(const LimitsView* v, uint8_t bucket, bool cancellable, uint64_t need) noexcept
-    __attribute__((noinline));
+// Limits changed while it slept: the ticket moves to the new view (its bucket the one
+// that continues its rule, kNoBucket if the rule was removed).
+uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept __attribute__((noinline));
 // Takes a deficit the last call left (see credit_needs_settle) at once.
 void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
+// Charges a call whose thread's credit moved to another view meanwhile (a signal
+// handler's call, a wait re-timed under new limits): taken from the bucket at once.
+void ticket_charge_stale(const Ticket& t, int64_t units) noexcept __attribute__((noinline));
 
 // Waits, before the real call, until the call's bucket allows it. `need`: the bytes
 // a write will move at most (paid before it moves); 0 for a read, whose size is
@@ -108,8 +151,8 @@ void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
 inline void ticket_wait(Ticket& t, bool cancellable, uint64_t need = 0) noexcept {
   if (t.bucket == kNoBucket) [[likely]] return;
   int64_t credit = t_thread.credit[t.bucket];
-  if (credit > 0 && (static_cast<uint64_t>(credit) >= need || t.view->params[t.bucket].per_call)) [[likely]] return;
-  t.waited_ns += ticket_wait_slow(t.view, t.bucket, cancellable, need);
+  if (credit > 0 && (static_cast<uint64_t>(credit) >= need || t.params.per_call)) [[likely]] return;
+  t.waited_ns += ticket_wait_slow(t, cancellable, need);
 }
 
 // How far ahead of now the call's byte bucket has been taken, in depths, less the
@@ -121,13 +164,14 @@ double ticket_ahead(const Ticket& t) noexcept;
 // Largest transfer worth making in one real call (SIZE_MAX if not byte-limited).
 inline size_t ticket_chunk(const Ticket& t) noexcept {
   if (t.bucket == kNoBucket) return SIZE_MAX;
-  return static_cast<size_t>(t.view->params[t.bucket].chunk);
+  return static_cast<size_t>(t.params.chunk);
 }
 
 // Charges what one real call moved (a call-rate bucket: one call). errno untouched.
 inline void ticket_charge(const Ticket& t, ssize_t moved) noexcept {
   if (t.bucket == kNoBucket) return;
-  auto units = static_cast<int64_t>(call_units(t.view->params[t.bucket], moved));
+  auto units = static_cast<int64_t>(call_units(t.params, moved));
+  if (t_thread.credit_gen != t.gen) [[unlikely]] return ticket_charge_stale(t, units);
   int64_t& credit = t_thread.credit[t.bucket];
   lane_add(credit, -units);
   if (credit_needs_settle(credit)) [[unlikely]] ticket_settle_slow(t);
