@@ -5,7 +5,7 @@
 // neither waited nor charged nor counted.
 #include <sys/socket.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 

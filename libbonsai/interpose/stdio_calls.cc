@@ -13,7 +13,7 @@
 #include <cstring>
 #include <pthread.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 

@@ -7,8 +7,12 @@
 #
 # A file in libbonsai/M/ may include its own module and lower ones only; bonsaictl/
 # may include its own files and sys, abi, bucket, log, shm, compress (it links those,
-# never runtime or interpose). Every quoted include anywhere in the sources must name
-# a file inside the repository. Prints each offence as FILE:LINE: text and exits 1.
+# never runtime or interpose). A module's subfolders belong to it (interpose/compressed/,
+# the compression hooks, is part of interpose); a folder's private header (its
+# `*_glue.h`) may be included from that folder only: the wrappers see
+# interpose/compressed/ through compress_hooks.h alone. Every quoted include anywhere
+# in the sources must name a file inside the repository. Prints each offence as
+# FILE:LINE: text and exits 1.
 # Pure bash and grep. Usage: tests/tools/check_layers.sh [REPO_ROOT]
 set -u
 ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -67,6 +71,14 @@ while IFS= read -r hit; do
     bad=1
     continue
   fi
+  case $target in
+    */*_glue.h)
+      if [ "${file%/*}" != "${target%/*}" ]; then
+        echo "$file:$line: '$target' is private to ${target%/*}/: $text"
+        bad=1
+        continue
+      fi ;;
+  esac
   module_of "$file"; from=$REPLY
   module_of "$target"; to=$REPLY
   [ -z "$from" ] && continue            # tests, bench: any repository file

@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 
-#include "interpose/compress_glue.h"
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_glue.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 #include "log/blog.h"

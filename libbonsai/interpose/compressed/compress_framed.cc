@@ -10,8 +10,8 @@
 #include <sys/syscall.h>
 
 #include "compress/tx_stream.h"
-#include "interpose/compress_glue.h"
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_glue.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "log/blog.h"
 #include "runtime/limiter.h"

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // The hooks by which the wrappers hand a compressed socket to libbonsai/compress.
 // When compression is not configured each check is one load and one predictable
-// branch; everything else is noinline in the interpose/compress_*.cc files, one job
-// each: compress_setup (set-up, fork, exit), compress_stats (the stats line),
-// compress_fds (the fd table's state words), compress_classify (which sockets are
-// framed), compress_lock (a connection's lock), compress_framed (framed data calls),
+// branch; everything else is noinline in the files of this folder, one job each:
+// compress_setup (set-up, fork, exit), compress_stats (the stats line), compress_fds
+// (the fd table's state words), compress_classify (which sockets are framed),
+// compress_lock (a connection's lock), compress_framed (framed data calls),
 // compress_ready (readiness). Runs inside the host.
 #pragma once
 #include <atomic>
