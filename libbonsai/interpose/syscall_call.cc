@@ -15,7 +15,7 @@
 
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
-#include "interpose/wrap.h"
+#include "interpose/wrap_vec.h"
 #include "shm/shm_fd.h"
 
 using namespace bonsai;

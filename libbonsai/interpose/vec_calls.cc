@@ -7,7 +7,7 @@
 
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
-#include "interpose/wrap.h"
+#include "interpose/wrap_vec.h"
 
 using namespace bonsai;
 

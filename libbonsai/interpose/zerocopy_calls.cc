@@ -9,6 +9,7 @@
 #include <sys/sendfile.h>
 
 #include "interpose/compressed/compress_hooks.h"
+#include "interpose/iov_cursor.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 
