@@ -4,8 +4,10 @@
 // branch; everything else is noinline in the files of this folder, one job each:
 // compress_setup (set-up, fork, exit), compress_stats (the stats line), compress_fds
 // (the fd table's state words), compress_classify (which sockets are framed),
-// compress_lock (a connection's lock), compress_framed (framed data calls),
-// compress_ready (readiness). Runs inside the host.
+// compress_lock (a connection's lock), compress_send and compress_recv (framed data
+// calls; compress_meter, the wire meter they share), compress_drain (the send buffer
+// of non-blocking sockets), compress_ready (readiness), compress_stdio (FILEs on
+// sockets). The wrappers include this header only. Runs inside the host.
 #pragma once
 #include <atomic>
 #include <cstdint>
