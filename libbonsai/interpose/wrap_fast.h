@@ -14,7 +14,7 @@ namespace bonsai::wrap {
 
 // True when the call needs nothing from us: set up, no limit on it, nobody counting,
 // no limits that may change. Then the wrapper tail-calls glibc with no frame of its
-// own (the shapes below keep everything else in noinline slow paths).
+// own (the shapes of wrap.h keep everything else in noinline slow paths).
 inline bool unlimited(CallId id) noexcept {
   const LimitsView* v = g_limiter.fast_view.load(std::memory_order_acquire);
   return v && v->table.bucket_of[static_cast<size_t>(id)][0] == kNoBucket;
