@@ -26,7 +26,8 @@ say = $(if $(filter 1,$(V)),,@printf '  %-7s %s\n' $(1) $(2);)
 # may only go down: `make test-layers`, tests/tools/check_layers.sh).
 ABI_SRC     := $(wildcard libbonsai/abi/*.cc)
 LIB_SRC     := $(wildcard libbonsai/sys/*.cc) $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/shm/*.cc libbonsai/compress/*.cc \
-               libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc)
+               libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc \
+               libbonsai/interpose/compressed/*.cc)
 CTL_SRC     := $(wildcard bonsaictl/*.cc)
 UNIT_SRC    := $(wildcard tests/unit/*.cc)
 PRELOAD_SRC := $(wildcard tests/preload/*.c)

@@ -25,7 +25,7 @@ struct FdSlot {
   std::atomic<int32_t> epfd;
   uint32_t events;
   uint64_t data;
-  // The FILE fdopen() made on this number (interpose/compress_stdio.cc), whose bytes
+  // The FILE fdopen() made on this number (interpose/compressed/compress_stdio.cc), whose bytes
   // its own read/write functions charge; nullptr: none.
   std::atomic<void*> file;
 };

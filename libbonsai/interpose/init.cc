@@ -2,13 +2,13 @@
 // The library's one constructor and destructor, and the order of set-up: glibc's
 // functions (interpose/real.h), the limiter (runtime/limiter.h; it also runs lazily from
 // the first wrapper call: another library's constructor may call write() before ours
-// runs), then compression (interpose/compress_hooks.h). The environment is read here
+// runs), then compression (interpose/compressed/compress_hooks.h). The environment is read here
 // because some workers (nginx) lose theirs later.
 #include <unistd.h>
 
 #include <atomic>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/process_exit.h"
 #include "runtime/stats_dump.h"

@@ -3,7 +3,7 @@
 // Runs inside the host process: no allocation, no locks, errno preserved.
 #include <unistd.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 

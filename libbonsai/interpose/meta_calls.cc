@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Metadata calls, limited by call rate only: open/openat/creat (+64, fortify
 // __open_2...), close, connect, accept/accept4, fsync/fdatasync, unlink/unlinkat,
-// rename, mkdir.
+// rename, mkdir. connect/accept also tell compression about each connection.
 #include <cstdarg>
+#include <cstring>
 #include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 #include "shm/shm_fd.h"
@@ -44,6 +45,46 @@ BONSAI_SIMPLE_SLOW(unlink, unlink, -1, false, (const char* p), (p))
 BONSAI_SIMPLE_SLOW(unlinkat, unlinkat, -1, false, (int d, const char* p, int f), (d, p, f))
 BONSAI_SIMPLE_SLOW(rename, rename, -1, false, (const char* a, const char* b), (a, b))
 BONSAI_SIMPLE_SLOW(mkdir, mkdir, -1, false, (const char* p, mode_t m), (p, m))
+
+// connect/accept/accept4 are limited here only; while compression is on, the
+// wrappers below tell it about each connection after the real call (compress_hooks.h:
+// on_connected, on_accepted), which decides whether the socket is framed.
+namespace {
+[[gnu::always_inline]] inline int connect_limited(int fd, const sockaddr* a, socklen_t l) {
+  BONSAI_FAST(connect, connect, (fd, a, l));
+  return connect_slow(fd, a, l);
+}
+[[gnu::always_inline]] inline int accept_limited(int fd, sockaddr* a, socklen_t* l) {
+  BONSAI_FAST(accept, accept, (fd, a, l));
+  return accept_slow(fd, a, l);
+}
+[[gnu::always_inline]] inline int accept4_limited(int fd, sockaddr* a, socklen_t* l, int f) {
+  BONSAI_FAST(accept4, accept4, (fd, a, l, f));
+  return accept4_slow(fd, a, l, f);
+}
+
+[[gnu::noinline]] int connect_observed(int fd, const sockaddr* a, socklen_t l) {
+  int r = connect_limited(fd, a, l);
+  compress::on_connected(fd, a, l, r);
+  return r;
+}
+
+// The real call writes the peer into our own storage (compression needs it even when
+// the caller asks for none), then into the caller's as accept would have.
+[[gnu::noinline]] int accept_observed(int fd, sockaddr* a, socklen_t* l, int f, bool four) {
+  sockaddr_storage peer;
+  socklen_t plen = sizeof peer;
+  auto* p = reinterpret_cast<sockaddr*>(&peer);
+  int r = four ? accept4_limited(fd, p, &plen, f) : accept_limited(fd, p, &plen);
+  if (r < 0) return r;
+  if (a && l) {
+    std::memcpy(a, &peer, *l < plen ? *l : plen);
+    *l = plen;
+  }
+  compress::on_accepted(r, p, plen);
+  return r;
+}
+}  // namespace
 
 extern "C" {
 #pragma GCC visibility push(default)
@@ -119,19 +160,16 @@ int shutdown(int fd, int how) {
   return real::shutdown(fd, how);
 }
 int connect(int fd, const sockaddr* a, socklen_t l) {
-  if (compress::g_on) [[unlikely]] return compress::connect_hooked(fd, a, l);
-  BONSAI_FAST(connect, connect, (fd, a, l));
-  return connect_slow(fd, a, l);
+  if (compress::g_on) [[unlikely]] return connect_observed(fd, a, l);
+  return connect_limited(fd, a, l);
 }
 int accept(int fd, sockaddr* a, socklen_t* l) {
-  if (compress::g_on) [[unlikely]] return compress::accept_hooked(fd, a, l, 0, false);
-  BONSAI_FAST(accept, accept, (fd, a, l));
-  return accept_slow(fd, a, l);
+  if (compress::g_on) [[unlikely]] return accept_observed(fd, a, l, 0, false);
+  return accept_limited(fd, a, l);
 }
 int accept4(int fd, sockaddr* a, socklen_t* l, int f) {
-  if (compress::g_on) [[unlikely]] return compress::accept_hooked(fd, a, l, f, true);
-  BONSAI_FAST(accept4, accept4, (fd, a, l, f));
-  return accept4_slow(fd, a, l, f);
+  if (compress::g_on) [[unlikely]] return accept_observed(fd, a, l, f, true);
+  return accept4_limited(fd, a, l, f);
 }
 int fsync(int fd) {
   BONSAI_FAST(fsync, fsync, (fd));

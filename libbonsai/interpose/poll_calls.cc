@@ -13,7 +13,7 @@
 #include <sys/epoll.h>
 #include <sys/select.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "sys/clock.h"
 

@@ -5,9 +5,9 @@
 // neither waited nor charged nor counted.
 #include <sys/socket.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
-#include "interpose/wrap.h"
+#include "interpose/wrap_vec.h"
 
 using namespace bonsai;
 

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <pthread.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 
@@ -46,22 +46,15 @@ class FileHold {
   int cancel_ = PTHREAD_CANCEL_ENABLE;
 };
 
-// Bytes [0, total) in pieces of at most `chunk`, each after its wait; stops at a
-// short piece (EOF, error). `piece(off, len)` returns the bytes it moved.
+// Bytes [0, total) in pieces of at most `chunk`, each after its wait, never
+// cancelled; stops at a short piece (EOF, error): wrap::transfer_split, the one chunk
+// loop. `piece(off, len)` returns the bytes it moved (never fails: stdio reports
+// errors as short counts).
 template <typename Piece>
 size_t split_bytes(Ticket& t, size_t chunk, size_t total, Piece&& piece) {
   bool is_write = call_dir(t.call) == CallDir::Write;  // a write is paid before it moves
-  size_t done = 0;
-  while (done < total) {
-    size_t len = total - done < chunk ? total - done : chunk;
-    ticket_wait(t, false, is_write ? len : 0);
-    size_t r = piece(done, len);
-    ticket_charge(t, static_cast<ssize_t>(r));
-    done += r;
-    if (r < len) break;
-  }
-  ticket_count(t, static_cast<ssize_t>(done));
-  return done;
+  auto moved = [&](size_t off, size_t len) { return static_cast<ssize_t>(piece(off, len)); };
+  return static_cast<size_t>(wrap::transfer_split(t, total, chunk, false, is_write, moved));
 }
 
 // fread/fwrite of `count` items of `size` bytes. `whole()` is the caller's call;

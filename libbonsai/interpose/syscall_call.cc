@@ -13,9 +13,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
-#include "interpose/wrap.h"
+#include "interpose/wrap_vec.h"
 #include "shm/shm_fd.h"
 
 using namespace bonsai;

@@ -5,9 +5,9 @@
 // sockets), each piece a bounded copy of the caller's entries on the stack.
 #include <sys/uio.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
-#include "interpose/wrap.h"
+#include "interpose/wrap_vec.h"
 
 using namespace bonsai;
 

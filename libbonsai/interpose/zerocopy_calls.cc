@@ -8,7 +8,8 @@
 #include <fcntl.h>
 #include <sys/sendfile.h>
 
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_hooks.h"
+#include "interpose/iov_cursor.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 

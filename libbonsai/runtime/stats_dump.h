@@ -3,7 +3,7 @@
 // one writer (ExitLine) and its first user, BONSAI_STATS=FILE: each process appends one
 // line with its counters per call name (calls, bytes, throttled, wait_ns; wire_bytes
 // where non-zero). "%p" in FILE becomes the pid. (BONSAI_COMPRESS_STATS:
-// interpose/compress_stats.cc.)
+// interpose/compressed/compress_stats.cc.)
 #pragma once
 #include <cstddef>
 

@@ -7,8 +7,12 @@
 #
 # A file in libbonsai/M/ may include its own module and lower ones only; bonsaictl/
 # may include its own files and sys, abi, bucket, log, shm, compress (it links those,
-# never runtime or interpose). Every quoted include anywhere in the sources must name
-# a file inside the repository. Prints each offence as FILE:LINE: text and exits 1.
+# never runtime or interpose). A module's subfolder belongs to the module
+# (interpose/compressed/, the compression hooks, is part of interpose) and shows the
+# rest of the library one header, its `*_hooks.h`: its other headers may be included
+# from inside the folder only (the wrappers see compress_hooks.h alone). Every quoted
+# include anywhere in the sources must name a file inside the repository. Prints each
+# offence as FILE:LINE: text and exits 1.
 # Pure bash and grep. Usage: tests/tools/check_layers.sh [REPO_ROOT]
 set -u
 ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
@@ -67,6 +71,15 @@ while IFS= read -r hit; do
     bad=1
     continue
   fi
+  case $file:$target in
+    libbonsai/*:libbonsai/*/*/*_hooks.h) ;;
+    libbonsai/*:libbonsai/*/*/*)  # a subfolder's private header
+      if [ "$dir" != "${target%/*}" ]; then
+        echo "$file:$line: '$target' is private to ${target%/*}/ (the folder's *_hooks.h is its face): $text"
+        bad=1
+        continue
+      fi ;;
+  esac
   module_of "$file"; from=$REPLY
   module_of "$target"; to=$REPLY
   [ -z "$from" ] && continue            # tests, bench: any repository file

@@ -4,14 +4,12 @@
 // from with BONSAI_COMPRESS_ACCEPT is classified by a peek at its first bytes (the
 // stream header); a recorded socket is verified to be still the one recorded.
 #include <cerrno>
-#include <cstring>
 #include <fcntl.h>
 #include <netinet/in.h>
 
-#include "interpose/compress_glue.h"
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_glue.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
-#include "interpose/wrap.h"
 #include "log/blog.h"
 #include "runtime/fd_class.h"
 
@@ -49,36 +47,19 @@ void bind_socket(int fd, const sockaddr* peer, socklen_t plen, bool accepted) {
 
 // ---- connection life ----
 
-int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept {
-  int r = wrap::simple<int>(CallId::connect, fd, true, [&] { return real::connect(fd, a, l); }, wrap::moved_none);
+void on_connected(int fd, const sockaddr* a, socklen_t l, int r) noexcept {
   // A non-blocking connect (EINPROGRESS) is bound now: its peer is known, and its
   // first write comes after the event loop saw it connect.
-  if (a && (r == 0 || errno == EINPROGRESS)) {
-    int saved = errno;
-    bind_socket(fd, a, l, false);
-    errno = saved;
-  }
-  return r;
+  if (!a || (r != 0 && errno != EINPROGRESS)) return;
+  int saved = errno;
+  bind_socket(fd, a, l, false);
+  errno = saved;
 }
 
-int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexcept {
-  sockaddr_storage peer;
-  socklen_t plen = sizeof peer;
-  int r = four ? wrap::simple<int>(CallId::accept4, fd, true,
-                                   [&] { return real::accept4(fd, reinterpret_cast<sockaddr*>(&peer), &plen, flags); },
-                                   wrap::moved_none)
-               : wrap::simple<int>(CallId::accept, fd, true,
-                                   [&] { return real::accept(fd, reinterpret_cast<sockaddr*>(&peer), &plen); },
-                                   wrap::moved_none);
-  if (r < 0) return r;
+void on_accepted(int fd, const sockaddr* peer, socklen_t plen) noexcept {
   int saved = errno;
-  if (a && l) {  // what accept would have written
-    std::memcpy(a, &peer, *l < plen ? *l : plen);
-    *l = plen;
-  }
-  bind_socket(r, reinterpret_cast<sockaddr*>(&peer), plen, true);
+  bind_socket(fd, peer, plen, true);
   errno = saved;
-  return r;
 }
 
 // ---- checks ----

@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <sys/socket.h>
 
-#include "interpose/compress_glue.h"
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_glue.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "log/blog.h"
 #include "sys/raw_syscall.h"
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <unistd.h>
 
-#include "interpose/compress_glue.h"
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_glue.h"
+#include "interpose/compressed/compress_hooks.h"
 #include "log/blog.h"
 #include "runtime/stats_dump.h"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What the interpose/compress_*.cc files share among themselves (the wrappers see only
+// What the interpose/compressed/compress_*.cc files share among themselves (the wrappers see only
 // compress_hooks.h): the configuration, the per-descriptor state words, the connection
 // lock and the stats line. Each block names the file that defines it.
 #pragma once

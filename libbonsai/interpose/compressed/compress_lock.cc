@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <pthread.h>
 
-#include "interpose/compress_glue.h"
+#include "interpose/compressed/compress_glue.h"
 
 namespace bonsai::compress {
 

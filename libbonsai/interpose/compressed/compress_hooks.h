@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The hooks by which the wrappers hand a compressed socket to libbonsai/compress.
 // When compression is not configured each check is one load and one predictable
-// branch; everything else is noinline in the interpose/compress_*.cc files, one job
-// each: compress_setup (set-up, fork, exit), compress_stats (the stats line),
-// compress_fds (the fd table's state words), compress_classify (which sockets are
-// framed), compress_lock (a connection's lock), compress_framed (framed data calls),
-// compress_ready (readiness). Runs inside the host.
+// branch; everything else is noinline in the files of this folder, one job each:
+// compress_setup (set-up, fork, exit), compress_stats (the stats line), compress_fds
+// (the fd table's state words), compress_classify (which sockets are framed),
+// compress_lock (a connection's lock), compress_send and compress_recv (framed data
+// calls; compress_meter, the wire meter they share), compress_drain (the send buffer
+// of non-blocking sockets), compress_ready (readiness), compress_stdio (FILEs on
+// sockets). The wrappers include this header only. Runs inside the host.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -110,9 +112,14 @@ inline bool stdio_own_file(FILE* f) noexcept {
   return s && s->file.load(std::memory_order_relaxed) == f;
 }
 
-// ---- connection life (wrappers call these when g_on) ----
-int connect_hooked(int fd, const sockaddr* a, socklen_t l) noexcept __attribute__((noinline));
-int accept_hooked(int fd, sockaddr* a, socklen_t* l, int flags, bool four) noexcept __attribute__((noinline));
+// ---- connection life (the wrappers call these when g_on, after the real call) ----
+// connect(fd, a, l) returned r (errno as it left it): a socket connected or
+// connecting (EINPROGRESS) to a configured destination gets a sending half; whatever
+// was recorded for the number is forgotten. errno preserved.
+void on_connected(int fd, const sockaddr* a, socklen_t l, int r) noexcept __attribute__((noinline));
+// accept/accept4 returned the new socket fd, whose peer is (peer, plen) as the kernel
+// wrote it: bound as on_connected (and in no epoll set yet). errno preserved.
+void on_accepted(int fd, const sockaddr* peer, socklen_t plen) noexcept __attribute__((noinline));
 void on_close(int fd) noexcept __attribute__((noinline));
 // After dup/dup2/dup3/F_DUPFD made newfd from oldfd (dup2/dup3 call on_close(newfd)
 // first): a compressed connection is reachable by both numbers, one stream.

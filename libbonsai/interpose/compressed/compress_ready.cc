@@ -6,8 +6,8 @@
 #include <cerrno>
 #include <poll.h>
 
-#include "interpose/compress_glue.h"
-#include "interpose/compress_hooks.h"
+#include "interpose/compressed/compress_glue.h"
+#include "interpose/compressed/compress_hooks.h"
 
 namespace bonsai::compress {
 

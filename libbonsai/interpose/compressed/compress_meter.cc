@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// The wire meter and the helpers the framed data calls share (compress_meter.h).
+#include <cerrno>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+
+#include "interpose/compressed/compress_meter.h"
+#include "interpose/real.h"
+#include "sys/clock.h"
+#include "sys/raw_syscall.h"
+
+namespace bonsai::compress {
+namespace {
+
+ssize_t io_sendmsg(int fd, const msghdr* m, int f) { return real::sendmsg(fd, m, f); }
+ssize_t io_recv(int fd, void* b, size_t n, int f) { return real::recv(fd, b, n, f); }
+int io_poll(pollfd* p, nfds_t n, int t) { return real::poll(p, n, t); }
+
+// The meter's callbacks (compress/stream_io.h WireMeter).
+size_t meter_allow(void* ctx, size_t want) {
+  auto* m = static_cast<Meter*>(ctx);
+  size_t allow = want < m->chunk ? want : m->chunk;
+  ticket_wait(m->t, false, m->is_write ? allow : 0);  // under the connection lock: never a cancellation point
+  return allow;
+}
+void meter_charge(void* ctx, ssize_t moved) { ticket_charge(static_cast<Meter*>(ctx)->t, moved); }
+double meter_ahead(void* ctx) { return ticket_ahead(static_cast<Meter*>(ctx)->t); }
+
+// The byte rate of the ticket's bucket (0: none, or a call-rate bucket).
+double rate_of(const Ticket& t) {
+  if (!t.view || t.bucket >= kMaxRules) return 0;
+  const BucketParams& p = t.params;
+  if (p.per_call || p.ns_per_unit_q32 == 0) return 0;
+  return 1e9 * 4294967296.0 / static_cast<double>(p.ns_per_unit_q32);
+}
+
+// The depth of the ticket's bucket in ns (0: none, or a call-rate bucket).
+double depth_of(const Ticket& t) {
+  if (!t.view || t.bucket >= kMaxRules) return 0;
+  const BucketParams& p = t.params;
+  return p.per_call ? 0 : static_cast<double>(p.depth_ns);
+}
+
+// charge_only's: allows everything at once.
+size_t meter_allow_now(void*, size_t want) { return want; }
+
+}  // namespace
+
+extern constinit const IoOps kRealIo{io_sendmsg, io_recv, io_poll, mono_ns};
+
+WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
+  *limited = limiter_active();
+  if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
+  m.t = ticket_for(id, fd);
+  m.chunk = ticket_chunk(m.t);
+  m.is_write = call_dir(id) == CallDir::Write;
+  bool capped = m.t.bucket != kNoBucket;
+  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0, capped ? meter_ahead : nullptr,
+                   capped ? depth_of(m.t) : 0};
+}
+
+void count_wire(const Ticket& t, uint64_t wire) {
+  ProcessCounters* pc = g_limiter.counters;
+  if (pc && wire) pc->wire_bytes[static_cast<size_t>(t.call)].fetch_add(wire, std::memory_order_relaxed);
+}
+
+WireMeter charge_only(Meter& m, int fd, bool* limited) {
+  WireMeter w = meter_for(m, CallId::send, fd, limited);
+  if (w.allow) w.allow = meter_allow_now;
+  return w;
+}
+
+bool nonblocking(int fd, int flags) {
+  if (flags & MSG_DONTWAIT) return true;
+  long fl = raw_syscall3(SYS_fcntl, fd, F_GETFL, 0);
+  return fl >= 0 && (fl & O_NONBLOCK);
+}
+
+void note_tx(Conn* c, bool refused, bool took) {
+  conn_update_tx_pending(c);
+  if (refused) conn_set_owed(c, true);
+  else if (took && c->owe_out.load(std::memory_order_relaxed)) conn_set_owed(c, false);
+}
+
+bool lock_reaching(ConnLock& lock, Conn* c, int fd, bool tx) {
+  if (!conn_lock(lock, c, tx)) return false;
+  if (conn_reaches(c, fd)) return true;
+  conn_unlock(lock);
+  errno = EBADF;
+  return false;
+}
+
+}  // namespace bonsai::compress
