@@ -4,6 +4,8 @@
 // streams). Two kinds: one-shot (wire v1 frames, calibration, the sampler) and
 // streaming (wire v2: each connection keeps a window across frames, so small writes
 // compress like one stream). Pure: no I/O. libzstd/liblz4 are linked dynamically.
+// Encoders: codec_encode.cc; decoders: codec_decode.cc; the tables (default levels,
+// each zstd level's stream parameters): codec_params.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +26,7 @@ struct LevelList {
   uint8_t count;
 };
 
-// The default list: none, lz4, zstd:1, zstd:3, zstd:5, zstd:6, zstd:9. zstd:6 (issue 12):
+// The default list (codec_params.h kDefaultLevels): none, lz4, zstd:1, zstd:3, zstd:5, zstd:6, zstd:9. zstd:6 (issue 12):
 // with a 1 MiB window it gains ~8% over zstd:3 on text at half its speed, which a cap
 // of 10 MiB/s leaves time for; without it the ladder jumped from zstd:3 to a zstd:9
 // that is CPU-bound at any cap above ~5 MiB/s. zstd:5 (lazy, 30% faster than zstd:6
@@ -100,7 +102,7 @@ inline constexpr size_t kLz4Ring = 64 * 1024 + 2 * kMaxFrameRaw + 64;
 
 // A sender's zstd streams (kFlagZstd2, wire v3): up to two, each at its own level with
 // its own history, so chunks can go out at either level (the mix of two levels in
-// tx_stream.cc, a probe of a level and back) without a new frame, which a change of
+// tx_mix.cc, a probe of a level and back) without a new frame, which a change of
 // level inside one single-threaded zstd stream would need. A chunk goes to the stream
 // open at its level; else the one unused longest starts a new frame at that level.
 // The second stream's workspace is given later (tx_stream_codec_attach), when first
