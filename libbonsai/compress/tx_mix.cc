@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 // The mix of two levels (see tx_mix.h and docs/compression.md, "The mix of two levels").
+// why: see docs/compression-measured.md#the-mix-of-two-levels
 #include "compress/tx_mix.h"
 
 namespace bonsai::compress {
 namespace {
 
-// Chunks promoted across the two zstd streams go in runs of this many.
+// Chunks promoted across the two zstd streams go in runs of this many, so that each
+// stream's history holds whole windows. why: see docs/compression-measured.md#the-mix-of-two-levels
 constexpr uint8_t kZstdMixRun = 16;
 
 // The sender's second zstd stream (codec.h), its workspace mapped when first needed.
@@ -56,10 +58,7 @@ bool tx_promo_measured(const TxStream& s, unsigned up, uint64_t now_ns) noexcept
 bool tx_promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead, size_t len, uint64_t now_ns) noexcept {
   if (s.policy.cfg.kind != PolicyKind::Datarate || lvl == 0) return false;
   // A probe down from the level above measures the level probed, not a mix with the
-  // level it left: HTML at 10 MiB/s, a probe from a CPU-bound zstd:6 down to zstd:5 sent
-  // 14-19 of its 21-23 chunks back up at zstd:6, read 50-56 MiB/s against zstd:6's
-  // 61-77, was reverted, and the run stayed at zstd:6 (72-74 MiB/s; runs that reached
-  // zstd:5 and mixed moved 80-87).
+  // level it left (which would send most of its chunks back up and read low).
   if (s.policy.dr.probe_from == static_cast<int>(lvl) + 1) {
     s.promo_run = 0;
     return false;
@@ -70,8 +69,7 @@ bool tx_promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead,
   bool in_run = cross && s.promo_run > 0 && s.promo_level == up;
   double keep = in_run ? 0 : kAheadShare;
   // The chunk must fit in the lead beyond kAheadShare of the depth, or the link idles
-  // while it compresses: zstd:19 took ~30 ms a chunk of text, over zstd:5's lead in a
-  // 10 ms bucket, and the mix moved a quarter of zstd:5's rate.
+  // while it compresses.
   if (lead <= keep ||
       (m.depth_ns > 0 && promoted_chunk_ns(s, static_cast<uint8_t>(up), len, now_ns) > (lead - keep) * m.depth_ns)) {
     s.promo_run = 0;
@@ -80,12 +78,9 @@ bool tx_promote_chunk(TxStream& s, const WireMeter& m, uint8_t lvl, double lead,
   if (!cross) return true;
   // Two zstd levels: each stream's history then holds only its own chunks, which costs
   // ratio. That can pay only where the level above is CPU-bound; where it alone would
-  // keep the link busy, the policy moves to it (with its whole history): text at
-  // 10 MiB/s mixing zstd:6 with a link-bound zstd:9 moved 42.2-43.2 MiB/s, zstd:6 alone
-  // 44.0. And the chunks go up in runs of kZstdMixRun, so that each history holds whole windows: at
-  // the zstd:3/zstd:5 crossing on HTML, with 16-25% of the chunks at zstd:5, chunk by
-  // chunk sent a lower ratio than zstd:3 alone (7.08-7.10 against 7.11), runs of 16 a
-  // higher one (7.16-7.30). A run goes on while the lead covers the next chunk.
+  // keep the link busy, the policy moves to it (with its whole history). And the chunks
+  // go up in runs of kZstdMixRun, so that each history holds whole windows. A run goes
+  // on while the lead covers the next chunk.
   if (!in_run && !(up_cpu_bound(s, m, static_cast<uint8_t>(up), now_ns) && second_zstd_stream(s))) return false;
   s.promo_run = static_cast<uint8_t>(in_run ? s.promo_run - 1 : kZstdMixRun - 1);
   return true;

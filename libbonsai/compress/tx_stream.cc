@@ -68,15 +68,13 @@ void miss(TxStream& s) {
 
 // Decides whether to try compressing this chunk (the incompressible-data guard). Where
 // the byte cap binds, every byte saved is application data gained and the CPU would
-// otherwise wait: every chunk is compressed (data zstd shrinks by 11% is compressed,
-// though lz4's sample of it barely shrinks).
-// Elsewhere (CPU or socket bound) a 4 KiB lz4 sample must shrink by 10% first.
+// otherwise wait: every chunk is compressed (lz4's sample cannot tell what zstd gains on
+// slightly compressible data). Elsewhere (CPU or socket bound) a 4 KiB lz4 sample must
+// shrink by 10% first. why: see docs/compression-measured.md#the-incompressible-data-guard
 bool worth_trying(TxStream& s, const void* src, size_t len) {
   // Bound: no back-off either. The CPU would wait anyway, and a chunk sent raw is also
-  // missing from the stream's history: on the LOW set (.gz files, 9% saved by matches
-  // across files) skipping the chunks that saved <1% lost most of the gain. If
-  // compressing makes the sender CPU-bound, the cap stops binding and the back-off is
-  // back.
+  // missing from the stream's history. If compressing makes the sender CPU-bound, the
+  // cap stops binding and the back-off is back.
   if (tx_cap_binds(s)) return true;
   if (s.skip_left) {
     --s.skip_left;
@@ -187,8 +185,8 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
     // Calibration stays in the chunk's time, counted as time not spent on the chunk
     // (with the waits): the bucket refills meanwhile (up to its depth), so leaving it out
-    // made the next chunks' waits look short and the period's rate high (27 MiB/s read
-    // at 5 MiB/s x ratio 4.4), and the following period a "drop" that reset back-offs.
+    // makes the next chunks' waits look short and the period's rate high.
+    // why: see docs/compression-measured.md#calibration-in-the-chunks-time
     uint64_t cal_ns = 0;
     if (sample) {
       uint64_t c0 = io.now_ns();
