@@ -239,7 +239,7 @@ size_t zstd_stream(TxStreamCodec& c, int level, const void* src, size_t n, void*
     size_t r = ZSTD_compressStream2(z, &out, &in, ZSTD_e_flush);
     if (ZSTD_isError(r) || (r && out.pos == out.size)) {  // cannot happen with cap's bound: start afresh
       s.level = 0;
-      // A libzstd whose long-distance matcher needs more than ldm_space(): without it.
+      // A libzstd whose long-distance matcher needs more than zstd_ldm_space(): without it.
       if (s.ldm) c.ldm_failed = true, c.want_ldm = false;
       *flags = 0;
       return 0;

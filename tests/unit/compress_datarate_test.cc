@@ -236,7 +236,7 @@ TEST_CASE("datarate: waiting for the bucket, a dearer level is probed even if th
 }
 
 TEST_CASE("datarate: a level above whose measured CPU ceiling is below the rate is not probed", "[compress]") {
-  // The mix's promoted chunks measured level 3 (tx_stream.cc): it compresses at most
+  // The mix's promoted chunks measured level 3 (tx_mix.cc): it compresses at most
   // `up_cpu_rate`. At any back-off, bound or not, a probe could only lose.
   CostModel m = round_model({40000, 25000, 23800}, {10000, 20000, 9000000});
   for (bool bound : {false, true}) {
