@@ -7,7 +7,7 @@ namespace bonsai::compress {
 namespace {
 
 // Chunks promoted across the two zstd streams go in runs of this many, so that each
-// stream's history holds whole windows. why: see docs/compression-measured.md#the-mix-of-two-levels
+// stream's history holds whole windows.
 constexpr uint8_t kZstdMixRun = 16;
 
 // The sender's second zstd stream (codec.h), its workspace mapped when first needed.
@@ -22,7 +22,7 @@ bool second_zstd_stream(TxStream& s) {
 }
 
 // The time a chunk of `len` bytes takes at level `up`: what the last promoted chunks
-// took there per byte (promo_measured), else the model's CPU figure
+// took there per byte (tx_promo_measured), else the model's CPU figure
 // (calibrated every kResampleNs, corrected by what the stream spends); 0: not known.
 double promoted_chunk_ns(const TxStream& s, uint8_t up, size_t len, uint64_t now_ns) {
   if (tx_promo_measured(s, up, now_ns)) return s.promo_ns_byte * static_cast<double>(len);
@@ -32,7 +32,7 @@ double promoted_chunk_ns(const TxStream& s, uint8_t up, size_t len, uint64_t now
 
 // Whether level `up` alone leaves the link idle at this cap (CPU-bound): what the last
 // promoted chunks took per byte against the link's time for their wire bytes
-// (promo_measured), else the model's verdict.
+// (tx_promo_measured), else the model's verdict.
 bool up_cpu_bound(const TxStream& s, const WireMeter& m, uint8_t up, uint64_t now_ns) {
   if (tx_promo_measured(s, up, now_ns) && m.rate_bps > 0) return s.promo_ns_byte > s.promo_wire_byte * 1e9 / m.rate_bps;
   return model_cpu_bound(s.policy.model, up);
