@@ -11,30 +11,19 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cerrno>
-#include <cstring>
+#include <string>
 #include <vector>
 
 #include "compress/codec.h"
 #include "compress/codec_params.h"
 #include "compress/rx_stream.h"
 #include "compress/wire_format.h"
-#include "compress_test_util.h"
+#include "compress_stream_util.h"
 
 using namespace bonsai::compress;
 using namespace compress_test;
 
 namespace {
-
-const uint8_t* g_src;
-size_t g_left;
-ssize_t mem_recv(int, void* b, size_t n, int) {
-  size_t k = n < g_left ? n : g_left;
-  std::memcpy(b, g_src, k);
-  g_src += k;
-  g_left -= k;
-  return static_cast<ssize_t>(k);
-}
-const IoOps kMemIo{libc_sendmsg, mem_recv, libc_poll, now_ns};
 
 // A frame of the stream built below: where its payload is on the wire and where its
 // bytes are in the data.
@@ -87,32 +76,6 @@ Stream encode_chunks(const std::vector<Chunk>& chunks) {
     pos += k.size;
   }
   return s;
-}
-
-// Decodes wire bytes through a receiver with a second zstd stream and 8 MiB windows
-// available (as the pool gives them). @return the bytes handed out; *err = errno of
-// the failure or 0.
-std::vector<uint8_t> decode(const std::vector<uint8_t>& wire, int* err) {
-  Workspace ws(rx_stream_size());
-  Extra extra;
-  RxStream rx{};
-  REQUIRE(rx_stream_init(rx, ws.mem, ws.size));
-  rx.extra = extra.mem();
-  g_src = wire.data();
-  g_left = wire.size();
-  std::vector<uint8_t> out, buf(100000);
-  *err = 0;
-  for (int i = 0; i < 100000; ++i) {
-    iovec v{buf.data(), buf.size()};
-    ssize_t k = rx_read(rx, kMemIo, kNoMeter, -1, &v, 1, 0);
-    if (k < 0) {
-      *err = errno;
-      break;
-    }
-    if (k == 0) break;
-    out.insert(out.end(), buf.begin(), buf.begin() + k);
-  }
-  return out;
 }
 
 bool is_prefix(const std::vector<uint8_t>& got, const std::vector<uint8_t>& truth) {
