@@ -146,7 +146,8 @@ test-integration-tsan: $(LIBBONSAI) $(PRELOAD_BIN)
 FUZZ_CXX     ?= clang++-14
 FUZZ_SECONDS ?= 30
 FUZZ_BIN     := $(B)/fuzz/frame_decoder_fuzz
-FUZZ_SRC     := tests/fuzz/frame_decoder_fuzz.cc libbonsai/compress/rx_stream.cc libbonsai/compress/codec.cc \
+FUZZ_SRC     := tests/fuzz/frame_decoder_fuzz.cc libbonsai/compress/rx_stream.cc libbonsai/compress/codec_encode.cc \
+                libbonsai/compress/codec_decode.cc libbonsai/compress/codec_params.cc \
                 libbonsai/log/blog.cc
 .PHONY: fuzz test-fuzz
 fuzz: $(FUZZ_BIN)

@@ -4,6 +4,8 @@
 // streams). Two kinds: one-shot (wire v1 frames, calibration, the sampler) and
 // streaming (wire v2: each connection keeps a window across frames, so small writes
 // compress like one stream). Pure: no I/O. libzstd/liblz4 are linked dynamically.
+// Encoders: codec_encode.cc; decoders: codec_decode.cc; the tables (default levels,
+// each zstd level's stream parameters): codec_params.h.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -24,12 +26,9 @@ struct LevelList {
   uint8_t count;
 };
 
-// The default list: none, lz4, zstd:1, zstd:3, zstd:5, zstd:6, zstd:9. zstd:6 (issue 12):
-// with a 1 MiB window it gains ~8% over zstd:3 on text at half its speed, which a cap
-// of 10 MiB/s leaves time for; without it the ladder jumped from zstd:3 to a zstd:9
-// that is CPU-bound at any cap above ~5 MiB/s. zstd:5 (lazy, 30% faster than zstd:6
-// for 4% less ratio): HTML at 10 MiB/s, where zstd:6 is CPU-bound and zstd:3 waits
-// for the bucket, moves 77.0 MiB/s at zstd:5 against 71.6 and 71-76 (noisy).
+// The default list (codec_params.h kDefaultLevels): none, lz4, zstd:1, zstd:3, zstd:5,
+// zstd:6, zstd:9: zstd:5 and zstd:6 fill the gap where zstd:3 waits for a cap's bucket
+// and zstd:9 is CPU-bound. why: see docs/compression-measured.md#the-default-level-list
 LevelList levels_default() noexcept;
 
 // Parses "none,lz4,zstd:1,zstd:3,zstd:9" (order kept; must be ordered by cost;
@@ -60,19 +59,12 @@ size_t codec_compress(TxCodec& c, Level level, const void* src, size_t n, void* 
 bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 
 // ---- Streaming (wire v2 and later) ----
-// zstd's window: 8 MiB (wire v4; `zstd --adapt` uses 8 MiB whatever its level). On the
-// bench's HTML (MODERATE), in 128 KiB flushes with our tables, 8 MiB against 2 MiB:
-// zstd:3 7.49x against 7.11, zstd:5 7.91/7.80, zstd:6 8.28/8.15, zstd:9 8.59/8.43, at the
-// same speed (zstd:1's 2^13 hash table finds nothing further back: 6.49 both); on the
-// changelogs (HIGH) +0-0.3%; on the .gz files (LOW) with long-distance matching 1.126x
-// against 1.111 (zstd:3). With 2 MiB, `zstd --adapt | pv -L 20m` moved 152 MiB/s of
-// that HTML to bonsai's 143. A window costs memory only as a connection fills it
-// (pages are touched as data goes through). The match tables are capped (their own
-// make zstd:9's context 14 MiB): the hash table at 2^18 entries, which levels from
-// zstd:5 up would make 2^19-2^21 (2^17 cost them 1.4-2.3% of ratio on text against
-// 2^18, for 0.5 MiB per sending connection; 2^19 was 0.6-1% more ratio for 1.5 MiB
-// more and 10-15% of speed), the chain table at 2^17 (unused by zstd:5-9's row match
-// finder; zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/compression.md.
+// zstd's window: 8 MiB (wire v4), what `zstd --adapt` uses whatever its level. A window
+// costs memory only as a connection fills it (pages are touched as data goes through).
+// The match tables are capped, which bounds a sender's context: the hash table at 2^18
+// entries (levels from zstd:5 up would make 2^19-2^21), the chain table at 2^17
+// (zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/compression.md.
+// why: see docs/compression-measured.md#the-zstd-window-and-match-tables
 inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
 // A connection's zstd frames start with a 2 MiB window (wire v3's), so a receiver maps
 // a decoder for 2 MiB only; once zstd has taken this much of the connection's data (the
@@ -85,10 +77,9 @@ inline constexpr unsigned kZstdHashLog = 18;
 inline constexpr unsigned kZstdChainLog = 17;
 // Long-distance matching (zstd's LDM), for data that barely compresses (see
 // stream_long_matches): a rolling hash over the whole window finds repeats of 256 bytes
-// or more that the capped match tables have lost. On the LOW set (.gz files) it lifts
-// every level to 1.111x of its first 33 MiB (zstd:3 1.099x, zstd:5-9 1.06x, `zstd
-// --adapt` 1.110x); on text it costs zstd:3 20-30% of its speed, so it stays off there.
-// A 2^11-entry table (23 KiB with its sequence store) finds as much as 2^14 on LOW.
+// or more that the capped match tables have lost. It slows text down, so it stays off
+// there. A 2^11-entry table: 23 KiB with its sequence store.
+// why: see docs/compression-measured.md#long-distance-matching
 inline constexpr unsigned kLdmHashLog = 11;
 inline constexpr unsigned kLdmMinMatch = 256;
 inline constexpr unsigned kLdmBucketLog = 3;
@@ -100,7 +91,7 @@ inline constexpr size_t kLz4Ring = 64 * 1024 + 2 * kMaxFrameRaw + 64;
 
 // A sender's zstd streams (kFlagZstd2, wire v3): up to two, each at its own level with
 // its own history, so chunks can go out at either level (the mix of two levels in
-// tx_stream.cc, a probe of a level and back) without a new frame, which a change of
+// tx_mix.cc, a probe of a level and back) without a new frame, which a change of
 // level inside one single-threaded zstd stream would need. A chunk goes to the stream
 // open at its level; else the one unused longest starts a new frame at that level.
 // The second stream's workspace is given later (tx_stream_codec_attach), when first

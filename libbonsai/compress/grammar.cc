@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 
 #include "compress/codec.h"
+#include "compress/codec_params.h"
 #include "compress/compress_config.h"
 
 namespace bonsai::compress {
@@ -136,7 +137,8 @@ const char* levels_parse(const char* text, LevelList& out) noexcept {
     } else if (len > 5 && std::memcmp(p, "zstd:", 5) == 0) {
       const char* q = p + 5;
       int v;
-      if (!parse_int(q, end, v) || q != end || v < 1 || v > 19) return "zstd level must be 1..19";
+      static_assert(kZstdLevelMin == 1 && kZstdLevelMax == 19, "the messages name the range");
+      if (!parse_int(q, end, v) || q != end || v < kZstdLevelMin || v > kZstdLevelMax) return "zstd level must be 1..19";
       lv = {Method::Zstd, static_cast<int8_t>(v)};
     } else {
       return "unknown level (none, lz4, zstd:1..19)";

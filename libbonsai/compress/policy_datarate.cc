@@ -38,12 +38,10 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
 // Whether `to`, a cheaper level, is ruled out by its link ceiling: what it could move on
 // the period's data with CPU to spare (the link's rate times its ratio there) is not
 // kCeilingMargin above what the current level moved (`cdr`). A link-bound level never
-// beats its ceiling, and moves ~2% below it (headers, the bucket's wake-ups); a
+// beats its ceiling, and moves a little below it (headers, the bucket's wake-ups); a
 // CPU-bound level's rate reads low in a period another process took CPU from, or whose
-// data compressed slowly (HIGH at 100 MiB/s: zstd:1 read 210-305 MiB/s in the first
-// 50 ms of a run and 310-345 after). On such a period the first pick and later probes
-// went from zstd:1 to lz4 (calibrated ~2.45x, 2.33x in the stream: ceilings 245 and
-// 233 MiB/s), kept it on a tie and lost a third of the run (232-285 MiB/s against 325).
+// data compressed slowly, and a move to the cheaper level on such a period loses.
+// why: see docs/compression-measured.md#the-datarate-policys-decisions
 bool below_ceiling(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (to >= s.ccl || cdr <= 0) return false;
   double ceiling = model_link_ceiling_on(m, s.period, s.ccl, static_cast<uint8_t>(to));
@@ -51,14 +49,13 @@ bool below_ceiling(const DatarateState& s, const CostModel& m, int to, double cd
 }
 // While a level's back-off is short, the model may veto a probe: upward if it
 // predicts a loss beyond the tie margin (the model's CPU figures carry the load of the
-// moment: at 10 MiB/s it vetoed zstd:3 -> zstd:6 for a whole run, 9% lost), downward if
-// it predicts a clear one. Longer back-offs probe
-// regardless, so a wrong model cannot hide the best level for ever.
+// moment), downward if it predicts a clear one. Longer back-offs probe regardless, so a
+// wrong model cannot hide the best level for ever.
+// why: see docs/compression-measured.md#the-datarate-policys-decisions
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   // The level above, measured on the mix's chunks (not the model: what it took in the
   // last second), cannot compress what the current level moves: its probe could only
-  // lose (at the zstd:3/zstd:5 crossing, zstd:5 at 93 MiB/s against zstd:3's 142), and
-  // the mix already spends on it the CPU the link leaves.
+  // lose, and the mix already spends on it the CPU the link leaves.
   if (to == s.ccl + 1 && s.up_cpu_rate > 0 && s.up_cpu_rate < cdr * (1 + kTieMargin)) return false;
   if (s.bck[s.ccl] >= kGateBackoff) return true;
   if (below_ceiling(s, m, to, cdr)) return false;
@@ -67,18 +64,15 @@ bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cd
   double edge = 1 + kTieMargin / 2;
   // Between two levels whose change starts a new zstd frame (the history is lost) and
   // whose ratios are within half the tie margin: the probe could only measure the lost
-  // history and the data's noise (LOW at 20 MiB/s lost 4% against fixed zstd:3 to such
-  // probes: its gain is all history).
+  // history and the data's noise.
   if (gain > 0 && datarate_new_frame(s, s.ccl, to) && gain < edge && gain * edge > 1) return false;
   // With CPU to spare, a cheaper level can only lose when its ratio is lower by half the
-  // tie margin or more (text at 5 MiB/s spent a third of its time on zstd:6 probes kept
-  // on noisy rates, 2.5% below zstd:9's ratio).
+  // tie margin or more.
   if (to < s.ccl && gain >= edge) return false;
   // Waiting for the bucket with CPU to spare, a dearer level is worth a probe: the
   // model's CPU figure for a level the stream has not run is a one-shot sample times
-  // the current level's correction (at 5 MiB/s it put zstd:9 at 16 MiB/s of text, CPU
-  // bound; fixed there it moved 21.4, link bound), and a probe that turns CPU-bound is
-  // reverted.
+  // the current level's correction (it may put a link-bound level CPU-bound), and a
+  // probe that turns CPU-bound is reverted.
   if (to > s.ccl && s.bound) return true;
   double here = model_rate(m, s.ccl), there = model_rate(m, static_cast<uint8_t>(to));
   if (here == 0 || there == 0) return true;  // unknown: Algorithm 1 as is
@@ -102,10 +96,8 @@ double same_data_gain(const DatarateState& s, const CostModel& m, int from, doub
 // The same-data verdict: > 1 the current level, < 1 `from`, 0 none. It must hold both
 // with the calibration chunk's CPU ratio between the two levels and with the one the two
 // periods measured (other data, but the stream's real cost): one-shot calibration
-// overstates a dearer zstd level's CPU (zstd:5 over zstd:3 on text: 1.9-2.3x in rounds,
-// 1.45-1.6x measured across probes, whose +14% rates it reverted), and CPU per byte
-// moves with the data (zstd:9 over zstd:6 on text measured 1.08-1.12 across two periods
-// where the chunk gave 1.54-1.58). Where the two disagree, the rates decide.
+// overstates a dearer zstd level's CPU, and CPU per byte moves with the data. Where the
+// two disagree, the rates decide. why: see docs/compression-measured.md#the-datarate-policys-decisions
 double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
   const PeriodMeasure &a = s.before_period, &b = s.period;
   if (a.app == 0 || b.app == 0 || a.cpu_ns == 0 || b.cpu_ns == 0) return 0;
@@ -129,21 +121,16 @@ int model_pick(const DatarateState& s, const CostModel& m, double cdr) {
   // there: the best compressing level, and Algorithm 1 probes `none` later.
   if (best == 0 && s.ccl != 0 && m.wire_bps == 0) best = model_best_from(m, 1);
   // A pick the model cannot tell from the start level (within half the tie margin)
-  // is no pick: the .gz set sampled 1.07-1.14 alike at zstd:3, 6 and 9 one-shot, and
-  // the pick of zstd:9 (4% below zstd:3 there with the stream's history) cost LOW at
-  // 20 MiB/s 4% against fixed zstd:3.
+  // is no pick: data whose gain is the stream's history samples alike at every zstd
+  // level one-shot.
   double here = model_rate(m, s.ccl);
   if (best != s.ccl && here > 0 && model_rate(m, static_cast<uint8_t>(best)) < here * (1 + kTieMargin / 2))
     best = s.ccl;
   // A pick the model itself puts CPU-bound yields to the cheaper neighbour predicted
   // within kCpuPickMargin: the model errs upwards on CPU (one-shot calibration runs
-  // zstd's small-input parameters: zstd:6 over zstd:5 cost 1.23x there and 1.35-1.4x
-  // in the stream), and HTML at 10 MiB/s spent its first 0.7 s at a CPU-bound zstd:6
-  // picked 2.7% above zstd:5, which moves 13% more there.
-  // With the stream's history to come (kPickHistGain): the round's pick of zstd:9 for
-  // text at 10 MiB/s (sampled ratio 1.8% above zstd:6's, link-bound by 3% on the sample)
-  // ran CPU-bound at 41-66 MiB/s for the first second, where zstd:5 moves 80; its pick
-  // of zstd:6 (2.2% above zstd:5 after the first period) at 61-80 for a second.
+  // zstd's small-input parameters), and with the stream's history to come
+  // (kPickHistGain) a pick link-bound on the sample runs CPU-bound in the stream.
+  // why: see docs/compression-measured.md#the-datarate-policys-decisions
   double headroom = m.hist_gain > 0 && m.hist_gain < kPickHistGain ? kPickHistGain / m.hist_gain : 1.0;
   double floor = model_rate(m, static_cast<uint8_t>(best)) * (1 - kCpuPickMargin);
   while (best > 1 && model_cpu_bound(m, static_cast<uint8_t>(best), headroom) &&
@@ -213,11 +200,9 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     if (first && from == 0 && cdr >= s.before * (1 - alpha)) keep_at = 0;
     // On the same data, by the model: each period's verdict of the level it did not
     // run against the one it ran, averaged. Where the link bound at both levels this
-    // compares their ratios on the same calibration chunk; where one level is CPU-bound
-    // (zstd:6 on HTML at 10 MiB/s, against zstd:3 waiting for the bucket), also their
-    // CPU per byte on that chunk. Within half the tie margin it has no opinion (.gz
-    // files sampled 1.07-1.14 alike at every zstd level one-shot: their gain is the
-    // stream's history, which the rates show).
+    // compares their ratios on the same calibration chunk; where one level is CPU-bound,
+    // also their CPU per byte on that chunk. Within half the tie margin it has no opinion
+    // (data whose gain is the stream's history samples alike: the rates show it).
     double verdict = same_data_verdict(s, m, from);
     if (verdict > 1) keep_at = 0;
     else if (verdict > 0) keep_at = 1e300;
@@ -275,17 +260,17 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   if (policy_settling(s)) return s.level;
   // The first period measures the link: chunks that did not wait spend the bucket's
   // initial depth (10 ms of rate) and would overstate it, and so does the first that
-  // waited (it waits for part of one chunk's debt only): at 20 MiB/s the link was
-  // overstated by 17% when it counted.
+  // waited (it waits for part of one chunk's debt only).
+  // why: see docs/compression-measured.md#the-datarate-policys-decisions
   if (!s.dr.warm && !s.warm_waited && s.warm_skipped < kWarmSkipMax) {
     ++s.warm_skipped;
     s.warm_waited = r.blocked_ns > 0;
     return s.level;
   }
   // The first period and the period after a change (a probe) are short (period/4).
-  // A whole first period at the middle level cost HTML at 5 MiB/s 2.7% of a 3 s run
-  // (zstd:3 sends it 6.4x smaller, zstd:9 9.5x); the link it reads a little high (the
-  // bucket's depth) no longer decides probes, which are judged on the same data.
+  // A whole first period at the middle level costs a capped run its start; the link it
+  // reads a little high (the bucket's depth) does not decide probes, which are judged
+  // on the same data.
   bool brief = !s.dr.warm || s.dr.probe_from >= 0;
   double rate;
   if (!policy_period_add(s, r, brief ? s.cfg.period_ns / 4 : s.cfg.period_ns, brief ? kWarmChunks : 0, rate))

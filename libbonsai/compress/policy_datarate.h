@@ -15,8 +15,9 @@ inline constexpr uint8_t kMaxBackoff = 6;    // probes at least every 2^6 period
 inline constexpr uint8_t kGateBackoff = 4;   // the model may veto probes below this back-off
 inline constexpr double kTieMargin = 0.02;   // a dearer level must be 2% better to be kept
 // A change between two levels in `DatarateState::fresh` starts a new codec frame (zstd:
-// no history for the next ~2 MiB, ~5-8% lower ratio on text over it), so its short probe
-// reads low: within this further margin the model (trusted at both levels) decides.
+// no history for a while, a lower ratio over it), so its short probe reads low: within
+// this further margin the model (trusted at both levels) decides.
+// why: see docs/compression-measured.md#the-datarate-policys-margins
 inline constexpr double kFreshMargin = 0.06;
 inline constexpr double kDownGate = 0.05;    // a cheaper level predicted 5% worse is not probed
 // A level measured below this share of its predicted rate shows the model wrong there
@@ -33,10 +34,9 @@ inline constexpr double kCeilingMargin = 0.03;
 inline constexpr double kCpuPickMargin = 0.05;
 // For that rule, the model's picks (after the first calibration round, and at the end of
 // the first period) take the stream's ratio over the one-shot sample's (hist_gain) as at
-// least this: a stream's history lifts its ratio as it grows (text: 1.15-1.3x over a
-// 128 KiB sample on average with an 8 MiB window; the MODERATE set's first period read
-// 1.2-1.3x and its later ones 1.9-2.2x), and the CPU must keep up with the link at the
-// ratio to come, not the first 50 ms's.
+// least this: a stream's history lifts its ratio as it grows, and the CPU must keep up
+// with the link at the ratio to come, not the first 50 ms's.
+// why: see docs/compression-measured.md#the-datarate-policys-margins
 inline constexpr double kPickHistGain = 1.4;
 
 struct DatarateState {
@@ -59,8 +59,8 @@ struct DatarateState {
   // the period before a probe. A probe is judged on the same data: each period tells,
   // by the model, what the other level would have moved on its data
   // (model_rate_on), and the two verdicts are averaged, since two periods' rates differ
-  // as much by the data they happened to carry (+-10% from one 512 KiB of text to the
-  // next), and by the new zstd frame's missing history, as by the level.
+  // as much by the data they happened to carry, and by the new zstd frame's missing
+  // history, as by the level.
   PeriodMeasure period;
   PeriodMeasure before_period;
   // The most application bytes/s the level above ccl can compress, measured on the
@@ -79,8 +79,8 @@ inline bool datarate_new_frame(const DatarateState& s, unsigned a, unsigned b) n
 // After the first calibration round, before the first period ends, when the link is
 // known (the cap's rate, policy_capped_start): moves to the model's pick at once, as the
 // end of the first period would (not a probe: that period then measures the picked
-// level). Waiting for the period cost its 50 ms at the middle level: 1% of a 3 s run
-// for text at 100 MiB/s (zstd:3 CPU-bound at 102 MiB/s, lz4 233), 0.5% at 5 MiB/s.
+// level), which would otherwise run its whole first period at the middle level.
+// why: see docs/compression-measured.md#the-datarate-policys-margins
 // @return the level index (s.ccl).
 uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept;
 

@@ -52,8 +52,7 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
   else if (m.wire_bps > 0 && wire_bps > m.wire_bps)
     m.wire_bps = wire_bps;  // the link is at least this fast
   // Never faster than the cap: a period's wire rate includes what the bucket's depth let
-  // through at once (the first period read 21.8 MiB/s at a 20 MiB/s cap, and the model,
-  // trusting it, picked and kept a zstd:1 that moved 11% less than zstd:3).
+  // through at once. why: see docs/compression-measured.md#the-policys-start-and-a-live-cap-change
   if (m.cap_bps > 0 && m.wire_bps > m.cap_bps) m.wire_bps = m.cap_bps;
 }
 

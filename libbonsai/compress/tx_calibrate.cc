@@ -28,27 +28,22 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // rounds (every kResampleNs, and when the data changed) are spread over the sender's
 // next chunks, one run each, on a copy of the round's chunk kept in the calibrator, so
 // every level still sees the same data (while another sender's round holds the copy, a
-// round runs one level per chunk, both runs on that chunk, as all rounds did before:
-// no one waits for the copy). All at once a round held one chunk ~25 ms, and
-// one level's two runs ~7-10 ms, which a binding cap's bucket does not hide: a sender
-// waiting for it runs (depth - BONSAI_DEBT_NS) = 8 ms ahead of the link (HIGH at
-// 5 MiB/s lost ~2% of its run to them).
+// round runs one level per chunk, both runs on that chunk:
+// no one waits for the copy). All at once a round holds one chunk longer than a binding
+// cap's bucket hides. why: see docs/compression-measured.md#calibration-rounds
 constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
 // A level whose first run took at least this long is reported on it (in every round):
 // zstd's table set-up for a 128 KiB chunk (~0.75 MiB of tables cleared, ~40 us) is
 // under 4% of such a run, within the run-to-run noise, and a second run doubles what
-// the round costs. Text at 10 MiB/s (HIGH), CPU-bound at zstd:6, moved 42.0 MiB/s with
-// its rounds and 42.8 without rounds after the first; its zstd:5, 6 and 9 runs take
-// 1.7-3.5 ms each. Faster runs (lz4, zstd:1 and 3: 0.2-0.8 ms) still run twice.
+// the round costs. Faster runs (lz4, zstd:1 and 3) still run twice.
+// why: see docs/compression-measured.md#calibration-rounds
 constexpr uint64_t kOneRunNs = 1'000'000;
 
 // Whether a spread round runs level `l`: every level until the policy has made its
 // first pick (at the start, and again after a live change of the cap: datarate's
 // model_best compares them all); after it, the policy's level and its two neighbours,
 // the only levels Algorithm 1 moves to, probes and mixes with. The others' runs cost a
-// sender at its CPU's limit link time: text at 5 MiB/s, link-bound at zstd:9 with
-// 6-30% of its time waiting, sent 4.92 MiB/s with every level in its rounds and 4.98
-// without rounds; their lz4 to zstd:5 runs were a third of a round's CPU.
+// sender at its CPU's limit link time. why: see docs/compression-measured.md#calibration-rounds
 bool round_runs(const TxStream& s, unsigned l) {
   const PolicyState& p = s.policy;
   if (p.cfg.kind != PolicyKind::Datarate || !p.dr.warm) return true;
@@ -134,11 +129,10 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
 }
 
 // Long-distance matching (codec.h) where the data barely compresses: the best level
-// saves less than kLdmOnBelow on a calibration chunk. There zstd's tables find little
-// and it runs at ~1 GiB/s; the repeats LDM finds far back are what can be gained
-// (.gz files: 1.111x against zstd:3's 1.099x). Off again above kLdmOffAbove (text
-// compresses 3-8x; LDM would cost zstd:3 20-30% of its speed there for 0-1%). Each
-// switch starts a new zstd frame, so the two thresholds are apart.
+// saves less than kLdmOnBelow on a calibration chunk. There zstd's tables find little;
+// the repeats LDM finds far back are what can be gained. Off again above kLdmOffAbove,
+// where LDM costs speed for next to no ratio. Each switch starts a new zstd frame, so
+// the two thresholds are apart. why: see docs/compression-measured.md#long-distance-matching
 constexpr double kLdmOnBelow = 1.3;
 constexpr double kLdmOffAbove = 1.6;
 void choose_long_matches(TxStream& s) {
@@ -160,14 +154,13 @@ void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) noe
 
 // Whether this chunk calibrates (a round in progress, or the policy asks for one).
 // Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
-// that dearer levels are slower: a round every kIdleResample is enough (a round costs
-// ~20 ms of a core with zstd:6 and zstd:9 in the list, 1-2% of a CPU-bound sender's
-// time at one a second: lz4 at 100 MiB/s on MODERATE is CPU-bound).
+// that dearer levels are slower: a round every kIdleResample is enough (a round costs a
+// CPU-bound sender its time: see docs/compression-measured.md#calibration-rounds).
 // At a binding cap a spread round runs only while the sender is more than kAheadShare
 // of the bucket's depth ahead of the link (`lead`, in depths; -1: no bucket to read,
 // then after a chunk that waited): that lead hides one run and the chunk's own
-// compression; once it is spent, back-to-back runs of zstd:6 and zstd:9 left the link
-// idle (HIGH at 5 MiB/s). (A chunk's measured wait alone is no test: the meter's own
+// compression; once it is spent, back-to-back runs of the dear levels leave the link
+// idle. (A chunk's measured wait alone is no test: the meter's own
 // clock reads count in it, so nearly every chunk "waited".)
 bool tx_wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double lead) noexcept {
   if (len < kSampleChunk) return false;

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
 // Unit tests for libbonsai/compress: wire format headers, level lists, codecs on
-// fixed workspaces, the incompressible-data sample.
+// fixed workspaces, the incompressible-data sample, and the codec's tables
+// (codec_params.h: the default levels, each zstd level's stream parameters).
 #define ZSTD_STATIC_LINKING_ONLY
 #include <catch2/catch.hpp>
+#include <cstdio>
 #include <cstring>
 #include <lz4.h>
 #include <utility>
 #include <zstd.h>
 
 #include "compress/codec.h"
+#include "compress/codec_params.h"
 #include "compress/wire_format.h"
 #include "compress_test_util.h"
 #include "runtime/options.h"
@@ -149,39 +152,128 @@ TEST_CASE("random bytes are sampled as incompressible, text as compressible", "[
   CHECK(codec_compress(tx, Level{Method::Zstd, 3}, noise.data(), noise.size(), out.data(), out.size()) == 0);
 }
 
-TEST_CASE("the sender's zstd workspace holds long-distance matching by libzstd's own estimate", "[compress]") {
-  LevelList l = levels_default();
-  auto a16 = [](size_t n) { return (n + 15) & ~size_t{15}; };
-  size_t need = 0;
-  for (int level = 1; level <= 9; ++level) {
-    // The stream's parameters (codec.cc stream_cparams) with LDM as zstd_start sets it.
-    ZSTD_compressionParameters cp = ZSTD_getCParams(level, size_t{1} << kZstdWindowLog, 0);
-    cp.windowLog = kZstdWindowLog;
-    if (cp.hashLog > kZstdHashLog) cp.hashLog = kZstdHashLog;
-    if (cp.chainLog > kZstdChainLog) cp.chainLog = kZstdChainLog;
-    cp = ZSTD_adjustCParams(cp, 0, 0);
-    ZSTD_CCtx_params* p = ZSTD_createCCtxParams();
-    REQUIRE(p);
-    ZSTD_CCtxParams_init(p, level);
-    const std::pair<ZSTD_cParameter, int> params[] = {
-        {ZSTD_c_windowLog, static_cast<int>(cp.windowLog)},
-        {ZSTD_c_hashLog, static_cast<int>(cp.hashLog)},
-        {ZSTD_c_chainLog, static_cast<int>(cp.chainLog)},
-        {ZSTD_c_searchLog, static_cast<int>(cp.searchLog)},
-        {ZSTD_c_minMatch, static_cast<int>(cp.minMatch)},
-        {ZSTD_c_targetLength, static_cast<int>(cp.targetLength)},
-        {ZSTD_c_strategy, static_cast<int>(cp.strategy)},
-        {ZSTD_c_enableLongDistanceMatching, 1},
-        {ZSTD_c_ldmHashLog, static_cast<int>(kLdmHashLog)},
-        {ZSTD_c_ldmMinMatch, static_cast<int>(kLdmMinMatch)},
-        {ZSTD_c_ldmBucketSizeLog, static_cast<int>(kLdmBucketLog)},
-        {ZSTD_c_ldmHashRateLog, kZstdWindowLog - static_cast<int>(kLdmHashLog)},
-    };
-    for (const auto& [k, v] : params) REQUIRE_FALSE(ZSTD_isError(ZSTD_CCtxParams_setParameter(p, k, v)));
-    size_t est = ZSTD_estimateCStreamSize_usingCCtxParams(p);
-    ZSTD_freeCCtxParams(p);
-    need = est > need ? est : need;
+TEST_CASE("the default level list: none first, ordered by cost, every level valid", "[compress][codec_table]") {
+  // codec_params.h's table, which levels_default() copies.
+  LevelList used = levels_default();
+  REQUIRE(used.count == sizeof kDefaultLevels / sizeof kDefaultLevels[0]);
+  REQUIRE(used.count >= 2);
+  CHECK(kDefaultLevels[0].method == Method::Raw);
+  for (uint8_t i = 0; i < used.count; ++i) {
+    const Level& lv = kDefaultLevels[i];
+    INFO("level " << int{i});
+    CHECK((used.levels[i].method == lv.method && used.levels[i].param == lv.param));
+    if (lv.method == Method::Zstd) CHECK((lv.param >= kZstdLevelMin && lv.param <= kZstdLevelMax));
+    if (i == 0) continue;
+    const Level& prev = kDefaultLevels[i - 1];  // by cost: none < lz4 < zstd, zstd by level
+    CHECK(static_cast<int>(lv.method) >= static_cast<int>(prev.method));
+    if (lv.method == Method::Zstd && prev.method == Method::Zstd) CHECK(lv.param > prev.param);
+    CHECK(lv.method != Method::Raw);
   }
+  // The grammar accepts exactly the table's zstd range.
+  LevelList l{};
+  char text[16];
+  std::snprintf(text, sizeof text, "zstd:%d", kZstdLevelMin);
+  CHECK(levels_parse(text, l) == nullptr);
+  std::snprintf(text, sizeof text, "zstd:%d", kZstdLevelMax);
+  CHECK(levels_parse(text, l) == nullptr);
+  std::snprintf(text, sizeof text, "zstd:%d", kZstdLevelMin - 1);
+  CHECK(levels_parse(text, l) != nullptr);
+  std::snprintf(text, sizeof text, "zstd:%d", kZstdLevelMax + 1);
+  CHECK(levels_parse(text, l) != nullptr);
+}
+
+namespace {
+// A stream parameter row's value by key; -1 if the table has no such row.
+int param_of(const ZstdParam* p, size_t n, ZSTD_cParameter key) {
+  for (size_t i = 0; i < n; ++i)
+    if (p[i].key == static_cast<int>(key)) return p[i].value;
+  return -1;
+}
+}  // namespace
+
+TEST_CASE("every zstd level's stream parameters: bounded tables, no checksum, the workspace holds them",
+          "[compress][codec_table]") {
+  // Iterates codec_params.h's table itself (what zstd_start sets), at every level a
+  // list may name, both windows, with and without long-distance matching.
+  auto a16 = [](size_t n) { return (n + 15) & ~size_t{15}; };
   size_t lz4 = a16(sizeof(LZ4_stream_t)) + a16(static_cast<size_t>(LZ4_sizeofState())) + a16(kLz4Ring);
-  CHECK(tx_stream_codec_size(l) >= lz4 + a16(need));
+  for (int level = kZstdLevelMin; level <= kZstdLevelMax; ++level) {
+    LevelList l{};
+    l.levels[0] = {Method::Raw, 0};
+    l.levels[1] = {Method::Zstd, static_cast<int8_t>(level)};
+    l.count = 2;
+    for (int window_log : {kZstdWindowLogNarrow, kZstdWindowLog}) {
+      size_t need = 0;
+      for (bool ldm : {false, true}) {
+        INFO("zstd:" << level << " window 2^" << window_log << (ldm ? " with LDM" : ""));
+        ZstdParam p[kZstdStreamParamsMax];
+        size_t n = zstd_stream_params(level, ldm, window_log, p);
+        REQUIRE(n <= kZstdStreamParamsMax);
+        for (size_t i = 0; i < n; ++i) {
+          for (size_t j = i + 1; j < n; ++j) CHECK(p[i].key != p[j].key);  // each parameter once
+          ZSTD_bounds b = ZSTD_cParam_getBounds(static_cast<ZSTD_cParameter>(p[i].key));
+          REQUIRE_FALSE(ZSTD_isError(b.error));
+          CHECK((p[i].value >= b.lowerBound && p[i].value <= b.upperBound));
+        }
+        CHECK(p[0].key == static_cast<int>(ZSTD_c_compressionLevel));  // first: the others override it
+        CHECK(p[0].value == level);
+        CHECK(param_of(p, n, ZSTD_c_windowLog) == window_log);
+        CHECK(param_of(p, n, ZSTD_c_hashLog) > 0);
+        CHECK(param_of(p, n, ZSTD_c_hashLog) <= static_cast<int>(kZstdHashLog));
+        CHECK(param_of(p, n, ZSTD_c_chainLog) > 0);
+        CHECK(param_of(p, n, ZSTD_c_chainLog) <= static_cast<int>(kZstdChainLog));
+        for (ZSTD_cParameter k : {ZSTD_c_searchLog, ZSTD_c_minMatch, ZSTD_c_targetLength, ZSTD_c_strategy})
+          CHECK(param_of(p, n, k) >= 0);
+        CHECK(param_of(p, n, ZSTD_c_checksumFlag) == 0);  // docs/wire-format.md: no checksum
+        CHECK(param_of(p, n, ZSTD_c_enableLongDistanceMatching) == (ldm ? 1 : -1));
+        if (ldm) {
+          CHECK(param_of(p, n, ZSTD_c_ldmHashLog) == static_cast<int>(kLdmHashLog));
+          CHECK(param_of(p, n, ZSTD_c_ldmMinMatch) == static_cast<int>(kLdmMinMatch));
+          CHECK(param_of(p, n, ZSTD_c_ldmBucketSizeLog) == static_cast<int>(kLdmBucketLog));
+          CHECK(param_of(p, n, ZSTD_c_ldmHashRateLog) == window_log - static_cast<int>(kLdmHashLog));
+        }
+        // libzstd's own estimate of a stream with exactly these parameters.
+        ZSTD_CCtx_params* cp = ZSTD_createCCtxParams();
+        REQUIRE(cp);
+        for (size_t i = 0; i < n; ++i)
+          REQUIRE_FALSE(ZSTD_isError(ZSTD_CCtxParams_setParameter(cp, static_cast<ZSTD_cParameter>(p[i].key), p[i].value)));
+        size_t est = ZSTD_estimateCStreamSize_usingCCtxParams(cp);
+        ZSTD_freeCCtxParams(cp);
+        CHECK(est <= zstd_cstream_size(level, window_log));
+        need = est > need ? est : need;
+      }
+      // The sender's workspace for that window (the first zstd stream's room last).
+      CHECK(tx_stream_codec_size(l, window_log == kZstdWindowLog) >= lz4 + a16(need));
+      CHECK(tx_stream_codec_extra_size(l, window_log == kZstdWindowLog) == 0);  // one zstd level: one stream
+    }
+  }
+}
+
+TEST_CASE("a static zstd stream on the computed room takes the table's parameters and compresses",
+          "[compress][codec_table]") {
+  // The workspace is sized by zstd_cstream_size; the context is made the way the
+  // encoder makes it, with every row of the table set, at every level, LDM on.
+  std::mt19937 rng(5);
+  std::vector<uint8_t> text(kMaxFrameRaw), out(kMaxFrameWire);
+  compress_test::fill_text(rng, text.data(), text.size());
+  compress_test::Workspace ws(zstd_cstream_size(kZstdLevelMax, kZstdWindowLog) + 64);
+  for (int level = kZstdLevelMin; level <= kZstdLevelMax; ++level) {
+    INFO("zstd:" << level);
+    size_t room = zstd_cstream_size(level, kZstdWindowLog);
+    REQUIRE(room <= ws.size);
+    ZSTD_CStream* z = ZSTD_initStaticCStream(ws.mem, room);
+    REQUIRE(z);
+    ZSTD_CCtx_reset(z, ZSTD_reset_session_and_parameters);
+    ZstdParam p[kZstdStreamParamsMax];
+    size_t n = zstd_stream_params(level, true, kZstdWindowLog, p);
+    for (size_t i = 0; i < n; ++i)
+      REQUIRE_FALSE(ZSTD_isError(ZSTD_CCtx_setParameter(z, static_cast<ZSTD_cParameter>(p[i].key), p[i].value)));
+    ZSTD_inBuffer in{text.data(), text.size(), 0};
+    ZSTD_outBuffer o{out.data(), out.size(), 0};
+    size_t r = ZSTD_compressStream2(z, &o, &in, ZSTD_e_flush);
+    REQUIRE_FALSE(ZSTD_isError(r));
+    CHECK(r == 0);
+    CHECK(in.pos == in.size);
+    CHECK(o.pos < text.size() / 2);
+  }
 }

@@ -268,9 +268,9 @@ TEST_CASE("long-distance matching finds far repeats in barely compressible data,
 }
 
 TEST_CASE("a libzstd that cannot fit long-distance matching: one chunk raw, then zstd without it", "[compress]") {
-  // The workspace ldm_space() sizes, short of LDM's tables: a zstd whose matcher needs
+  // The workspace zstd_ldm_space() sizes, short of LDM's tables: a zstd whose matcher needs
   // more than we reserve. The sender's own static context, swapped for one sized
-  // without LDM (zstd:3's stream parameters, as codec.cc's stream_cparams).
+  // without LDM (zstd:3's stream parameters, as codec_params.cc's stream_cparams).
   LevelList l = levels_default();
   Workspace tws(tx_stream_codec_size(l)), rws(rx_codec_size());
   TxStreamCodec tx{};

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The mix (tx_stream.cc, promote_chunk): at a binding cap, a datarate sender ahead of
+// The mix (tx_mix.cc, tx_promote_chunk): at a binding cap, a datarate sender ahead of
 // the link by more than half the bucket's depth compresses the chunk one level up
 // where that starts no new codec frame (lz4 -> zstd:1, or two zstd levels on the
 // sender's two zstd streams), so the two levels share the link chunk by chunk. Frames

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Helpers for the policy unit tests (compress_policy_test.cc, compress_policy_link_test.cc):
+// Helpers for the policy unit tests (compress_policy_test.cc, compress_datarate_test.cc,
+// compress_model_test.cc, compress_policy_link_test.cc):
 // datarate states, cost models after one calibration round, periods as a sender reports
 // them, and a policy state by name.
 #pragma once

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Helpers for the tests that run whole compressed streams (compress_history_test.cc,
-// compress_mix_test.cc): a sending stream with a policy by name, writes captured from a
-// socketpair, a decoder over the captured wire, and the wire's frames.
+// compress_mix_test.cc, compress_corrupt_test.cc): a sending stream with a policy by
+// name, writes captured from a socketpair, a decoder over the captured wire, and the
+// wire's frames.
 #pragma once
 #include <catch2/catch.hpp>
 #include <cerrno>
