@@ -36,7 +36,7 @@ LIB_OBJ   := $(LIB_SRC:%.cc=$(OBJ)/%.o)
 # Modules the unit tests and bonsaictl link directly (they define no interposed symbol).
 CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/% $(OBJ)/libbonsai/shm/%,$(LIB_OBJ))
 # Library modules only the unit tests link (compression, runtime helpers without wrappers).
-UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/%,$(LIB_OBJ))
+UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% $(OBJ)/libbonsai/runtime/%,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
@@ -179,7 +179,7 @@ deps-check: deps
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 BENCH_T0 := $(shell date +%s)
 endif
-bench: all
+bench: all $(UNIT_BIN)
 	BENCH_T0=$(BENCH_T0) BONSAI_BUILD=$(OUT) bash bench/run.sh
 bench-publish:
 	BONSAI_BUILD=$(OUT) bash bench/publish.sh

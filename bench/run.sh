@@ -61,6 +61,7 @@ other cotenant_buffered cotenant.sh buffered
 # measures the same tenants with B capped by bonsai (the pair adds B unlimited).
 if [ "$BENCH" = full ]; then other cotenant_socket cotenant.sh socket; fi
 other ctl_targets ctl_targets.sh
+other ctl_churn ctl_churn.sh
 other supervised supervised.sh
 # The whole grid of a full run is kept (compress_grid_full.csv / .txt). Quick: the uncapped
 # cells twice each, not three times (8 s: the quick run came to 305 s against its 300).

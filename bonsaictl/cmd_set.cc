@@ -2,9 +2,11 @@
 // `bonsaictl set [--merge] [--wait[=MS]] SERVICE LIMIT...`: change a running
 // service's limits (BONSAI_LIMITS grammar); attached processes apply the change on
 // their next call. --wait reports when no attached process still sleeps in a wait
-// under the old limits (the others apply them on their next call).
+// under the old limits (the others apply them on their next call). `--stdin`: one
+// process for a controller's stream of changes, a limit list per line.
 #include <chrono>
 #include <fmt/core.h>
+#include <iostream>
 #include <thread>
 
 #include "abi/limit_parse.h"
@@ -72,36 +74,79 @@ WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
   }
 }
 
+// Parses `text` (a LIMIT list, or "none"). @return false with `why` set.
+bool parse_text(const std::string& text, LimitSet& set, std::string& why) {
+  set = LimitSet{};
+  if (text == "none") return true;
+  ParseError err;
+  if (limit_parse(text, set, err)) return true;
+  why = fmt::format("{}\n  {}\n  {}^", err.message, text, std::string(err.offset, ' '));
+  return false;
+}
+
+// Applies `set` (merged into the current rules with --merge). @return the new sequence.
+uint64_t apply(Segment& seg, LimitSet set, bool merge) {
+  if (merge) {
+    uint64_t cur_seq;
+    LimitSet current = limits_read_checked(seg, cur_seq);  // never trust the count read
+    std::string why;
+    if (!limits_merge(current, set, why)) usage_error(why);
+    set = current;
+  }
+  return seg.write_limits(set);
+}
+
+// --stdin: a limit list per line, each applied as it comes (a controller retuning rates
+// many times a second pays one process start, not one per change). A bad line is
+// reported with its line and column and changes nothing; the others still apply.
+int set_from_stdin(const std::string& service, bool merge) {
+  auto seg = Segment::open(service, false);
+  seg->check();
+  std::string line;
+  int bad = 0;
+  for (unsigned n = 1; std::getline(std::cin, line); ++n) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    LimitSet set{};
+    ParseError err;
+    if (line != "none" && !limit_parse(line, set, err)) {
+      fmt::print(stderr, "stdin:{}:{}: {}\n", n, err.offset + 1, err.message);
+      ++bad;
+      continue;
+    }
+    uint64_t seq = apply(*seg, set, merge);
+    fmt::print("{}: limits #{}: {}\n", service, seq, line);
+    std::fflush(stdout);
+  }
+  return bad ? kExitUsage : kExitOk;
+}
+
 int cmd_set(const Args& args) {
-  bool merge = false;
+  bool merge = false, from_stdin = false;
   long wait_ms = -1;
   std::vector<std::string> rest;
   for (const auto& a : args) {
     if (a == "--merge") merge = true;
+    else if (a == "--stdin") from_stdin = true;
     else if (a == "--wait") wait_ms = 1000;
     else if (a.rfind("--wait=", 0) == 0) wait_ms = wait_parse(a.substr(7));
     else if (a.size() > 1 && a[0] == '-' && rest.size() < 1) usage_error(fmt::format("unknown option '{}'", a));
     else rest.push_back(a);
   }
+  if (from_stdin) {
+    if (rest.size() != 1) usage_error("set --stdin takes SERVICE only (the limits come from standard input)");
+    if (wait_ms >= 0) usage_error("set --stdin does not --wait");
+    return set_from_stdin(rest[0], merge);
+  }
   if (rest.size() < 2) usage_error("set needs SERVICE and at least one LIMIT (or 'none')");
   std::string text;
   for (size_t i = 1; i < rest.size(); ++i) text += (text.empty() ? "" : ",") + rest[i];
   LimitSet set{};
-  if (text != "none") {
-    ParseError err;
-    if (!limit_parse(text, set, err))
-      usage_error(fmt::format("{}\n  {}\n  {}^", err.message, text, std::string(err.offset, ' ')));
-  }
+  std::string why;
+  if (!parse_text(text, set, why)) usage_error(why);
   auto seg = Segment::open(rest[0], false);
   seg->check();
-  if (merge) {
-    uint64_t cur_seq;
-    LimitSet current = limits_read_checked(*seg, cur_seq);  // never trust the count read
-    std::string why;
-    if (!limits_merge(current, set, why)) usage_error(why);
-    set = current;
-  }
-  uint64_t seq = seg->write_limits(set);
+  uint64_t seq = apply(*seg, set, merge);
   fmt::print("{}: limits #{}: {}\n", rest[0], seq, set.count ? text : "none");
   if (wait_ms < 0) return kExitOk;
   std::fflush(stdout);
@@ -126,13 +171,16 @@ int cmd_set(const Args& args) {
 }  // namespace
 
 extern const Command kCmdSet{
-    "set", "set [--merge] [--wait[=MS]] SERVICE LIMIT... | none",
+    "set", "set [--merge] [--wait[=MS]] SERVICE LIMIT... | none\n       set [--merge] --stdin SERVICE",
     "Replaces SERVICE's limits while it runs. LIMIT uses the BONSAI_LIMITS grammar,\n"
     "e.g. 'read+pread=10MiB/s' 'writes=8MB/s:burst=256KiB:fd=socket' 'openat=200/s';\n"
     "several LIMITs are joined with ','. 'none' removes every limit (accounting goes on).\n"
     "  --merge     keep the current rules that share no call with the new ones\n"
     "  --wait[=MS] wait (default 1000 ms, at most 3600000) until no attached process is\n"
     "              asleep under the old limits: the others apply them on their next call\n"
+    "  --stdin     apply a LIMIT list (or 'none') per line of standard input, each as it\n"
+    "              comes: for controllers retuning rates many times a second (a bad line\n"
+    "              is reported as stdin:LINE:COL and changes nothing)\n"
     "exit status: 0 set (and applied), 1 no such service, damaged segment or not applied\n"
     "in time, 2 bad LIMIT or option\n",
     cmd_set};

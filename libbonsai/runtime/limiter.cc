@@ -106,8 +106,7 @@ bool limiter_install(const LimitSet& set) noexcept {
   LimitsView& v = g_views[slot];
   uint64_t gen = g_last_gen.fetch_add(2, std::memory_order_relaxed) + 2;
   next.gen = gen;
-  __atomic_store_n(&v.gen, gen - 1, __ATOMIC_RELAXED);  // odd: being written
-  std::atomic_thread_fence(std::memory_order_release);
+  __atomic_store_n(&v.gen, gen - 1, __ATOMIC_RELAXED);  // odd: being written (seen before the words)
   words_store(reinterpret_cast<char*>(&v) + sizeof v.gen, reinterpret_cast<const char*>(&next) + sizeof next.gen,
               sizeof v - sizeof v.gen);
   __atomic_store_n(&v.gen, gen, __ATOMIC_RELEASE);
@@ -117,7 +116,6 @@ bool limiter_install(const LimitSet& set) noexcept {
     static constinit LimitsView old{};
     uint64_t g = view_gen(prev);
     words_load(&old, prev, sizeof old);
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (!(g & 1) && view_gen(prev) == g) buckets_carry(old, g_local_buckets, v, g_local_buckets, mono_ns() - clock_offset());
     else buckets_renumbered(g_local_buckets, kMaxRules);
   }
@@ -219,7 +217,7 @@ Rule rule_load(const LimitsView* v, uint32_t r) noexcept {
 }
 
 uint32_t count_load(const LimitsView* v) noexcept {
-  uint32_t n = __atomic_load_n(&v->set.count, __ATOMIC_RELAXED);
+  uint32_t n = __atomic_load_n(&v->set.count, __ATOMIC_ACQUIRE);
   return n < kMaxRules ? n : kMaxRules;
 }
 
@@ -229,7 +227,6 @@ bool same_rules(const LimitsView* a, uint64_t ga, const LimitsView* b, uint64_t 
   uint32_t n = count_load(a);
   bool same = n == count_load(b);
   for (uint32_t r = 0; same && r < n; ++r) same = rule_continues(rule_load(a, r), rule_load(b, r));
-  std::atomic_thread_fence(std::memory_order_acquire);
   return same && view_gen(a) == ga && view_gen(b) == gb;
 }
 
@@ -243,7 +240,6 @@ uint8_t rule_find(const LimitsView* v, const Rule& rule, uint64_t* gen, BucketPa
   for (uint32_t r = 0; r < n && found == kNoBucket; ++r)
     if (rule_continues(rule, rule_load(v, r))) found = static_cast<uint8_t>(r);
   if (found != kNoBucket) words_load(p, &v->params[found], sizeof *p);
-  std::atomic_thread_fence(std::memory_order_acquire);
   if (view_gen(v) != g) return kNoBucket;
   *gen = g;
   return found;
@@ -336,10 +332,9 @@ bool ticket_read_view(Ticket& t, const LimitsView* v, int fd) noexcept {
       have_kind = true;
     }
     size_t k = sensitive ? static_cast<size_t>(kind) : 0;
-    uint8_t b = __atomic_load_n(&v->table.bucket_of[static_cast<size_t>(t.call)][k], __ATOMIC_RELAXED);
+    uint8_t b = __atomic_load_n(&v->table.bucket_of[static_cast<size_t>(t.call)][k], __ATOMIC_ACQUIRE);
     BucketParams p{};
     if (b < kMaxRules) words_load(&p, &v->params[b], sizeof p);
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (view_gen(v) != g) continue;
     t.view = v;
     t.gen = g;
@@ -372,7 +367,6 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept {
                g_limiter.seen_seq.load(std::memory_order_relaxed), cancellable};
     if (g_limiter.watch.seq) {  // the rule, to find it again if the limits change
       w.rule = rule_load(t.view, t.bucket);
-      std::atomic_thread_fence(std::memory_order_acquire);
       w.have_rule = view_gen(t.view) == t.gen;
     }
     // A thread cancelled in a cancellable wait leaves the slot's count of sleepers too,

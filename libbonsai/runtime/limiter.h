@@ -106,14 +106,13 @@ inline Ticket ticket_for(CallId call, int fd) noexcept {
   const LimitsView* v = g_limiter.view.load(std::memory_order_acquire);
   Ticket t{v, kNoBucket, call, 0};
   if (!v) return t;
-  // A seqlock read of the view's slot (its generation before and after, relaxed atomic
-  // loads between): a slot is rewritten only after kViewRing installs, and then this
-  // read is made again from the view in force.
+  // A seqlock read of the view's slot (its generation before and after, acquire loads
+  // between): a slot is rewritten only after kViewRing installs, and then this read is
+  // made again from the view in force.
   t.gen = view_gen(v);
   if (!__atomic_load_n(&v->table.fd_sensitive, __ATOMIC_RELAXED)) [[likely]] {
-    t.bucket = __atomic_load_n(&v->table.bucket_of[static_cast<size_t>(call)][0], __ATOMIC_RELAXED);
+    t.bucket = __atomic_load_n(&v->table.bucket_of[static_cast<size_t>(call)][0], __ATOMIC_ACQUIRE);
     if (t.bucket < kMaxRules) words_load(&t.params, &v->params[t.bucket], sizeof t.params);
-    std::atomic_thread_fence(std::memory_order_acquire);
     if (((t.gen & 1) || __atomic_load_n(&v->gen, __ATOMIC_RELAXED) != t.gen) && !ticket_read_view(t, v, fd))
       [[unlikely]] return t;
   } else if (!ticket_read_view(t, v, fd)) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # set_churn.py CTL SERVICE CALL SECONDS HZ LIMIT [LIMIT...]: while the service runs under
-# LIMIT (the first), runs `CTL set SERVICE LIMIT` HZ times a second for SECONDS, cycling
+# LIMIT (the first), applies a LIMIT HZ times a second for SECONDS (through one
+# `CTL set --stdin SERVICE`, as a controller would: each change timed from its ack), cycling
 # through the LIMITs from the second (from the first if there is one), and reads the
 # service's CALL bytes (`CTL stat --json`) before and after. Prints "sets=N mean=M rate=R":
 # the time-weighted mean of the limits in force (each from its set's return to the next
@@ -33,6 +34,8 @@ def main():
     limits = sys.argv[6:]
     cycle = limits[1:] + limits[:1] if len(limits) > 1 else limits
     period = 1.0 / hz
+    setter = subprocess.Popen([ctl, "set", "--stdin", service], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True, bufsize=1)
     b0 = bytes_of(ctl, service, call)
     start = time.monotonic()
     end = start + seconds
@@ -41,7 +44,10 @@ def main():
     n = 0
     while time.monotonic() < end:
         limit = cycle[n % len(cycle)]
-        subprocess.run([ctl, "set", service, limit], stdout=subprocess.DEVNULL, check=True)
+        setter.stdin.write(limit + "\n")
+        setter.stdin.flush()
+        if "limits #" not in setter.stdout.readline():
+            sys.exit("set --stdin did not apply " + limit)
         now = time.monotonic()
         spans.append((cur_rate, cur_from, now))
         cur_rate, cur_from = rate_of(limit), now
@@ -51,6 +57,9 @@ def main():
             time.sleep(max(0.0, min(nxt, end) - now))
     t1 = time.monotonic()
     b1 = bytes_of(ctl, service, call)
+    setter.stdin.close()
+    if setter.wait() != 0:
+        sys.exit("set --stdin failed")
     spans.append((cur_rate, cur_from, t1))
     total = t1 - start
     mean = sum(r * (b - a) for r, a, b in spans) / total
