@@ -5,21 +5,14 @@
 // renumbered rules (state follows the rule), garbage clocks.
 #include <catch2/catch.hpp>
 
-#include "abi/limit_parse.h"
 #include "bucket/limits_carry.h"
 
+#include "limits_test_util.h"
+
 using namespace bonsai;
+using namespace bonsai::test;
 
 namespace {
-
-LimitsView view_of(const char* text) {
-  LimitSet set{};
-  ParseError err{};
-  REQUIRE(limit_parse(text, set, err));
-  LimitsView v{};
-  REQUIRE(limits_view_build(set, v));
-  return v;
-}
 
 constexpr uint64_t kNow = 100'000'000'000;  // 100 s
 constexpr uint64_t kMs = 1'000'000;

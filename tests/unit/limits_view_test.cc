@@ -4,23 +4,12 @@
 // call go (a garbage clock holds nobody; a take that fits the depth goes at once).
 #include <catch2/catch.hpp>
 
-#include "abi/limit_parse.h"
 #include "bucket/limits_view.h"
 
+#include "limits_test_util.h"
+
 using namespace bonsai;
-
-namespace {
-
-LimitsView view_of(const char* text) {
-  LimitSet set{};
-  ParseError err{};
-  REQUIRE(limit_parse(text, set, err));
-  LimitsView v{};
-  REQUIRE(limits_view_build(set, v));
-  return v;
-}
-
-}  // namespace
+using namespace bonsai::test;
 
 TEST_CASE("limits_view: built from a set, a bucket per rule, parameters per bucket", "[limits_view]") {
   LimitsView v = view_of("write=1MiB/s,read+pread=2MiB/s,openat=100/s");

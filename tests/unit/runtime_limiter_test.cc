@@ -14,19 +14,14 @@
 #include <thread>
 #include <vector>
 
-#include "abi/limit_parse.h"
 #include "runtime/limiter.h"
 
+#include "limits_test_util.h"
+
 using namespace bonsai;
+using namespace bonsai::test;
 
 namespace {
-
-LimitSet set_of(const char* text) {
-  LimitSet set{};
-  ParseError err{};
-  REQUIRE(limit_parse(text, set, err));
-  return set;
-}
 
 // The limiter of this test process: set up once (no BONSAI_* variables: unlimited, its
 // own buckets), then each test installs what it needs.
@@ -34,7 +29,7 @@ void limiter_fresh(const char* limits) {
   REQUIRE(limiter_init_once());
   limiter_uninstall();
   for (uint32_t b = 0; b < kMaxRules; ++b) bucket_reset_clock(g_limiter.buckets[b]);
-  REQUIRE(limiter_install(set_of(limits)));
+  REQUIRE(limiter_install(limits_of(limits)));
 }
 
 }  // namespace
@@ -46,7 +41,7 @@ TEST_CASE("runtime_limiter: a ticket finds its bucket and copies its parameters"
   CHECK(w.view == g_limiter.view.load());
   CHECK(w.gen == g_limiter.view.load()->gen);
   CHECK(w.gen % 2 == 0);
-  CHECK(w.params.ns_per_unit_q32 == bucket_params(set_of("write=2MiB/s").rules[0]).ns_per_unit_q32);
+  CHECK(w.params.ns_per_unit_q32 == bucket_params(limits_of("write=2MiB/s").rules[0]).ns_per_unit_q32);
   CHECK(ticket_chunk(w) == static_cast<size_t>(w.params.chunk));
   Ticket o = ticket_for(CallId::openat, -1);
   CHECK(o.bucket == 2);
@@ -82,7 +77,7 @@ TEST_CASE("runtime_limiter: a rate-only install keeps credit and debt; new rules
   REQUIRE(credit > 0);
   uint64_t gen = t.gen;
   // The same rules, new rates: the thread keeps what it paid for.
-  REQUIRE(limiter_install(set_of("write=2GB/s,read=1GB/s")));
+  REQUIRE(limiter_install(limits_of("write=2GB/s,read=1GB/s")));
   Ticket u = ticket_for(CallId::write, -1);
   CHECK(u.gen > gen);
   CHECK(u.bucket == 0);
@@ -90,12 +85,12 @@ TEST_CASE("runtime_limiter: a rate-only install keeps credit and debt; new rules
   CHECK(t_thread.credit[0] == credit);
   // The same limits again: nothing moves.
   uint64_t tat = g_limiter.buckets[0].tat_ns.load();
-  REQUIRE(limiter_install(set_of("write=2GB/s,read=1GB/s")));
+  REQUIRE(limiter_install(limits_of("write=2GB/s,read=1GB/s")));
   (void)ticket_for(CallId::write, -1);
   CHECK(t_thread.credit[0] == credit);
   CHECK(g_limiter.buckets[0].tat_ns.load() == tat);
   // Renumbered: the credit is dropped (never spent twice), the bucket follows its rule.
-  REQUIRE(limiter_install(set_of("read=1GB/s,write=2GB/s")));
+  REQUIRE(limiter_install(limits_of("read=1GB/s,write=2GB/s")));
   Ticket v = ticket_for(CallId::write, -1);
   CHECK(v.bucket == 1);
   CHECK(t_thread.credit[1] == 0);
@@ -111,7 +106,7 @@ TEST_CASE("runtime_limiter: readers never see a torn view while views are instal
                         "read=400MB/s,write=4GB/s"};
   std::vector<uint64_t> write_rates, read_rates;
   for (const char* s : sets) {
-    LimitSet set = set_of(s);
+    LimitSet set = limits_of(s);
     for (uint32_t r = 0; r < set.count; ++r) {
       uint64_t q = bucket_params(set.rules[r]).ns_per_unit_q32;
       (set.rules[r].calls == call_bit(CallId::write) ? write_rates : read_rates).push_back(q);
@@ -139,7 +134,7 @@ TEST_CASE("runtime_limiter: readers never see a torn view while views are instal
       }
     });
   int installs = 0;
-  for (; installs < 20'000; ++installs) REQUIRE(limiter_install(set_of(sets[installs % 4])));
+  for (; installs < 20'000; ++installs) REQUIRE(limiter_install(limits_of(sets[installs % 4])));
   stop = true;
   for (auto& t : readers) t.join();
   CHECK(torn.load() == 0);
@@ -152,9 +147,9 @@ TEST_CASE("runtime_limiter: readers never see a torn view while views are instal
 // (the same rules: the table is kept) and a renumbering one, ns each.
 TEST_CASE("runtime_limiter: install cost", "[.bench][runtime_limiter_bench]") {
   limiter_fresh("write=1GB/s,read=100MB/s,openat=100/s");
-  LimitSet a = set_of("write=1GB/s,read=100MB/s,openat=100/s");
-  LimitSet b = set_of("write=2GB/s,read=200MB/s,openat=200/s");
-  LimitSet c = set_of("openat=200/s,read=200MB/s,write=2GB/s");
+  LimitSet a = limits_of("write=1GB/s,read=100MB/s,openat=100/s");
+  LimitSet b = limits_of("write=2GB/s,read=200MB/s,openat=200/s");
+  LimitSet c = limits_of("openat=200/s,read=200MB/s,write=2GB/s");
   constexpr int kN = 20'000;
   auto per_install = [&](const LimitSet& x, const LimitSet& y) {
     auto t0 = std::chrono::steady_clock::now();
