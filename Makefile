@@ -35,7 +35,8 @@ LIB_OBJ   := $(LIB_SRC:%.cc=$(OBJ)/%.o)
 # Modules the unit tests and bonsaictl link directly (they define no interposed symbol).
 CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/% $(OBJ)/libbonsai/shm/%,$(LIB_OBJ))
 # Library modules only the unit tests link (compression, runtime helpers without wrappers).
-UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/%,$(LIB_OBJ))
+UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% \
+                  $(OBJ)/libbonsai/runtime/wait.o $(OBJ)/libbonsai/runtime/fd_class.o,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
