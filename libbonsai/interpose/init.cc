@@ -13,6 +13,7 @@
 #include "interpose/compress_hooks.h"
 #include "interpose/real.h"
 #include "runtime/limiter.h"
+#include "runtime/options.h"
 #include "shm/shm_attach.h"
 
 namespace {
@@ -21,6 +22,9 @@ __attribute__((constructor(101))) void bonsai_constructor() {
   bonsai::real::resolve_eager();
   bonsai::limiter_init_once();
   bonsai::compress::hooks_init();
+  // Compression calls glibc under its connection locks: no dlsym there (real.h).
+  auto set = [](bonsai::Opt o) { const char* v = bonsai::option_env(o); return v && *v; };
+  if (set(bonsai::Opt::compress_to) || set(bonsai::Opt::compress_accept)) bonsai::real::resolve_all();
 }
 
 // At exit: the limiter's hooks (also run by _exit(), interpose/exit_calls.cc), then

@@ -50,4 +50,11 @@ void resolve_eager() noexcept {
 #undef BONSAI_Z
 }
 
+void resolve_all() noexcept {
+#define BONSAI_X(ret, name, params, args) \
+  if (!name##_ptr.load(std::memory_order_relaxed)) resolve_##name();
+  BONSAI_REAL_SYMBOLS(BONSAI_X)
+#undef BONSAI_X
+}
+
 }  // namespace bonsai::real

@@ -180,12 +180,20 @@ BONSAI_REAL_SYMBOLS(BONSAI_X)
 
 // Resolved by the constructor, not on first use: the calls made where dlsym (which
 // takes the loader's lock) had better not run: in a vfork()ed child or a child forked
-// from threads, between fork and exec (exec, dup2, close_range, closefrom, _exit),
-// and in signal handlers (write, _exit).
-#define BONSAI_REAL_EAGER(Z) \
-  Z(execve) Z(execvpe) Z(fexecve) Z(execveat) Z(dup2) Z(close_range) Z(closefrom) Z(_exit) Z(_Exit) Z(write)
+// from threads, between fork and exec (exec, dup2, close_range, closefrom, _exit); in
+// signal handlers (write, _exit); under a lock of ours or of the application's, where
+// a thread inside dlopen (holding the loader's lock) running a constructor that waits
+// for the same lock would deadlock with us: the stdio pieces made under the FILE's lock
+// (interpose/stdio_calls.cc). Compression holds its connection locks across many real
+// calls: with compression set, the constructor resolves everything (resolve_all).
+#define BONSAI_REAL_EAGER(Z)                                                                        \
+  Z(execve) Z(execvpe) Z(fexecve) Z(execveat) Z(dup2) Z(close_range) Z(closefrom) Z(_exit) Z(_Exit) \
+  Z(write) Z(fwrite_unlocked) Z(fread_unlocked) Z(fgets_unlocked)
 
 // Resolves BONSAI_REAL_EAGER now (the constructor calls it).
 void resolve_eager() noexcept;
+
+// Resolves every pointer now.
+void resolve_all() noexcept;
 
 }  // namespace bonsai::real
