@@ -42,12 +42,17 @@ CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
 UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohttpd
-LIB_LDLIBS  := -ldl -lpthread -lrt
-# Compression (libbonsai/compress): Debian's shared libzstd/liblz4 (they export the
-# static-context API we use); see docs/compression.md.
-LIB_LDLIBS  += -lzstd -llz4
-# The io_uring guard (BONSAI_IO_URING=deny, libbonsai/runtime/uring_guard.cc): libseccomp.
-LIB_LDLIBS  += -lseccomp
+# Every process of a service pays at exec for each library the preloaded one needs (map,
+# relocate, fault in: issue #34), so libbonsai.so needs libc only (`make test-symbols`
+# checks): compression's libzstd/liblz4 are linked in (Debian's static archives, PIC; the
+# static-context API, docs/compression.md) and their symbols kept hidden; libseccomp
+# (LGPL) is opened with dlopen by the io_uring guard when BONSAI_IO_URING=deny asks for
+# it (libbonsai/runtime/uring_guard.cc); libstdc++ is not linked at all
+# (interpose/cxx_runtime.cc); libm goes with -fno-math-errno (sqrt inline: math sets no
+# errno in the host's process either) and --as-needed.
+LIB_LDLIBS  := -Wl,--as-needed -ldl -lpthread -lrt
+LIB_LDLIBS  += -Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -llz4 -Wl,-Bdynamic
+LIB_CXXFLAGS += -fno-math-errno
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests

@@ -48,11 +48,11 @@ FULL=0
 [ "${BENCH:-quick}" = full ] && FULL=1
 SIZE=$(( ${SIZE_MIB:-64} * 1048576 ))
 DUR=${DURATION_MS:-$([ $FULL = 1 ] && echo 4000 || echo 2000)}
-cc -O2 -o "$W/peer" "$here/bench/compress_peer.c" -lpthread || exit 1
+cc -O2 -o "$W/peer" "$here/tests/preload/compress_peer.c" -lpthread || exit 1  # the tests' peer, one source
 # The non-blocking (epoll) sender is compress_peer's --nonblock, where it exists (its
 # --help, or failing that its source, names it).
 NONBLOCK=0
-{ "$W/peer" --help 2>&1 | grep -q -- --nonblock || grep -q -- '"--nonblock"' "$here/bench/compress_peer.c"; } && NONBLOCK=1
+{ "$W/peer" --help 2>&1 | grep -q -- --nonblock || grep -q -- '"--nonblock"' "$here/tests/preload/compress_peer.c"; } && NONBLOCK=1
 
 if [ $FULL = 1 ]; then
   sets="HIGH MODERATE LOW"; caps="5 10 20 100 0"

@@ -63,6 +63,16 @@ png() { [ -s "$RES/$1.png" ] && printf '\n![%s](%s/%s.png)\n' "$1" "$REL" "$1"; 
     "call | variant | runs | median ns | ratio | min ns | max ns"
   png cost
   echo
+  echo "## Process start-up"
+  echo
+  echo "\`bench/startup.sh\` (issue #34): ms per start of \`/bin/true\` under each environment, variants interleaved"
+  echo "round by round, medians of the rounds; _spawn_: started by \`bench/spawn_loop.c\` (raw; \`LD_PRELOAD\` only;"
+  echo "with \`BONSAI_LIMITS\`; a member of a service, as \`bonsaictl run\` hands down), with the started processes'"
+  echo "own CPU time; _shell_: a \`sh\` loop of \`/bin/true\` raw, preloaded and under \`bonsaictl run\`."
+  echo
+  md_table "$RES/startup.csv" 'printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $4, $5, $6, $7' \
+    "case | variant | rounds | ms per start | ratio | CPU ms per start | CPU ratio"
+  echo
   echo "## CPU while throttled"
   echo
   md_table "$RES/cpu.csv" 'printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $4, $5, $6, $7' \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `make bench`: accuracy, cost, CPU while throttled, peers side by side, threads, processes
+# `make bench`: accuracy, cost, start-up, CPU while throttled, peers side by side, threads, processes
 # sharing a cap, the burst of a service, the isolation curve against the kernel's throttle,
 # plus the co-tenant, control-plane, compression and fio engine benchmarks where present.
 # CSV, PNG, text and the generated report (benchmarks.md) go to $BONSAI_BUILD/bench/
@@ -27,6 +27,7 @@ step() {  # SCRIPT...
 }
 step accuracy.sh
 step cost.sh
+step startup.sh
 step cpu.sh
 step peers.sh
 step threads.sh

@@ -52,7 +52,7 @@ build_helpers() {
   local err
   err=$(LD_PRELOAD=$LIB /bin/true 2>&1) && [ -z "$err" ] || die "$LIB does not load cleanly: $err"
   local p
-  for p in rx_meter tx_threads call_cost; do
+  for p in rx_meter tx_threads call_cost spawn_loop; do
     if [ ! -x "$HELP/$p" ] || [ "$BENCH_DIR/$p.c" -nt "$HELP/$p" ]; then
       gcc -std=gnu11 -O2 -Wall -Wextra -U_FORTIFY_SOURCE -o "$HELP/$p" "$BENCH_DIR/$p.c" -lpthread -lm ||
         die "cannot build $p"

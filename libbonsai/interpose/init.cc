@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The library's one constructor and destructor, and the order of set-up: glibc's
-// functions (interpose/real.h), the limiter (runtime/limiter.h; it also runs lazily from
+// The library's one constructor and destructor, and the order of set-up: the few glibc
+// functions needed where dlsym must not run (interpose/real.h BONSAI_REAL_EAGER; the
+// rest resolve on first use), the limiter (runtime/limiter.h; it also runs lazily from
 // the first wrapper call: another library's constructor may call write() before ours
 // runs), then compression (interpose/compressed/compress_hooks.h). The environment is read here
-// because some workers (nginx) lose theirs later.
+// because some workers (nginx) lose theirs later. Every exec of a service pays for
+// what runs here (issue #34, bench/startup.sh): work for a setting only when it is set.
 #include <unistd.h>
 
 #include <atomic>
@@ -13,14 +15,18 @@
 #include "interpose/process_exit.h"
 #include "runtime/stats_dump.h"
 #include "runtime/limiter.h"
+#include "runtime/options.h"
 #include "shm/shm_attach.h"
 
 namespace {
 
 __attribute__((constructor(101))) void bonsai_constructor() {
-  bonsai::real::resolve_all();
+  bonsai::real::resolve_eager();
   bonsai::limiter_init_once();
   bonsai::compress::hooks_init();
+  // Compression calls glibc under its connection locks: no dlsym there (real.h).
+  auto set = [](bonsai::Opt o) { const char* v = bonsai::option_env(o); return v && *v; };
+  if (set(bonsai::Opt::compress_to) || set(bonsai::Opt::compress_accept)) bonsai::real::resolve_all();
 }
 
 // At exit: the limiter's hooks (also run by _exit(), interpose/exit_calls.cc), then

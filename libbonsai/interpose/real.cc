@@ -30,16 +30,25 @@ Ret enosys_result() {
   [[maybe_unused]] ret name##_missing params { return enosys_result<ret>(); }                  \
   }                                                                                  \
   name##_fn resolve_##name() noexcept {                                              \
+    int saved_errno = errno; /* the first call of a wrapper: the caller's errno */   \
     auto f = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name));                   \
     if (!f) {                                                                        \
       BONSAI_LOG_ONCE(LogLevel::Info, "glibc has no %s: calls to it fail with ENOSYS", #name); \
       f = name##_missing;                                                            \
     }                                                                                \
     name##_ptr.store(f, std::memory_order_relaxed);                                  \
+    errno = saved_errno;                                                             \
     return f;                                                                        \
   }
 BONSAI_REAL_SYMBOLS(BONSAI_X)
 #undef BONSAI_X
+
+void resolve_eager() noexcept {
+#define BONSAI_Z(name) \
+  if (!name##_ptr.load(std::memory_order_relaxed)) resolve_##name();
+  BONSAI_REAL_EAGER(BONSAI_Z)
+#undef BONSAI_Z
+}
 
 void resolve_all() noexcept {
 #define BONSAI_X(ret, name, params, args) \

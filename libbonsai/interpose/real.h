@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // glibc's own functions, behind the names we interpose: real::write is glibc's
-// write, never ours. Each pointer is resolved once with dlsym(RTLD_NEXT), on first
-// use (wrappers can run before our constructor) or in the constructor, whichever
-// comes first. A symbol this libc lacks makes the call fail with ENOSYS.
+// write, never ours. Each pointer is resolved once with dlsym(RTLD_NEXT) on first use
+// (wrappers can run before our constructor), so a process pays only for the calls it
+// makes (issue #34: one dlsym is ~700 instructions, the table ~130 of them); the
+// constructor resolves only BONSAI_REAL_EAGER. A symbol this libc lacks makes the call
+// fail with ENOSYS.
 #pragma once
 #include <atomic>
 #include <csignal>
@@ -176,7 +178,22 @@ namespace bonsai::real {
 BONSAI_REAL_SYMBOLS(BONSAI_X)
 #undef BONSAI_X
 
-// Resolves every pointer now (the constructor calls it).
+// Resolved by the constructor, not on first use: the calls made where dlsym (which
+// takes the loader's lock) had better not run: in a vfork()ed child or a child forked
+// from threads, between fork and exec (exec, dup2, close_range, closefrom, _exit); in
+// signal handlers (write, _exit); under a lock of ours or of the application's, where
+// a thread inside dlopen (holding the loader's lock) running a constructor that waits
+// for the same lock would deadlock with us: the stdio pieces made under the FILE's lock
+// (interpose/stdio_calls.cc). Compression holds its connection locks across many real
+// calls: with compression set, the constructor resolves everything (resolve_all).
+#define BONSAI_REAL_EAGER(Z)                                                                        \
+  Z(execve) Z(execvpe) Z(fexecve) Z(execveat) Z(dup2) Z(close_range) Z(closefrom) Z(_exit) Z(_Exit) \
+  Z(write) Z(fwrite_unlocked) Z(fread_unlocked) Z(fgets_unlocked)
+
+// Resolves BONSAI_REAL_EAGER now (the constructor calls it).
+void resolve_eager() noexcept;
+
+// Resolves every pointer now.
 void resolve_all() noexcept;
 
 }  // namespace bonsai::real

@@ -90,6 +90,9 @@ bool exec_env_leaving(const char* v) noexcept { return v && *v && !(v[0] == '0' 
 
 void exec_env_capture() noexcept {
   env_each(capture_one, nullptr);
+  // The library's path is looked for only when there is something to hand down
+  // (exec_plan); else no dladdr and no realpath (3 readlink calls) at every start.
+  if (g_kept_n == 0) return;
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&exec_env_capture), &info) && info.dli_fname && *info.dli_fname &&
       std::strlen(info.dli_fname) < sizeof g_lib_as_loaded) {

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 // BONSAI_IO_URING=deny: a seccomp filter that answers io_uring_setup with ENOSYS
-// (see uring_guard.h). Set-up only: libseccomp allocates.
+// (see uring_guard.h). Set-up only: libseccomp allocates. libseccomp is opened with
+// dlopen when a filter is to be installed, never linked: every process would map it
+// at start for a guard that is opt-in (issue #34: start-up cost).
 #include "runtime/uring_guard.h"
 
 #include <cerrno>
 #include <cstring>
+#include <dlfcn.h>
 #include <linux/capability.h>
 #include <seccomp.h>
 #include <sys/syscall.h>
@@ -37,9 +40,38 @@ bool have_sys_admin() noexcept {
   return data[CAP_SYS_ADMIN / 32].effective & (1u << (CAP_SYS_ADMIN % 32));
 }
 
+// libseccomp's functions the filter uses, from the shared library (LGPL: not linked
+// statically), loaded on the first install; its types and constants from <seccomp.h>.
+struct Seccomp {
+  decltype(&::seccomp_init) init;
+  decltype(&::seccomp_attr_set) attr_set;
+  decltype(&::seccomp_arch_add) arch_add;
+  decltype(&::seccomp_rule_add) rule_add;
+  decltype(&::seccomp_load) load;
+  decltype(&::seccomp_release) release;
+};
+
+// @return true with every pointer set, or false (`*why`: dlerror's text).
+bool seccomp_open(Seccomp& s, const char** why) noexcept {
+  void* h = dlopen("libseccomp.so.2", RTLD_NOW | RTLD_LOCAL);  // never closed: once per process at most
+  if (!h) {
+    *why = dlerror();
+    return false;
+  }
+  s.init = reinterpret_cast<decltype(s.init)>(dlsym(h, "seccomp_init"));
+  s.attr_set = reinterpret_cast<decltype(s.attr_set)>(dlsym(h, "seccomp_attr_set"));
+  s.arch_add = reinterpret_cast<decltype(s.arch_add)>(dlsym(h, "seccomp_arch_add"));
+  s.rule_add = reinterpret_cast<decltype(s.rule_add)>(dlsym(h, "seccomp_rule_add"));
+  s.load = reinterpret_cast<decltype(s.load)>(dlsym(h, "seccomp_load"));
+  s.release = reinterpret_cast<decltype(s.release)>(dlsym(h, "seccomp_release"));
+  if (s.init && s.attr_set && s.arch_add && s.rule_add && s.load && s.release) return true;
+  *why = "a function is missing";
+  return false;
+}
+
 // @return 0, or the negative errno of the step that failed (`*step` names it).
-int install(bool nnp, const char** step) noexcept {
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+int install(const Seccomp& sc, bool nnp, const char** step) noexcept {
+  scmp_filter_ctx ctx = sc.init(SCMP_ACT_ALLOW);
   if (!ctx) {
     *step = "seccomp_init";
     return -ENOMEM;
@@ -48,22 +80,22 @@ int install(bool nnp, const char** step) noexcept {
   // Another ABI's system calls (a 32-bit child exec'd from here, int 0x80) must not
   // be killed by the filter (libseccomp's default for a foreign architecture): the
   // x86 ones get the same rule, anything else is allowed.
-  if ((rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW)) != 0) *step = "the architecture action";
+  if ((rc = sc.attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW)) != 0) *step = "the architecture action";
 #if defined(__x86_64__)
   if (rc == 0) {
-    seccomp_arch_add(ctx, SCMP_ARCH_X86);  // best effort: the x86_64 rule is what matters
-    seccomp_arch_add(ctx, SCMP_ARCH_X32);
+    sc.arch_add(ctx, SCMP_ARCH_X86);  // best effort: the x86_64 rule is what matters
+    sc.arch_add(ctx, SCMP_ARCH_X32);
   }
 #endif
-  if (rc == 0 && (rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, nnp ? 1 : 0)) != 0) *step = "no_new_privs";
+  if (rc == 0 && (rc = sc.attr_set(ctx, SCMP_FLTATR_CTL_NNP, nnp ? 1 : 0)) != 0) *step = "no_new_privs";
   // Every thread, should set-up run after the program started some (best effort: a
   // kernel without thread sync still filters this thread and all it creates).
-  if (rc == 0) seccomp_attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
-  if (rc == 0) seccomp_attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);  // the kernel's errno in the message
-  if (rc == 0 && (rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0)) != 0)
+  if (rc == 0) sc.attr_set(ctx, SCMP_FLTATR_CTL_TSYNC, 1);
+  if (rc == 0) sc.attr_set(ctx, SCMP_FLTATR_API_SYSRAWRC, 1);  // the kernel's errno in the message
+  if (rc == 0 && (rc = sc.rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0)) != 0)
     *step = "the io_uring_setup rule";
-  if (rc == 0 && (rc = seccomp_load(ctx)) != 0) *step = "loading the filter";
-  seccomp_release(ctx);
+  if (rc == 0 && (rc = sc.load(ctx)) != 0) *step = "loading the filter";
+  sc.release(ctx);
   return rc > 0 ? -ECANCELED : rc;  // TSYNC: a positive thread id that could not sync
 }
 
@@ -89,8 +121,14 @@ bool uring_guard_from_env() noexcept {
   if (!denied) {
     bool nnp = !have_sys_admin();
     const char* step = "?";
-    int rc = install(nnp, &step);
-    if (rc == 0) {
+    Seccomp sc{};
+    const char* why = nullptr;
+    bool loaded = seccomp_open(sc, &why);
+    int rc = loaded ? install(sc, nnp, &step) : -1;
+    if (!loaded) {
+      blog(LogLevel::Warn, "BONSAI_IO_URING=deny: cannot load libseccomp.so.2 (%s); io_uring stays allowed, and its "
+           "I/O is NOT limited", why ? why : "?");
+    } else if (rc == 0) {
       denied = true;
       blog(LogLevel::Info, "BONSAI_IO_URING=deny: io_uring_setup fails with ENOSYS in this process and its children%s",
            nnp ? " (no_new_privs set: programs executed from here gain no privileges)" : "");

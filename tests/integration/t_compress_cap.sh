@@ -5,10 +5,9 @@
 # bytes lose nothing against no compression; the call accounting (BONSAI_STATS)
 # shows fewer wire bytes than application bytes. Wide tolerances: a loaded 2-core CI.
 . "$(dirname "$0")/lib.sh"
-here=$(cd "$(dirname "$0")/../.." && pwd)
-need_cmd cc zcat
-PEER=$T/compress_peer
-cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
+need_cmd zcat
+PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
+[ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"
 changelog_text "$T/text" 16
 [ "$(stat -c %s "$T/text")" -ge $((8 * MiB)) ] || skip "not enough changelog text on this machine"
 head -c $((8 * MiB)) /dev/urandom > "$T/rand"

@@ -7,10 +7,9 @@
 # changed cap restarts the policy (back-offs earned at 5 MiB/s held the dear level for
 # 3-13 s). Checked by the chunks sent per level.
 . "$(dirname "$0")/ctl_lib.sh"
-here=$(cd "$(dirname "$0")/../.." && pwd)
-need_cmd cc zcat python3
-PEER=$T/compress_peer
-cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
+need_cmd zcat python3
+PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
+[ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"
 changelog_text "$T/text" 16
 [ "$(stat -c %s "$T/text")" -ge $((8 * MiB)) ] || skip "not enough changelog text on this machine"
 

@@ -10,11 +10,10 @@
 # Receivers are slowed by a read cap so the senders' sockets fill. Exact bytes each time.
 # sanitized: yes
 . "$(dirname "$0")/lib.sh"
-here=$(cd "$(dirname "$0")/../.." && pwd)
-need_cmd cc zcat python3
+need_cmd zcat python3
 need_prog comp_nonblock
-PEER=$T/compress_peer
-cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
+PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
+[ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"
 changelog_text "$T/text16" 16
 head -c $((3 * MiB)) "$T/text16" > "$T/text"
 [ "$(stat -c %s "$T/text")" -ge $((2 * MiB)) ] || skip "not enough changelog text on this machine"

@@ -6,10 +6,9 @@
 # poll/select/epoll-driven receivers, sendfile, and plain streams left untouched.
 # sanitized: yes
 . "$(dirname "$0")/lib.sh"
-here=$(cd "$(dirname "$0")/../.." && pwd)
-need_cmd cc zcat
-PEER=$T/compress_peer
-cc -O2 -o "$PEER" "$here/bench/compress_peer.c" -lpthread || fail "cannot build compress_peer"
+need_cmd zcat
+PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
+[ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"
 
 # Data: Debian changelog text, random bytes, and a mix of the two.
 changelog_text "$T/text" 6

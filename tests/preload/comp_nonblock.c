@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
    A non-blocking sender's endings (issue 12 item 2). Run under libbonsai with
-   BONSAI_COMPRESS_TO; the peer (bench/compress_peer --recv) checks the bytes.
+   BONSAI_COMPRESS_TO; the peer (tests/preload/compress_peer --recv) checks the bytes.
      comp_nonblock PORT FILE MODE
    Connects with SOCK_NONBLOCK (a small SO_SNDBUF, so the socket fills and the
    library's send buffer holds bytes), writes FILE in 128 KiB writes (its random

@@ -6,6 +6,10 @@
 #     BONSAI_OWN_SYMBOLS (interposed names made from other real functions);
 #   - libbonsai/bonsai.map: the `global:` list;
 #   - `nm -D --defined-only LIB`: what the built library really exports.
+# Also what every process pays for at exec (issue #34): the library needs no shared
+# library but libc (compression's libzstd/liblz4 linked in, libseccomp opened on
+# demand) and imports nothing of the C++ runtime (a libstdc++.a member brings its
+# exception runtime, which mallocs a pool in every process at start).
 # Prints each name missing from one of them and exits 1. Usage:
 #   tests/tools/check_symbols.sh LIBBONSAI_SO [REPO_ROOT]
 # (a release build: sanitizer builds leave some wrappers out, e.g. sigaction in TSan).
@@ -41,5 +45,17 @@ report real map "interpose/real.h" "bonsai.map"
 report map real "bonsai.map" "interpose/real.h"
 report map nm "bonsai.map" "nm -D $LIB"
 report nm map "nm -D $LIB" "bonsai.map"
-[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree)"
+needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
+  grep -vE '^(libc\.so\.6|ld-linux-x86-64\.so\.2|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1)$')
+if [ -n "$needed" ]; then
+  fail=1
+  echo "symbols: $LIB needs" $needed "(each one is mapped and relocated at every exec: link it in or dlopen it)"
+fi
+cxx=$(nm -D --undefined-only "$LIB" | awk '{print $NF}' |
+  grep -E '^(_Z|__gxx_|_Unwind_|__cxa_(allocate|throw|begin|end|rethrow|guard|pure|deleted))' | tr '\n' ' ')
+if [ -n "$cxx" ]; then
+  fail=1
+  echo "symbols: $LIB imports C++ runtime symbols: $cxx(libstdc++.a's exception runtime would come with them)"
+fi
+[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree; needs libc only, no C++ runtime)"
 exit $fail

@@ -268,7 +268,7 @@ int main(int argc, char** argv) {
     else { fprintf(stderr, "compress_peer: unknown option %s\n", a); return 2; }
   }
   if ((o_listen < 0) == (o_connect < 0) || !o_send == !o_recv || o_conns < 1 || o_conns > 64) {
-    fprintf(stderr, "usage: see the header of bench/compress_peer.c\n");
+    fprintf(stderr, "usage: see the header of tests/preload/compress_peer.c\n");
     return 2;
   }
   if (o_send && strcmp(o_api, "sendfile")) load_send_file();
