@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of bonsaictl/web_config (serve --web-config, #36): a good exporter-toolkit
+// file, bad YAML and unknown keys reported at their position, unreadable certificate
+// files, and the bcrypt check against hashes made by Python's crypt and htpasswd.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+#include "../../bonsaictl/web_config.h"
+
+using namespace bonsai::ctl;
+
+namespace {
+
+// "s3cret", from python3 crypt.mksalt(METHOD_BLOWFISH) ($2b$) and htpasswd -nbB ($2y$).
+constexpr const char* kHash2b = "$2b$10$InG0FGIk0.BnIKmKZQxWJeRmpc0BemjFHCK1wZ.8EceFohLI5187O";
+constexpr const char* kHash2y = "$2y$10$RTGTxQzea/WA2hti7xpjLe92mOyq6lr40s.dPLv7IRo2d13dN00.O";
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char t[] = "/tmp/web_config_test.XXXXXX";
+    path = mkdtemp(t);
+    std::ofstream(path + "/cert.pem") << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+    std::ofstream(path + "/key.pem") << "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+  }
+  ~TempDir() {
+    std::remove((path + "/cert.pem").c_str());
+    std::remove((path + "/key.pem").c_str());
+    rmdir(path.c_str());
+  }
+};
+
+std::string only(const std::vector<Diag>& diags) {
+  REQUIRE(diags.size() == 1);
+  return diag_format(diags[0]);
+}
+
+}  // namespace
+
+TEST_CASE("web config: TLS and basic auth from a good file", "[web_config]") {
+  TempDir d;
+  std::vector<Diag> diags;
+  WebConfig wc = web_config_parse(std::string("tls_server_config:\n  cert_file: cert.pem\n  key_file: ") + d.path +
+                                      "/key.pem\n  min_version: TLS13\nbasic_auth_users:\n  prom: " + kHash2b + "\n",
+                                  "web.yml", d.path, diags);
+  CHECK(diags.empty());
+  CHECK(wc.tls());
+  CHECK(wc.cert_file == "cert.pem");
+  CHECK(wc.key_pem.find("PRIVATE KEY") != std::string::npos);
+  CHECK(wc.tls_priorities() == "NORMAL:-VERS-ALL:+VERS-TLS1.3");
+  REQUIRE(wc.users.size() == 1);
+  CHECK(wc.users.at("prom") == kHash2b);
+}
+
+TEST_CASE("web config: an empty file is plain HTTP without auth", "[web_config]") {
+  std::vector<Diag> diags;
+  WebConfig wc = web_config_parse("", "web.yml", ".", diags);
+  CHECK(diags.empty());
+  CHECK_FALSE(wc.tls());
+  CHECK(wc.users.empty());
+}
+
+TEST_CASE("web config: bad YAML is reported at its line and column", "[web_config]") {
+  std::vector<Diag> diags;
+  web_config_parse("basic_auth_users:\n  prom: [unclosed\n", "web.yml", ".", diags);
+  std::string d = only(diags);
+  CHECK(d.rfind("web.yml:", 0) == 0);
+  CHECK(d.rfind("web.yml:0", 0) != 0);  // a position, not the whole file
+}
+
+TEST_CASE("web config: unknown keys, with did you mean", "[web_config]") {
+  std::vector<Diag> diags;
+  web_config_parse("basic_auth_user:\n  prom: x\n", "web.yml", ".", diags);
+  CHECK(only(diags) == "web.yml:1:1: unknown key 'basic_auth_user' in the web configuration (did you mean "
+                       "'basic_auth_users'?)");
+  diags.clear();
+  web_config_parse("tls_server_config:\n  cert_file: a\n  key_file: b\n  cert_fiel: c\n", "web.yml", "/nonexistent",
+                   diags);
+  REQUIRE(diags.size() == 3);  // a and b unreadable, then the typo
+  CHECK(diag_format(diags[2]) ==
+        "web.yml:4:3: unknown key 'cert_fiel' in tls_server_config (did you mean 'cert_file'?)");
+}
+
+TEST_CASE("web config: a missing certificate file, a missing key, a hash that is not bcrypt", "[web_config]") {
+  TempDir d;
+  std::vector<Diag> diags;
+  web_config_parse("tls_server_config:\n  cert_file: nope.pem\n  key_file: key.pem\n", "web.yml", d.path, diags);
+  CHECK(only(diags) == "web.yml:2:14: cert_file: cannot read '" + d.path + "/nope.pem' (No such file or directory)");
+  diags.clear();
+  web_config_parse("tls_server_config:\n  cert_file: cert.pem\n", "web.yml", d.path, diags);
+  CHECK(only(diags) == "web.yml:2:3: tls_server_config needs cert_file and key_file");
+  diags.clear();
+  web_config_parse("basic_auth_users:\n  prom: plaintext\n", "web.yml", d.path, diags);
+  CHECK(only(diags).rfind("web.yml:2:9: the password of 'prom' must be a bcrypt hash", 0) == 0);
+  diags.clear();
+  web_config_load(d.path + "/absent.yml", diags);
+  CHECK(only(diags) == d.path + "/absent.yml: cannot read the web configuration (No such file or directory)");
+}
+
+TEST_CASE("bcrypt_check: $2b$ and $2y$ hashes, wrong passwords, non-bcrypt hashes", "[web_config]") {
+  CHECK(bcrypt_check("s3cret", kHash2b));
+  CHECK(bcrypt_check("s3cret", kHash2y));
+  CHECK_FALSE(bcrypt_check("s3cret!", kHash2b));
+  CHECK_FALSE(bcrypt_check("", kHash2y));
+  CHECK_FALSE(bcrypt_check("s3cret", "s3cret"));
+  CHECK_FALSE(bcrypt_check("x", "$1$abc$def"));  // md5-crypt: refused, not checked
+}
