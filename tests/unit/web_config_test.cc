@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <fcntl.h>
 #include <fstream>
 #include <string>
 #include <unistd.h>
 
+#include "../../bonsaictl/commands.h"
 #include "../../bonsaictl/web_config.h"
 
 using namespace bonsai::ctl;
@@ -33,6 +35,23 @@ struct TempDir {
     rmdir(path.c_str());
   }
 };
+
+// `bonsaictl serve ARGS...` with its output silenced: @return its exit status (only
+// for arguments that stop it before it listens).
+int serve_rc(std::vector<std::string> args) {
+  args.insert(args.begin(), {"bonsaictl", "serve"});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stderr);
+  int err = dup(2), null = open("/dev/null", O_WRONLY);
+  dup2(null, 2);
+  int rc = ctl_main(static_cast<int>(args.size()), argv.data());
+  std::fflush(stderr);
+  dup2(err, 2);
+  close(err), close(null);
+  return rc;
+}
 
 std::string only(const std::vector<Diag>& diags) {
   REQUIRE(diags.size() == 1);
@@ -108,4 +127,15 @@ TEST_CASE("bcrypt_check: $2b$ and $2y$ hashes, wrong passwords, non-bcrypt hashe
   CHECK_FALSE(bcrypt_check("", kHash2y));
   CHECK_FALSE(bcrypt_check("s3cret", "s3cret"));
   CHECK_FALSE(bcrypt_check("x", "$1$abc$def"));  // md5-crypt: refused, not checked
+}
+
+TEST_CASE("serve: bad options and a bad web config are usage errors, before listening", "[web_config]") {
+  TempDir d;
+  CHECK(serve_rc({"--max-requests", "many"}) == kExitUsage);
+  CHECK(serve_rc({"--max-per-address", "-1"}) == kExitUsage);
+  CHECK(serve_rc({"--web-config"}) == kExitUsage);
+  CHECK(serve_rc({"--listen", "127.0.0.1:1", "--web-config", d.path + "/absent.yml"}) == kExitUsage);
+  std::ofstream(d.path + "/bad.yml") << "tls_server_config: {cert_file: cert.pem}\n";
+  CHECK(serve_rc({"--listen", "127.0.0.1:1", "--web-config", d.path + "/bad.yml"}) == kExitUsage);
+  std::remove((d.path + "/bad.yml").c_str());
 }

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# `bonsaictl serve` keeps answering scrapes while a local user holds 2,000 slow
+# half-sent requests open against it (#36): spread over 40 loopback addresses (under
+# --max-per-address), then from a single address (the per-address limit turns most
+# away); each time five scrapes with curl must answer 200, each within 5 s (within 1 s
+# expected; the times are printed). serve's stderr stays short (rate-limited log).
+# timeout: 90
+. "$(dirname "$0")/ctl_lib.sh"
+need_cmd curl python3
+
+port=$(free_port)
+"$CTL" serve --listen "127.0.0.1:$port" 2> "$T/serve.err" &
+serve_pid=$!
+cleanup_hooks+=("kill $serve_pid 2>/dev/null")
+for _ in $(seq 1 50); do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" && break; sleep 0.1; done
+curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" || fail "serve does not answer: $(cat "$T/serve.err")"
+
+# flood FIRST_ADDR PER_ADDR: 2,000 slow connections from 127.0.0.FIRST_ADDR..; waits
+# (up to 30 s) until they are open and prints how many the server kept.
+flood() {
+  rm -f "$T/ready"
+  python3 "$(dirname "$0")/serve_flood.py" "$port" 2000 "$1" "$2" "$T/ready" 60 &
+  flood_pid=$!
+  cleanup_hooks+=("kill $flood_pid 2>/dev/null")
+  for _ in $(seq 1 300); do [ -s "$T/ready" ] && break; sleep 0.1; done
+  [ -s "$T/ready" ] || fail "the flood did not open its connections in 30 s"
+  sleep 2.5  # a trickle round: connections past serve's first look
+  note "flood from 127.0.0.$1.. ($2 per address): $(cat "$T/ready") connections held"
+}
+
+# scrapes: five scrapes from 127.0.0.1, each 200 within 5 s; prints the times.
+scrapes() {
+  local times=() i out
+  for i in 1 2 3 4 5; do
+    out=$(curl -s -o "$T/scrape.txt" -m 10 -w '%{http_code} %{time_total}' "http://127.0.0.1:$port/metrics") || true
+    set -- $out
+    [ "${1:-000}" = 200 ] || fail "scrape $i during the flood answered '${out}' ($(tail -n 3 "$T/serve.err"))"
+    awk -v t="$2" 'BEGIN { exit !(t < 5) }' || fail "scrape $i took $2 s during the flood"
+    times+=("$2")
+  done
+  note "scrape times (s): ${times[*]}; median $(printf '%s\n' "${times[@]}" | sort -g | sed -n 3p)"
+}
+
+flood 2 50
+held=$(sed -n 's/^open //p' "$T/ready")
+[ "$held" -ge 1900 ] || fail "serve closed the spread flood's connections ($held of 2000 held): the test measures nothing"
+scrapes
+kill "$flood_pid"; wait "$flood_pid" 2>/dev/null
+
+flood 200 2000
+held=$(sed -n 's/^open //p' "$T/ready")
+[ "$held" -le 300 ] || fail "one address holds $held connections (--max-per-address 256)"
+scrapes
+kill "$flood_pid"; wait "$flood_pid" 2>/dev/null
+
+lines=$(wc -l < "$T/serve.err")
+[ "$lines" -le 80 ] || fail "serve wrote $lines lines to stderr during the floods (rate limit?)"
+kill "$serve_pid"
+wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
