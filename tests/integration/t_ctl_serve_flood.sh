@@ -5,6 +5,8 @@
 # --max-per-address), then from a single address (the per-address limit turns most
 # away); each time five scrapes with curl must answer 200, each within 5 s (within 1 s
 # expected; the times are printed). serve's stderr stays short (rate-limited log).
+# Then --max-requests 1 with 300 services (a scrape of some 30 ms): of twenty scrapes at
+# once the ones beyond the first get 503, and the count comes back down afterwards.
 # timeout: 90
 . "$(dirname "$0")/ctl_lib.sh"
 need_cmd curl python3
@@ -56,5 +58,29 @@ kill "$flood_pid"; wait "$flood_pid" 2>/dev/null
 
 lines=$(wc -l < "$T/serve.err")
 [ "$lines" -le 80 ] || fail "serve wrote $lines lines to stderr during the floods (rate limit?)"
+kill "$serve_pid"
+wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
+
+# --max-requests: 503 beyond it, and every slot given back
+{ echo "version: 1"; echo "services:"
+  for i in $(seq 1 300); do printf '  s%d:\n    limits:\n      - calls: [writes]\n        rate: 12MB/s\n' "$i"; done
+} > "$T/many.yaml"
+"$CTL" load "$T/many.yaml" > /dev/null || fail "load of 300 services failed"
+port=$(free_port)
+"$CTL" serve --listen "127.0.0.1:$port" --max-requests 1 2> "$T/serve.err" &
+serve_pid=$!
+cleanup_hooks+=("kill $serve_pid 2>/dev/null")
+for _ in $(seq 1 50); do grep -q 'metrics on' "$T/serve.err" && break; sleep 0.1; done
+for i in $(seq 1 20); do curl -s -o /dev/null -m 10 -w '%{http_code}\n' "http://127.0.0.1:$port/metrics" > "$T/burst.$i" & done
+wait_burst=$(jobs -p | grep -v "^$serve_pid$")
+for p in $wait_burst; do wait "$p"; done
+codes=$(cat "$T"/burst.* | sort | uniq -c | tr -s ' \n' ' ')
+note "twenty scrapes at once with --max-requests 1: $codes"
+grep -qx 503 "$T"/burst.* || fail "no 503 beyond --max-requests 1 ($codes)"
+grep -qx 200 "$T"/burst.* || fail "no scrape of the burst answered ($codes)"
+for i in 1 2 3 4 5; do
+  [ "$(curl -s -o /dev/null -m 10 -w '%{http_code}' "http://127.0.0.1:$port/metrics")" = 200 ] ||
+    fail "a scrape after the burst was refused: a slot was not given back"
+done
 kill "$serve_pid"
 wait "$serve_pid" || fail "serve did not stop cleanly on SIGTERM"
