@@ -238,7 +238,7 @@ void log_limited(void*, const char* format, va_list ap) {
   std::string text = line;
   while (!text.empty() && text.back() == '\n') text.pop_back();
   unsigned d = dropped.exchange(0);
-  fmt::print(stderr, "bonsaictl serve: {}{}\n", text, d ? fmt::format(" ({} more messages in the last second)", d) : "");
+  fmt::print(stderr, "bonsaictl serve: {}{}\n", text, d ? fmt::format(" ({} more not shown)", d) : "");
 }
 
 // Raises RLIMIT_NOFILE's soft limit to the hard one.
