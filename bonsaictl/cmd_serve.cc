@@ -47,6 +47,10 @@ constexpr unsigned kReservedFds = 64;  // segments, the listener, epoll, stdio
 constexpr unsigned kThreads = 2;
 constexpr unsigned kDefaultMaxRequests = 40;   // like node_exporter's --web.max-requests
 constexpr unsigned kDefaultMaxPerAddress = 256;
+// bcrypt checks a second, all clients together (~0.35 of a core at cost 10): a client
+// sending wrong passwords cannot take the CPU. A password that matched once is not
+// checked again (its SHA-256 is remembered), so scrapes never wait for this.
+constexpr double kBcryptPerSecond = 5;
 
 using Digest = std::array<unsigned char, 32>;
 
@@ -73,24 +77,40 @@ struct Exporter {
   std::mutex auth_mu;
   std::map<std::string, Digest> auth_good;  // user -> SHA-256 of the password that last matched
 
+  enum class Auth { Ok, Denied, Busy };
+  double bcrypt_tokens = kBcryptPerSecond;  // under auth_mu
+  std::chrono::steady_clock::time_point bcrypt_refilled = std::chrono::steady_clock::now();
+
+  // Takes one of the kBcryptPerSecond checks of this second. Call with auth_mu held.
+  bool bcrypt_budget_take() {
+    auto now = std::chrono::steady_clock::now();
+    double s = std::chrono::duration<double>(now - bcrypt_refilled).count();
+    bcrypt_refilled = now;
+    bcrypt_tokens = std::min<double>(kBcryptPerSecond, bcrypt_tokens + s * kBcryptPerSecond);
+    if (bcrypt_tokens < 1) return false;
+    bcrypt_tokens -= 1;
+    return true;
+  }
+
   // Whether `user`:`pass` is one of basic_auth_users. A match is remembered as its
   // SHA-256 (one bcrypt per user, not per scrape; no password kept); an unknown user
-  // costs a bcrypt too (timing). Cost: a SHA-256, or one bcrypt (~60 ms at cost 10).
-  bool auth_ok(const std::string& user, const std::string& pass) {
+  // costs a bcrypt too (timing). Other checks share kBcryptPerSecond: Busy beyond.
+  // Cost: a SHA-256, or one bcrypt (~70 ms at cost 10).
+  Auth auth_check(const std::string& user, const std::string& pass) {
     auto it = web.users.find(user);
     Digest d = digest_of(pass);
     {
       std::lock_guard<std::mutex> lock(auth_mu);
       auto g = auth_good.find(user);
-      if (it != web.users.end() && g != auth_good.end() && digest_equal(g->second, d)) return true;
+      if (it != web.users.end() && g != auth_good.end() && digest_equal(g->second, d)) return Auth::Ok;
+      if (!bcrypt_budget_take()) return Auth::Busy;
     }
     static const std::string kDummy = "$2b$10$JUWOG0GnPqeetgwJzyS3i.UhBMly5trLEHGkObpYKc1Zj5E/i7fRm";
     bool ok = bcrypt_check(pass, it == web.users.end() ? kDummy : it->second) && it != web.users.end();
-    if (ok) {
-      std::lock_guard<std::mutex> lock(auth_mu);
-      auth_good[user] = d;
-    }
-    return ok;
+    if (!ok) return Auth::Denied;
+    std::lock_guard<std::mutex> lock(auth_mu);
+    auth_good[user] = d;
+    return Auth::Ok;
   }
 
   // The exposition of every service now; a service that disappeared or broke is left
@@ -174,10 +194,12 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
   if (!ex->web.users.empty()) {
     char* pass = nullptr;
     char* user = MHD_basic_auth_get_username_password(c, &pass);
-    bool ok = user && pass && ex->auth_ok(user, pass);
+    auto auth = user && pass ? ex->auth_check(user, pass) : Exporter::Auth::Denied;
     MHD_free(user);
     MHD_free(pass);
-    if (!ok) {
+    if (auth == Exporter::Auth::Busy)
+      return reply(c, MHD_HTTP_TOO_MANY_REQUESTS, "too many password checks at once: retry\n", "text/plain");
+    if (auth == Exporter::Auth::Denied) {
       static const char kBody[] = "unauthorized\n";
       MHD_Response* r = MHD_create_response_from_buffer(sizeof kBody - 1, const_cast<char*>(kBody), MHD_RESPMEM_PERSISTENT);
       if (!r) return MHD_NO;

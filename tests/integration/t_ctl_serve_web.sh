@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # `bonsaictl serve --web-config FILE` (#36), Prometheus' exporter-toolkit format:
 # basic auth with a bcrypt hash made by htpasswd (right password 200, wrong or none 401
-# with WWW-Authenticate), TLS with a self-signed certificate made here by openssl (curl
+# with WWW-Authenticate, 429 beyond 5 password checks a second), TLS with a self-signed certificate made here by openssl (curl
 # --cacert 200, plain HTTP refused), a client certificate required
 # (RequireAndVerifyClientCert), and a bad file rejected with FILE:LINE:COL, exit 2,
 # nothing listening.
@@ -36,6 +36,12 @@ url=http://127.0.0.1:$port/metrics
 [ "$(code "$url")" = 401 ] || fail "no credentials: not 401"
 curl -s -D - -o /dev/null "$url" | grep -qi '^WWW-Authenticate: Basic realm="bonsai"' ||
   fail "a 401 without WWW-Authenticate: Basic"
+# Wrong passwords in a loop get 429 beyond 5 bcrypt checks a second; the password that
+# matched before is remembered and still answers at once.
+for i in $(seq 1 20); do code -u "prom:wrong$i" "$url"; echo; done > "$T/wrong.codes"
+grep -qx 429 "$T/wrong.codes" || fail "20 wrong passwords at once: no 429 ($(sort "$T/wrong.codes" | uniq -c | tr -s ' \n' ' '))"
+grep -qvx -e 401 -e 429 "$T/wrong.codes" && fail "wrong passwords: $(sort "$T/wrong.codes" | uniq -c | tr -s ' \n' ' ')"
+[ "$(code -u prom:s3cret "$url")" = 200 ] || fail "right password after the wrong ones: not 200"
 stop_serve
 
 # (b) TLS (relative paths: from the configuration's directory) and basic auth
