@@ -309,7 +309,9 @@ int cmd_serve(const Args& args) {
     ex.web = web_config_load(web_config, diags);
     if (!diags.empty()) {
       diags_print(diags);
-      usage_error(fmt::format("{}: bad web configuration; not started", web_config));
+      fmt::print(stderr, "bonsaictl serve: {}: {} error{}; not started\n", web_config, diags.size(),
+                 diags.size() == 1 ? "" : "s");
+      return kExitUsage;
     }
     if (ex.web.tls() && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
       runtime_error("this libmicrohttpd was built without TLS (GnuTLS): cannot serve tls_server_config");

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/core.h>
+#include <gnutls/gnutls.h>
 #include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +43,25 @@ std::string file_read_small(const std::string& path, std::string& err) {
   if (used > kMaxWebFileBytes) return err = "larger than 1 MiB", "";
   text.resize(used);
   return text;
+}
+
+gnutls_datum_t datum_of(const std::string& s) {
+  return {reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())), static_cast<unsigned>(s.size())};
+}
+
+// What GnuTLS thinks of the certificate and key (parse, and that they belong together),
+// and of the client CA: "" if fine. The same checks libmicrohttpd makes at start.
+std::string tls_problem(const WebConfig& wc, bool& ca_bad) {
+  gnutls_certificate_credentials_t cred = nullptr;
+  if (gnutls_certificate_allocate_credentials(&cred) < 0) return "GnuTLS cannot allocate credentials";
+  gnutls_datum_t cert = datum_of(wc.cert_pem), key = datum_of(wc.key_pem), ca = datum_of(wc.client_ca_pem);
+  std::string why;
+  int rc = gnutls_certificate_set_x509_key_mem2(cred, &cert, &key, GNUTLS_X509_FMT_PEM, nullptr, 0);
+  if (rc < 0) why = fmt::format("cert_file and key_file: {}", gnutls_strerror(rc));
+  else if (!wc.client_ca_pem.empty() && (rc = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM)) <= 0)
+    ca_bad = true, why = fmt::format("client_ca_file: {}", rc == 0 ? "no certificate in it" : gnutls_strerror(rc));
+  gnutls_certificate_free_credentials(cred);
+  return why;
 }
 
 bool is_bcrypt(const std::string& h) {
@@ -127,6 +147,11 @@ class WebLoader {
                  "cipher_suites", "curve_preferences", "prefer_server_cipher_suites", "client_allowed_sans"});
     }
     if (wc.cert_file.empty() || wc.key_file.empty()) error(node, "tls_server_config needs cert_file and key_file");
+    else if (!wc.cert_pem.empty() && !wc.key_pem.empty()) {
+      bool ca_bad = false;
+      std::string why = tls_problem(wc, ca_bad);
+      if (!why.empty()) error(ca_bad ? node["client_ca_file"] : node["key_file"], why);
+    }
     if (wc.client_auth_type != "NoClientCert" && wc.client_ca_file.empty())
       error(node, fmt::format("client_auth_type {} needs client_ca_file", wc.client_auth_type));
   }

@@ -21,17 +21,38 @@ namespace {
 constexpr const char* kHash2b = "$2b$10$InG0FGIk0.BnIKmKZQxWJeRmpc0BemjFHCK1wZ.8EceFohLI5187O";
 constexpr const char* kHash2y = "$2y$10$RTGTxQzea/WA2hti7xpjLe92mOyq6lr40s.dPLv7IRo2d13dN00.O";
 
+// A self-signed P-256 certificate and its key, made for this test only (openssl req
+// -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 36500 -subj /CN=bonsai-test).
+constexpr const char* kCertPem = R"(-----BEGIN CERTIFICATE-----
+MIIBhDCCASmgAwIBAgIUG4uX8+v8LXeyAXmBcwgDRi+5Vr4wCgYIKoZIzj0EAwIw
+FjEUMBIGA1UEAwwLYm9uc2FpLXRlc3QwIBcNMjYxMTI3MDQwMzEzWhgPMjEyNjEx
+MDMwNDAzMTNaMBYxFDASBgNVBAMMC2JvbnNhaS10ZXN0MFkwEwYHKoZIzj0CAQYI
+KoZIzj0DAQcDQgAEY9dhvtdHy6654w1KQfj2MYSkuz+o94ReLAkbiVAUt4DHEWge
+3XsZOq8WCc8E/UhX0zQ6BSF0vzv/3Zns1gpbRqNTMFEwHQYDVR0OBBYEFCwik0XK
+vTPrBbXs2WWGnAOsq3TlMB8GA1UdIwQYMBaAFCwik0XKvTPrBbXs2WWGnAOsq3Tl
+MA8GA1UdEwEB/wQFMAMBAf8wCgYIKoZIzj0EAwIDSQAwRgIhAKbICG/zJ94+wcVI
+2BahAD17UKSi1nlrSgsB9Q3uhQfDAiEA2EHg+TFjnLnKx6n9/CpzpsZzppKnfDKL
+CqJIXZkUDNs=
+-----END CERTIFICATE-----
+)";
+constexpr const char* kKeyPem = R"(-----BEGIN PRIVATE KEY-----
+MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgLWBZ0Arg1FwEJsSN
+B7N9RNXGFaWBcO355haVjbU5KQehRANCAARj12G+10fLrrnjDUpB+PYxhKS7P6j3
+hF4sCRuJUBS3gMcRaB7dexk6rxYJzwT9SFfTNDoFIXS/O//dmezWCltG
+-----END PRIVATE KEY-----
+)";
+
 struct TempDir {
   std::string path;
   TempDir() {
     char t[] = "/tmp/web_config_test.XXXXXX";
     path = mkdtemp(t);
-    std::ofstream(path + "/cert.pem") << "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
-    std::ofstream(path + "/key.pem") << "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+    std::ofstream(path + "/cert.pem") << kCertPem;
+    std::ofstream(path + "/key.pem") << kKeyPem;
+    std::ofstream(path + "/junk.pem") << "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
   }
   ~TempDir() {
-    std::remove((path + "/cert.pem").c_str());
-    std::remove((path + "/key.pem").c_str());
+    for (const char* f : {"/cert.pem", "/key.pem", "/junk.pem"}) std::remove((path + f).c_str());
     rmdir(path.c_str());
   }
 };
@@ -104,7 +125,7 @@ TEST_CASE("web config: unknown keys, with did you mean", "[web_config]") {
         "web.yml:4:3: unknown key 'cert_fiel' in tls_server_config (did you mean 'cert_file'?)");
 }
 
-TEST_CASE("web config: a missing certificate file, a missing key, a hash that is not bcrypt", "[web_config]") {
+TEST_CASE("web config: a missing certificate file, a missing key, a key that is no key, a CA that is none, a hash that is not bcrypt", "[web_config]") {
   TempDir d;
   std::vector<Diag> diags;
   web_config_parse("tls_server_config:\n  cert_file: nope.pem\n  key_file: key.pem\n", "web.yml", d.path, diags);
@@ -112,6 +133,14 @@ TEST_CASE("web config: a missing certificate file, a missing key, a hash that is
   diags.clear();
   web_config_parse("tls_server_config:\n  cert_file: cert.pem\n", "web.yml", d.path, diags);
   CHECK(only(diags) == "web.yml:2:3: tls_server_config needs cert_file and key_file");
+  diags.clear();
+  web_config_parse("tls_server_config:\n  cert_file: cert.pem\n  key_file: junk.pem\n", "web.yml", d.path, diags);
+  CHECK(only(diags).rfind("web.yml:3:13: cert_file and key_file: ", 0) == 0);  // GnuTLS's reason follows
+  diags.clear();
+  web_config_parse("tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client_auth_type: "
+                   "RequireAndVerifyClientCert\n  client_ca_file: junk.pem\n",
+                   "web.yml", d.path, diags);
+  CHECK(only(diags) == "web.yml:5:19: client_ca_file: no certificate in it");
   diags.clear();
   web_config_parse("basic_auth_users:\n  prom: plaintext\n", "web.yml", d.path, diags);
   CHECK(only(diags).rfind("web.yml:2:9: the password of 'prom' must be a bcrypt hash", 0) == 0);
