@@ -24,6 +24,7 @@
 #include <pwd.h>
 #include <sys/resource.h>
 #include <unistd.h>
+#include <unordered_map>
 
 #include "commands.h"
 #include "shm_client.h"
@@ -155,6 +156,63 @@ MHD_Result reply(MHD_Connection* c, unsigned status, const std::string& body, co
   MHD_Result rc = MHD_queue_response(c, status, r);
   MHD_destroy_response(r);
   return rc;
+}
+
+// ---- Connections per client address ----
+// libmicrohttpd's own per-IP limit counts loopback addresses too; then a local user
+// holding --max-per-address connections from 127.0.0.1 would shut out a Prometheus
+// scraping from there. Loopback is exempt here: any local user has all of 127/8 anyway,
+// so a bound on one of its addresses protects nothing (the table's size does).
+struct PerAddress {
+  unsigned limit = kDefaultMaxPerAddress;  // 0: no bound
+  std::mutex mu;
+  std::unordered_map<std::string, unsigned> open;  // address bytes -> connections
+};
+
+// The address's bytes, or "" when it is exempt (loopback, or no bound).
+std::string address_key(const PerAddress& pa, const sockaddr* sa) {
+  if (!sa || pa.limit == 0) return "";
+  if (sa->sa_family == AF_INET) {
+    const auto* a = reinterpret_cast<const sockaddr_in*>(sa);
+    if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) return "";
+    return std::string(reinterpret_cast<const char*>(&a->sin_addr), 4);
+  }
+  if (sa->sa_family == AF_INET6) {
+    const auto* a = reinterpret_cast<const sockaddr_in6*>(sa);
+    const in6_addr& x = a->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&x) || (IN6_IS_ADDR_V4MAPPED(&x) && x.s6_addr[12] == 127)) return "";
+    return std::string(reinterpret_cast<const char*>(&x), 16);
+  }
+  return "";
+}
+
+// Accept policy: refuses an address that holds `limit` connections already.
+MHD_Result on_accept(void* cls, const sockaddr* sa, socklen_t) {
+  auto* pa = static_cast<PerAddress*>(cls);
+  std::string key = address_key(*pa, sa);
+  if (key.empty()) return MHD_YES;
+  std::lock_guard<std::mutex> lock(pa->mu);
+  auto it = pa->open.find(key);
+  return it == pa->open.end() || it->second < pa->limit ? MHD_YES : MHD_NO;
+}
+
+// Counts a connection of a bounded address from start to close (its key in *socket_ctx).
+void on_connection(void* cls, MHD_Connection* c, void** socket_ctx, MHD_ConnectionNotificationCode code) {
+  auto* pa = static_cast<PerAddress*>(cls);
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+    const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    std::string key = address_key(*pa, ci ? ci->client_addr : nullptr);
+    if (key.empty()) return;
+    std::lock_guard<std::mutex> lock(pa->mu);
+    ++pa->open[key];
+    *socket_ctx = new std::string(std::move(key));
+  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_ctx) {
+    std::unique_ptr<std::string> key(static_cast<std::string*>(*socket_ctx));
+    *socket_ctx = nullptr;
+    std::lock_guard<std::mutex> lock(pa->mu);
+    auto it = pa->open.find(*key);
+    if (it != pa->open.end() && --it->second == 0) pa->open.erase(it);
+  }
 }
 
 // Marks a request counted in Exporter::in_flight (its *req_cls), uncounted when done.
@@ -290,14 +348,14 @@ unsigned count_value(const Args& args, size_t& i, const char* name) {
 int cmd_serve(const Args& args) {
   std::string listen = "127.0.0.1:9464";
   std::string web_config;
-  unsigned per_address = kDefaultMaxPerAddress;
+  PerAddress per_address;
   Exporter ex;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--listen" || args[i] == "-L") listen = option_value(args, i);
     else if (args[i].rfind("--listen=", 0) == 0) listen = args[i].substr(9);
     else if (args[i] == "--web-config") web_config = option_value(args, i);
     else if (args[i] == "--max-requests") ex.max_requests = count_value(args, i, "--max-requests");
-    else if (args[i] == "--max-per-address") per_address = count_value(args, i, "--max-per-address");
+    else if (args[i] == "--max-per-address") per_address.limit = count_value(args, i, "--max-per-address");
     else if (!args[i].empty() && args[i][0] == '-') usage_error(fmt::format("unknown option '{}'", args[i]));
     else segment_path(args[i]), ex.services.push_back(args[i]);  // validates the name
   }
@@ -335,7 +393,7 @@ int cmd_serve(const Args& args) {
       {MHD_OPTION_SOCK_ADDR, 0, &addr},
       {MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutS, nullptr},
       {MHD_OPTION_CONNECTION_LIMIT, max_conn, nullptr},
-      {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_address, nullptr},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&on_connection), &per_address},
       {MHD_OPTION_THREAD_POOL_SIZE, kThreads, nullptr},
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&on_completed), &ex},
   };
@@ -347,14 +405,16 @@ int cmd_serve(const Args& args) {
       opts.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(ex.web.client_ca_pem.c_str())});
   }
   opts.push_back({MHD_OPTION_END, 0, nullptr});
-  MHD_Daemon* d = MHD_start_daemon(flags, 0, nullptr, nullptr, &on_request, &ex, MHD_OPTION_ARRAY, opts.data(),
+  MHD_Daemon* d = MHD_start_daemon(flags, 0, &on_accept, &per_address, &on_request, &ex, MHD_OPTION_ARRAY, opts.data(),
                                    MHD_OPTION_END);
   if (!d)
     runtime_error(fmt::format("cannot listen on {}{}: {}", listen,
                               ex.web.tls() ? " (or the TLS certificate and key do not fit together)" : "",
                               std::strerror(errno)));
-  fmt::print(stderr, "bonsaictl serve: metrics on {}://{}/metrics ({} connections at most, {} per address, {} requests "
-             "at once{})\n", ex.web.tls() ? "https" : "http", listen, max_conn, per_address, ex.max_requests,
+  fmt::print(stderr,
+             "bonsaictl serve: metrics on {}://{}/metrics ({} connections at most, {} per non-loopback address, "
+             "{} requests at once{})\n",
+             ex.web.tls() ? "https" : "http", listen, max_conn, per_address.limit, ex.max_requests,
              ex.web.users.empty() ? "" : ", basic auth");
   int sig = 0;
   sigwait(&stop, &sig);
@@ -376,7 +436,8 @@ extern const Command kCmdServe{
     "  --web-config FILE   TLS and basic auth: Prometheus' exporter-toolkit web config\n"
     "                      (tls_server_config, basic_auth_users with bcrypt hashes)\n"
     "  --max-requests N    requests answered at once; beyond, 503 (default 40, 0: no bound)\n"
-    "  --max-per-address N connections from one client address (default 256, 0: no bound)\n"
+    "  --max-per-address N connections from one client address, loopback addresses\n"
+    "                      exempt (default 256, 0: no bound)\n"
     "Idle or half-sent connections are closed after 5 s; connections at most: the open-\n"
     "file limit (raised to its hard limit) less 64, up to 65536.\n"
     "exit status: 0 stopped by a signal, 1 cannot listen, 2 usage error or bad web config\n",
