@@ -6,7 +6,6 @@
 // basic auth from an exporter-toolkit web config, see #36); stops on SIGTERM/SIGINT.
 #include <algorithm>
 #include <arpa/inet.h>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -14,8 +13,6 @@
 #include <cstdarg>
 #include <cstring>
 #include <fmt/core.h>
-#include <gnutls/crypto.h>
-#include <gnutls/gnutls.h>
 #include <map>
 #include <memory>
 #include <microhttpd.h>
@@ -24,12 +21,12 @@
 #include <pwd.h>
 #include <sys/resource.h>
 #include <unistd.h>
-#include <unordered_map>
 
 #include "commands.h"
 #include "shm_client.h"
 #include "stat_prometheus.h"
 #include "stat_snapshot.h"
+#include "serve_guard.h"
 #include "web_config.h"
 
 namespace bonsai::ctl {
@@ -47,26 +44,6 @@ constexpr unsigned kReservedFds = 64;  // segments, the listener, epoll, stdio
 // every connection.
 constexpr unsigned kThreads = 2;
 constexpr unsigned kDefaultMaxRequests = 40;   // like node_exporter's --web.max-requests
-constexpr unsigned kDefaultMaxPerAddress = 256;
-// bcrypt checks a second, all clients together (~0.35 of a core at cost 10): a client
-// sending wrong passwords cannot take the CPU. A password that matched once is not
-// checked again (its SHA-256 is remembered), so scrapes never wait for this.
-constexpr double kBcryptPerSecond = 5;
-
-using Digest = std::array<unsigned char, 32>;
-
-Digest digest_of(const std::string& text) {
-  Digest d{};
-  gnutls_hash_fast(GNUTLS_DIG_SHA256, text.data(), text.size(), d.data());
-  return d;
-}
-
-bool digest_equal(const Digest& a, const Digest& b) {  // constant time
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 struct Exporter {
   std::vector<std::string> services;  // empty: all of this user's (root: all users')
   bool all_users = false;             // root without --user
@@ -75,44 +52,7 @@ struct Exporter {
   WebConfig web;
   unsigned max_requests = kDefaultMaxRequests;  // 0: no bound
   std::atomic<unsigned> in_flight{0};           // requests being answered
-  std::mutex auth_mu;
-  std::map<std::string, Digest> auth_good;  // user -> SHA-256 of the password that last matched
-
-  enum class Auth { Ok, Denied, Busy };
-  double bcrypt_tokens = kBcryptPerSecond;  // under auth_mu
-  std::chrono::steady_clock::time_point bcrypt_refilled = std::chrono::steady_clock::now();
-
-  // Takes one of the kBcryptPerSecond checks of this second. Call with auth_mu held.
-  bool bcrypt_budget_take() {
-    auto now = std::chrono::steady_clock::now();
-    double s = std::chrono::duration<double>(now - bcrypt_refilled).count();
-    bcrypt_refilled = now;
-    bcrypt_tokens = std::min<double>(kBcryptPerSecond, bcrypt_tokens + s * kBcryptPerSecond);
-    if (bcrypt_tokens < 1) return false;
-    bcrypt_tokens -= 1;
-    return true;
-  }
-
-  // Whether `user`:`pass` is one of basic_auth_users. A match is remembered as its
-  // SHA-256 (one bcrypt per user, not per scrape; no password kept); an unknown user
-  // costs a bcrypt too (timing). Other checks share kBcryptPerSecond: Busy beyond.
-  // Cost: a SHA-256, or one bcrypt (~70 ms at cost 10).
-  Auth auth_check(const std::string& user, const std::string& pass) {
-    auto it = web.users.find(user);
-    Digest d = digest_of(pass);
-    {
-      std::lock_guard<std::mutex> lock(auth_mu);
-      auto g = auth_good.find(user);
-      if (it != web.users.end() && g != auth_good.end() && digest_equal(g->second, d)) return Auth::Ok;
-      if (!bcrypt_budget_take()) return Auth::Busy;
-    }
-    static const std::string kDummy = "$2b$10$JUWOG0GnPqeetgwJzyS3i.UhBMly5trLEHGkObpYKc1Zj5E/i7fRm";
-    bool ok = bcrypt_check(pass, it == web.users.end() ? kDummy : it->second) && it != web.users.end();
-    if (!ok) return Auth::Denied;
-    std::lock_guard<std::mutex> lock(auth_mu);
-    auth_good[user] = d;
-    return Auth::Ok;
-  }
+  BasicAuth auth;
 
   // The exposition of every service now; a service that disappeared or broke is left
   // out (and reopened when it comes back).
@@ -158,84 +98,12 @@ MHD_Result reply(MHD_Connection* c, unsigned status, const std::string& body, co
   return rc;
 }
 
-// ---- Connections per client address ----
-// libmicrohttpd's own per-IP limit counts loopback addresses too; then a local user
-// holding --max-per-address connections from 127.0.0.1 would shut out a Prometheus
-// scraping from there. Loopback is exempt here: any local user has all of 127/8 anyway,
-// so a bound on one of its addresses protects nothing (the table's size does).
-struct PerAddress {
-  unsigned limit = kDefaultMaxPerAddress;  // 0: no bound
-  std::mutex mu;
-  std::unordered_map<std::string, unsigned> open;  // address bytes -> connections
-};
-
-// The address's bytes, or "" when it is exempt (loopback, or no bound).
-std::string address_key(const PerAddress& pa, const sockaddr* sa) {
-  if (!sa || pa.limit == 0) return "";
-  if (sa->sa_family == AF_INET) {
-    const auto* a = reinterpret_cast<const sockaddr_in*>(sa);
-    if ((ntohl(a->sin_addr.s_addr) >> 24) == 127) return "";
-    return std::string(reinterpret_cast<const char*>(&a->sin_addr), 4);
-  }
-  if (sa->sa_family == AF_INET6) {
-    const auto* a = reinterpret_cast<const sockaddr_in6*>(sa);
-    const in6_addr& x = a->sin6_addr;
-    if (IN6_IS_ADDR_LOOPBACK(&x) || (IN6_IS_ADDR_V4MAPPED(&x) && x.s6_addr[12] == 127)) return "";
-    return std::string(reinterpret_cast<const char*>(&x), 16);
-  }
-  return "";
-}
-
-// Accept policy: refuses an address that holds `limit` connections already.
-MHD_Result on_accept(void* cls, const sockaddr* sa, socklen_t) {
-  auto* pa = static_cast<PerAddress*>(cls);
-  std::string key = address_key(*pa, sa);
-  if (key.empty()) return MHD_YES;
-  std::lock_guard<std::mutex> lock(pa->mu);
-  auto it = pa->open.find(key);
-  return it == pa->open.end() || it->second < pa->limit ? MHD_YES : MHD_NO;
-}
-
-// Counts a connection of a bounded address from start to close (its key in *socket_ctx).
-void on_connection(void* cls, MHD_Connection* c, void** socket_ctx, MHD_ConnectionNotificationCode code) {
-  auto* pa = static_cast<PerAddress*>(cls);
-  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-    const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    std::string key = address_key(*pa, ci ? ci->client_addr : nullptr);
-    if (key.empty()) return;
-    std::lock_guard<std::mutex> lock(pa->mu);
-    ++pa->open[key];
-    *socket_ctx = new std::string(std::move(key));
-  } else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *socket_ctx) {
-    std::unique_ptr<std::string> key(static_cast<std::string*>(*socket_ctx));
-    *socket_ctx = nullptr;
-    std::lock_guard<std::mutex> lock(pa->mu);
-    auto it = pa->open.find(*key);
-    if (it != pa->open.end() && --it->second == 0) pa->open.erase(it);
-  }
-}
-
 // Marks a request counted in Exporter::in_flight (its *req_cls), uncounted when done.
 char kCounted;
 
 void on_completed(void* cls, MHD_Connection*, void** req_cls, MHD_RequestTerminationCode) {
   if (*req_cls == &kCounted) static_cast<Exporter*>(cls)->in_flight.fetch_sub(1, std::memory_order_relaxed);
   *req_cls = nullptr;
-}
-
-// The client certificate, when client_auth_type asks for one: "" if acceptable.
-const char* client_cert_problem(const Exporter& ex, MHD_Connection* c) {
-  if (!ex.web.tls() || ex.web.client_auth_type == "NoClientCert") return "";
-  const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-  if (!ci || !ci->tls_session) return "no TLS session\n";
-  auto* session = static_cast<gnutls_session_t>(ci->tls_session);
-  unsigned n = 0;
-  if (!gnutls_certificate_get_peers(session, &n) || n == 0)
-    return ex.web.client_auth_type == "RequireAndVerifyClientCert" ? "a client certificate is required\n" : "";
-  unsigned status = 0;
-  if (gnutls_certificate_verify_peers2(session, &status) != GNUTLS_E_SUCCESS || status != 0)
-    return "the client certificate is not signed by client_ca_file\n";
-  return "";
 }
 
 MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char* method, const char*, const char*,
@@ -248,16 +116,16 @@ MHD_Result on_request(void* cls, MHD_Connection* c, const char* url, const char*
     }
     *req_cls = &kCounted;
   }
-  if (const char* why = client_cert_problem(*ex, c); *why) return reply(c, MHD_HTTP_FORBIDDEN, why, "text/plain");
+  if (const char* why = client_cert_problem(ex->web, c); *why) return reply(c, MHD_HTTP_FORBIDDEN, why, "text/plain");
   if (!ex->web.users.empty()) {
     char* pass = nullptr;
     char* user = MHD_basic_auth_get_username_password(c, &pass);
-    auto auth = user && pass ? ex->auth_check(user, pass) : Exporter::Auth::Denied;
+    auto auth = user && pass ? ex->auth.check(ex->web.users, user, pass) : BasicAuth::Result::Denied;
     MHD_free(user);
     MHD_free(pass);
-    if (auth == Exporter::Auth::Busy)
+    if (auth == BasicAuth::Result::Busy)
       return reply(c, MHD_HTTP_TOO_MANY_REQUESTS, "too many password checks at once: retry\n", "text/plain");
-    if (auth == Exporter::Auth::Denied) {
+    if (auth == BasicAuth::Result::Denied) {
       static const char kBody[] = "unauthorized\n";
       MHD_Response* r = MHD_create_response_from_buffer(sizeof kBody - 1, const_cast<char*>(kBody), MHD_RESPMEM_PERSISTENT);
       if (!r) return MHD_NO;
@@ -393,7 +261,7 @@ int cmd_serve(const Args& args) {
       {MHD_OPTION_SOCK_ADDR, 0, &addr},
       {MHD_OPTION_CONNECTION_TIMEOUT, kIdleTimeoutS, nullptr},
       {MHD_OPTION_CONNECTION_LIMIT, max_conn, nullptr},
-      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&on_connection), &per_address},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&per_address_notify), &per_address},
       {MHD_OPTION_THREAD_POOL_SIZE, kThreads, nullptr},
       {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&on_completed), &ex},
   };
@@ -405,7 +273,7 @@ int cmd_serve(const Args& args) {
       opts.push_back({MHD_OPTION_HTTPS_MEM_TRUST, 0, const_cast<char*>(ex.web.client_ca_pem.c_str())});
   }
   opts.push_back({MHD_OPTION_END, 0, nullptr});
-  MHD_Daemon* d = MHD_start_daemon(flags, 0, &on_accept, &per_address, &on_request, &ex, MHD_OPTION_ARRAY, opts.data(),
+  MHD_Daemon* d = MHD_start_daemon(flags, 0, &per_address_accept, &per_address, &on_request, &ex, MHD_OPTION_ARRAY, opts.data(),
                                    MHD_OPTION_END);
   if (!d)
     runtime_error(fmt::format("cannot listen on {}{}: {}", listen,
