@@ -28,7 +28,8 @@ struct WebConfig {
 
 // Parses `text` (named `file` in diagnostics; relative paths in it are read from
 // `dir`). Every problem is appended to `diags` with its line and column (bad YAML,
-// unknown keys with "did you mean", unreadable or empty cert/key files, hashes that
+// unknown keys with "did you mean", unreadable cert/key files, a certificate and key
+// GnuTLS cannot load or that do not match, a client CA with no certificate, hashes that
 // are not bcrypt). The result is usable only if nothing was appended. Never throws.
 WebConfig web_config_parse(const std::string& text, const std::string& file, const std::string& dir,
                            std::vector<Diag>& diags);
@@ -37,7 +38,7 @@ WebConfig web_config_parse(const std::string& text, const std::string& file, con
 WebConfig web_config_load(const std::string& path, std::vector<Diag>& diags);
 
 // Whether `password` matches the bcrypt `hash` (crypt_rn from libxcrypt); false for a
-// hash that is not bcrypt. Cost: one bcrypt, 2^cost rounds (~60 ms at cost 10).
+// hash that is not bcrypt. Cost: one bcrypt, 2^cost rounds (~70 ms at cost 10).
 [[nodiscard]] bool bcrypt_check(const std::string& password, const std::string& hash);
 
 }  // namespace bonsai::ctl
