@@ -41,7 +41,7 @@ CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
-UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohttpd
+UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt
 # Every process of a service pays at exec for each library the preloaded one needs (map,
 # relocate, fault in: issue #34), so libbonsai.so needs libc only (`make test-symbols`
 # checks): compression's libzstd/liblz4 are linked in (Debian's static archives, PIC; the
@@ -85,10 +85,12 @@ $(OBJ)/libbonsai/shm/shm_slots.o: LIB_CXXFLAGS += -DBONSAI_VERSION_CODE=$(VERSIO
 $(OBJ)/libbonsai/shm/shm_slots.o: VERSION
 
 # bonsaictl checks compression settings with the library's own grammar; its supervisor
-# (run --supervise) uses libseccomp, its exporter (serve) libmicrohttpd.
+# (run --supervise) uses libseccomp, its exporter (serve) libmicrohttpd, GnuTLS (client
+# certificates) and libcrypt (bcrypt of basic_auth_users).
+CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS)
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc
@@ -168,7 +170,8 @@ test-fuzz: $(FUZZ_BIN)
 DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
                 fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace \
                 clang-14 libclang-rt-14-dev liburing-dev golang-go \
-                libmicrohttpd-dev prometheus tmux nlohmann-json3-dev \
+                libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
+                prometheus tmux nlohmann-json3-dev \
                 dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
@@ -225,7 +228,7 @@ $(OBJ)/bonsaictl/run_env.installed.o: bonsaictl/run_env.cc FORCE
 $(INSTALLED_CTL): $(filter-out $(OBJ)/bonsaictl/run_env.o,$(CTL_OBJ)) $(OBJ)/bonsaictl/run_env.installed.o \
                   $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -Wl,-z,relro -Wl,-z,now -o $@ $^ -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd
+	$(call say,LINK,$@)$(CXX) $(OPT) -Wl,-z,relro -Wl,-z,now -o $@ $^ $(CTL_LDLIBS)
 FORCE:
 
 install: all $(INSTALLED_CTL) man
