@@ -35,8 +35,10 @@ PRELOAD_SRC := $(wildcard tests/preload/*.c)
 LIB_OBJ   := $(LIB_SRC:%.cc=$(OBJ)/%.o)
 # Modules the unit tests and bonsaictl link directly (they define no interposed symbol).
 CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbonsai/bucket/% $(OBJ)/libbonsai/shm/%,$(LIB_OBJ))
-# Library modules only the unit tests link (compression, runtime helpers without wrappers).
-UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% $(OBJ)/libbonsai/runtime/%,$(LIB_OBJ))
+# Library modules only the unit tests link (compression, the runtime limiter, the wrapper
+# shapes' fd classification: nothing that defines a glibc name).
+UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% $(OBJ)/libbonsai/runtime/% \
+                  $(OBJ)/libbonsai/interpose/shape.o,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)

@@ -16,23 +16,10 @@
 
 #include "runtime/limiter.h"
 
-#include "limits_test_util.h"
+#include "runtime_test_util.h"
 
 using namespace bonsai;
 using namespace bonsai::test;
-
-namespace {
-
-// The limiter of this test process: set up once (no BONSAI_* variables: unlimited, its
-// own buckets), then each test installs what it needs.
-void limiter_fresh(const char* limits) {
-  REQUIRE(limiter_init_once());
-  limiter_uninstall();
-  for (uint32_t b = 0; b < kMaxRules; ++b) bucket_reset_clock(g_limiter.buckets[b]);
-  REQUIRE(limiter_install(limits_of(limits)));
-}
-
-}  // namespace
 
 TEST_CASE("runtime_limiter: a ticket finds its bucket and copies its parameters", "[runtime_limiter]") {
   limiter_fresh("read=1MiB/s,write=2MiB/s,openat=100/s");
