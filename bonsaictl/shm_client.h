@@ -85,7 +85,7 @@ class Segment {
   // Whether the segment's name still leads to this very file.
   FileState file_state() const;
 
-  // Publishes `set` under the seqlock; scope `service` buckets start full again.
+  // Publishes `set` under the seqlock; scope `service` buckets keep their state (bucket/limits_carry.h).
   // @return the new limits sequence number.
   uint64_t write_limits(const LimitSet& set);
   void set_scope(ShmScope scope);
