@@ -80,7 +80,7 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
   }
   if (moved >= o.prepaid) count(p, o.call, 0, moved - o.prepaid);
   else count(p, o.call, 0, static_cast<uint64_t>(-static_cast<int64_t>(o.prepaid - moved)));  // sums are mod 2^64
-  if (o.view_seq != view_.seq) return;  // the buckets were renumbered meanwhile
+  if (o.view_seq != view_.seq) return;  // unusable limits came meanwhile: not charged
   uint64_t now = mono_ns();
   for (uint8_t b : o.bucket) {
     const BucketParams* bp = view_.params(b);

@@ -61,7 +61,7 @@ void Loop::view_refresh() {
   // library: this supervisor's per-process buckets are carried over (the service's
   // shared ones are carried by bonsaictl when it writes the limits), what threads owe
   // follows its rule, held calls are re-timed at the new rates (a removed rule lets
-  // them go). Calls owed under the old rules and not settled yet are dropped.
+  // them go), calls not settled yet are charged to the rules that continue theirs.
   LimitsView none{};
   const LimitsView& prev = view_.usable ? view_.lim : none;
   uint8_t from[kMaxRules];
@@ -73,7 +73,10 @@ void Loop::view_refresh() {
   auto renumber = [&](uint8_t b) { return b < kMaxRules ? to[b] : kNoBucket; };
   uint64_t now = mono_ns();
   for (auto& [tid, th] : threads_) {
-    th.owed.active = false;
+    // A call made under the old view and not settled yet (a read's bytes show at the
+    // thread's next call) is charged to the buckets that continue its rules.
+    for (uint8_t& b : th.owed.bucket) b = renumber(b);
+    th.owed.view_seq = seq;
     for (Debt& d : th.debt.slot)
       if (d.units && (d.bucket = renumber(d.bucket)) == kNoBucket) d = Debt{};
   }

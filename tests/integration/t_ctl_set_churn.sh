@@ -5,18 +5,18 @@
 # under 4 MiB/s while `set` runs ~50 times a second: the same limit again holds the cap
 # (it gave 1.5-7x before), 4 and 8 MiB/s alternating hold the time-weighted mean of the
 # caps in force (10x before); so do processes sharing the scope, and a supervised static
-# program. Tolerances are wide for CI; bench/ctl_churn.sh measures the targets.
+# program (writer and reader). Tolerances are wide for CI; bench/ctl_churn.sh measures the targets.
 # timeout: 150
 . "$(dirname "$0")/ctl_lib.sh"
 need_cmd python3
-need_prog threads_write write_bytes write_bytes_static
+need_prog threads_write write_bytes write_bytes_static sv_static
 CHURN="python3 $(dirname "$0")/set_churn.py $CTL"
 
 # churn_case NAME LO HI LIMIT...: the rate over ~3 s of churn within [LO, HI] x the mean.
 churn_case() {
   local name=$1 lo=$2 hi=$3 out mean rate
   shift 3
-  out=$($CHURN "$name" write 3 50 "$@") || fail "$name: set_churn failed"
+  out=$($CHURN "$name" "${CALL:-write}" 3 50 "$@") || fail "$name: set_churn failed"
   mean=$(field "$out" mean); rate=$(field "$out" rate)
   note "$name: $out"
   check_between "$name: rate / mean of the caps in force" "$(awk -v r="$rate" -v m="$mean" 'BEGIN { printf "%.3f", r / m }')" "$lo" "$hi"
@@ -51,4 +51,12 @@ cleanup_hooks+=("kill $! 2>/dev/null")
 wait_attached sv 1
 sleep 0.5
 churn_case sv 0.85 1.08 'write=4MiB/s'
+
+# A supervised static reader: a read is charged at the thread's next call, so a change
+# between the two must carry it over (it was dropped before).
+"$CTL" run -s svread -l 'read=4MiB/s' -- "$BONSAI_BUILD/preload/sv_static" read /dev/zero >/dev/null 2>&1 &
+cleanup_hooks+=("kill $! 2>/dev/null")
+wait_attached svread 1
+sleep 0.5
+CALL=read churn_case svread 0.85 1.08 'read=4MiB/s'
 exit 0
