@@ -25,6 +25,11 @@ Json calls_json(const CallStats& cs) {
     if (!s.calls && !s.bytes && !s.throttled && s.calls_per_s <= 0) continue;
     Json one = {{"calls", s.calls}, {"bytes", s.bytes}, {"throttled", s.throttled}, {"wait_ns", s.wait_ns}};
     if (s.wire_bytes) one["wire_bytes"] = s.wire_bytes;  // compressed sockets only
+    if (s.refused || s.shortened || s.held_ns) {  // non-blocking descriptors
+      one["refused"] = s.refused;
+      one["shortened"] = s.shortened;
+      one["held_ns"] = s.held_ns;
+    }
     if (uint64_t p50 = wait_quantile_ns(s.wait_hist, 0.5)) {  // totals: the service's histogram
       one["wait_p50_ns"] = p50;
       one["wait_p99_ns"] = wait_quantile_ns(s.wait_hist, 0.99);
@@ -48,6 +53,14 @@ bool any_wire(const ServiceStat& s) {
   return false;
 }
 
+// Any call on a non-blocking descriptor refused or shortened for the cap? Then the
+// table has REFUSED and HELD columns.
+bool any_paced(const ServiceStat& s) {
+  for (const auto& c : s.total)
+    if (c.refused || c.shortened || c.held_ns) return true;
+  return false;
+}
+
 // Any held call in the service's wait histogram? Then the table has a P99 WAIT column.
 bool any_hist(const ServiceStat& s) {
   for (const auto& c : s.total)
@@ -57,7 +70,7 @@ bool any_hist(const ServiceStat& s) {
 }
 
 void table_rows(std::string& out, const std::string& who, const CallStats& cs, bool with_rate, bool with_wire,
-                bool with_hist = false) {
+                bool with_hist = false, bool with_paced = false) {
   bool any = false;
   for (size_t c = 0; c < kCallCount; ++c) {
     const CallStat& s = cs[c];
@@ -70,6 +83,7 @@ void table_rows(std::string& out, const std::string& who, const CallStats& cs, b
       uint64_t p99 = wait_quantile_ns(s.wait_hist, 0.99);
       out += fmt::format(" {:>10}", p99 ? human_ns(p99) : "-");
     }
+    if (with_paced) out += fmt::format(" {:>10} {:>10}", s.refused + s.shortened, s.held_ns ? human_ns(s.held_ns) : "-");
     if (with_rate) out += fmt::format(" {:>12} {:>9.0f}", human_bytes(s.bytes_per_s) + "/s", s.calls_per_s);
     out += "\n";
     any = true;
@@ -140,7 +154,7 @@ std::string stat_json(const ServiceStat& s) {
 }
 
 std::string stat_table(const ServiceStat& s) {
-  bool rate = s.interval_s > 0, wire = any_wire(s), hist = any_hist(s);
+  bool rate = s.interval_s > 0, wire = any_wire(s), hist = any_hist(s), paced = any_paced(s);
   std::string out = fmt::format("service {} (scope {}, {} attached, {} exited)\n", s.service, scope_name(s.scope),
                                 s.processes.size(), s.exited_processes);
   if (s.uncounted_processes)
@@ -156,12 +170,15 @@ std::string stat_table(const ServiceStat& s) {
                      "WAITED");
   if (wire) out += fmt::format(" {:>11}", "WIRE");
   if (hist) out += fmt::format(" {:>10}", "P99 WAIT");
+  if (paced) out += fmt::format(" {:>10} {:>10}", "REFUSED", "HELD");
   if (rate) out += fmt::format(" {:>12} {:>9}", fmt::format("RATE/{:.1f}s", s.interval_s), "CALLS/s");
   out += "\n";
   for (const auto& p : s.processes)
-    table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, p.supervised ? " (supervised)" : ""), p.calls, rate, wire, hist);
-  if (s.exited_processes) table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire, hist);
-  table_rows(out, "total", s.total, rate, wire, hist);
+    table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, p.supervised ? " (supervised)" : ""), p.calls, rate, wire, hist,
+               paced);
+  if (s.exited_processes)
+    table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire, hist, paced);
+  table_rows(out, "total", s.total, rate, wire, hist, paced);
   return out;
 }
 

@@ -21,6 +21,12 @@ constexpr Family kThrottled{"bonsai_throttled_calls_total", "counter", "Calls th
 constexpr Family kWait{"bonsai_wait_seconds_total", "counter", "Time calls spent held back by a limit."};
 constexpr Family kWaitHist{"bonsai_wait_seconds", "histogram",
                            "How long held calls waited, by service and call name (all processes together)."};
+constexpr Family kRefused{"bonsai_refused_calls_total", "counter",
+                          "Calls on non-blocking descriptors refused (EAGAIN) for a limit."};
+constexpr Family kShortened{"bonsai_shortened_calls_total", "counter",
+                            "Calls on non-blocking descriptors that moved less than asked for a limit."};
+constexpr Family kHeld{"bonsai_held_seconds_total", "counter",
+                       "Time non-blocking descriptors were held not ready for a limit."};
 constexpr Family kProcs{"bonsai_processes", "gauge", "Processes attached to the service now."};
 constexpr Family kExited{"bonsai_exited_processes_total", "counter", "Processes of the service that have exited."};
 constexpr Family kUncounted{"bonsai_uncounted_processes_total", "counter",
@@ -83,6 +89,11 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
   per_call(out, kWire, services, [](const CallStat& c) { return fmt::format("{}", c.wire_bytes); }, true);
   per_call(out, kThrottled, services, [](const CallStat& c) { return fmt::format("{}", c.throttled); });
   per_call(out, kWait, services, [](const CallStat& c) { return fmt::format("{:.9f}", static_cast<double>(c.wait_ns) / 1e9); });
+  per_call(out, kRefused, services, [](const CallStat& c) { return fmt::format("{}", c.refused); }, true);
+  per_call(out, kShortened, services, [](const CallStat& c) { return fmt::format("{}", c.shortened); }, true);
+  per_call(out, kHeld, services, [](const CallStat& c) {
+    return c.held_ns ? fmt::format("{:.9f}", static_cast<double>(c.held_ns) / 1e9) : std::string("0");
+  }, true);
   head(out, kWaitHist);
   for (const auto& s : services)
     for (size_t c = 0; c < kCallCount; ++c) {

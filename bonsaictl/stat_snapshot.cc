@@ -21,6 +21,9 @@ namespace {
 void add(CallStat& a, const CallStat& b) {
   a.calls += b.calls, a.bytes += b.bytes, a.throttled += b.throttled, a.wait_ns += b.wait_ns;
   a.wire_bytes += b.wire_bytes;
+  a.refused += b.refused;
+  a.shortened += b.shortened;
+  a.held_ns += b.held_ns;
 }
 
 void rates(const CallStats& prev, CallStats& cur, double secs) {
@@ -120,7 +123,7 @@ ServiceStat stat_snapshot(Segment& handle) {
       p.lib_version = slot.lib_version.load(std::memory_order_relaxed);
       for (size_t c = 0; c < kCallCount; ++c) {
         CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
-        p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns, t.wire_bytes};
+        p.calls[c] = CallStat{t.calls, t.bytes, t.throttled, t.wait_ns, t.wire_bytes, t.refused, t.shortened, t.held_ns};
       }
       // Released while we read it: its counts are in `exited` now (read below).
       if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live) ||
@@ -136,7 +139,10 @@ ServiceStat stat_snapshot(Segment& handle) {
                              seg.exited.bytes[c].load(std::memory_order_relaxed),
                              seg.exited.throttled[c].load(std::memory_order_relaxed),
                              seg.exited.wait_ns[c].load(std::memory_order_relaxed),
-                             seg.exited.wire_bytes[c].load(std::memory_order_relaxed)};
+                             seg.exited.wire_bytes[c].load(std::memory_order_relaxed),
+                             seg.exited.refused[c].load(std::memory_order_relaxed),
+                             seg.exited.shortened[c].load(std::memory_order_relaxed),
+                             seg.exited.held_ns[c].load(std::memory_order_relaxed)};
       for (unsigned k = 0; k < kWaitBuckets; ++k)
         s.total[c].wait_hist[k] = seg.wait_hist.count[c][k].load(std::memory_order_relaxed);
     }

@@ -16,6 +16,9 @@ class Segment;
 struct CallStat {
   uint64_t calls = 0, bytes = 0, throttled = 0, wait_ns = 0;
   uint64_t wire_bytes = 0;  // transfers on compressed sockets only
+  // non-blocking descriptors (libbonsai/runtime/pace.h): calls refused with EAGAIN for
+  // the cap, calls shortened for it, time descriptors were held not ready
+  uint64_t refused = 0, shortened = 0, held_ns = 0;
   double calls_per_s = -1, bytes_per_s = -1;  // < 0: no interval measured
   // (totals only) held calls per wait bucket (abi/wait_hist.h), all processes together
   std::array<uint64_t, kWaitBuckets> wait_hist{};

@@ -25,8 +25,10 @@ std::vector<TopRow> top_rows(const ServiceStat& prev, const ServiceStat& cur) {
       double bytes = delta(c, &CallStat::bytes), n = delta(c, &CallStat::calls);
       row.rate += secs > 0 ? (row.per_call ? n : bytes) / secs : 0;
       row.calls_per_s += secs > 0 ? n / secs : 0;
-      held += delta(c, &CallStat::throttled);
-      wait_ns += delta(c, &CallStat::wait_ns);
+      // Held: calls that waited, and calls on non-blocking descriptors refused or cut
+      // short (their descriptors' time held not ready counts as waiting).
+      held += delta(c, &CallStat::throttled) + delta(c, &CallStat::refused) + delta(c, &CallStat::shortened);
+      wait_ns += delta(c, &CallStat::wait_ns) + delta(c, &CallStat::held_ns);
     }
     row.throttled_per_s = secs > 0 ? held / secs : 0;
     row.wait_avg_ms = held > 0 ? wait_ns / held / 1e6 : 0;

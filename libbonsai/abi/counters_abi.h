@@ -34,16 +34,23 @@ struct alignas(64) ProcessCounters {
   // the lanes: framed calls are a slow path already, and 16 lanes of a third counter
   // would push a 256-slot segment past 3 MiB.
   std::atomic<uint64_t> wire_bytes[kCallCount];
+  // Calls on descriptors that must not wait (runtime/pace.h): refused with EAGAIN for
+  // the cap, shortened for it, and the time their descriptors were held not ready.
+  std::atomic<uint64_t> refused[kCallCount];
+  std::atomic<uint64_t> shortened[kCallCount];
+  std::atomic<uint64_t> held_ns[kCallCount];
 };
 
 struct CallTotals {
   uint64_t calls, bytes, throttled, wait_ns, wire_bytes;
+  uint64_t refused = 0, shortened = 0, held_ns = 0;
 };
 
 inline CallTotals counters_total(const ProcessCounters& pc, CallId id) noexcept {
   auto c = static_cast<size_t>(id);
   CallTotals t{0, 0, pc.throttled[c].load(std::memory_order_relaxed), pc.wait_ns[c].load(std::memory_order_relaxed),
-               pc.wire_bytes[c].load(std::memory_order_relaxed)};
+               pc.wire_bytes[c].load(std::memory_order_relaxed), pc.refused[c].load(std::memory_order_relaxed),
+               pc.shortened[c].load(std::memory_order_relaxed), pc.held_ns[c].load(std::memory_order_relaxed)};
   for (const auto& lane : pc.lanes) {
     t.calls += lane_load(lane.by_call[c].calls);
     t.bytes += lane_load(lane.by_call[c].bytes);
@@ -61,6 +68,9 @@ inline void counters_reset(ProcessCounters& pc) noexcept {
     pc.throttled[c].store(0, std::memory_order_relaxed);
     pc.wait_ns[c].store(0, std::memory_order_relaxed);
     pc.wire_bytes[c].store(0, std::memory_order_relaxed);
+    pc.refused[c].store(0, std::memory_order_relaxed);
+    pc.shortened[c].store(0, std::memory_order_relaxed);
+    pc.held_ns[c].store(0, std::memory_order_relaxed);
   }
 }
 

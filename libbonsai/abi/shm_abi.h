@@ -13,12 +13,13 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 7  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 8  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
                               // 6: ShmSlot::lib_version
                               // 7: BucketState::late_ns
+                              // 8: ProcessCounters, ShmExited: refused, shortened, held_ns
 
 namespace bonsai {
 
@@ -80,6 +81,9 @@ struct alignas(64) ShmExited {
   std::atomic<uint64_t> throttled[kCallCount];
   std::atomic<uint64_t> wait_ns[kCallCount];
   std::atomic<uint64_t> wire_bytes[kCallCount];  // compressed sockets only
+  std::atomic<uint64_t> refused[kCallCount];     // non-blocking calls (runtime/pace.h)
+  std::atomic<uint64_t> shortened[kCallCount];
+  std::atomic<uint64_t> held_ns[kCallCount];
 };
 
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),

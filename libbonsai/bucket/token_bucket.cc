@@ -65,6 +65,32 @@ uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint
   return next;
 }
 
+uint64_t bucket_take_or_queue(BucketState& s, const BucketParams& p, uint64_t units_free, uint64_t units_queued,
+                              uint64_t now_ns, bool* queued, uint64_t queue_ns, uint64_t reach_ns) noexcept {
+  uint64_t cost_free = bucket_cost_ns(p, units_free);
+  uint64_t cost_queued = bucket_cost_ns(p, units_queued);
+  uint64_t ceiling = now_ns + p.max_ahead_ns;
+  if (ceiling < now_ns) ceiling = UINT64_MAX;
+  uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
+  uint64_t next;
+  bool q;
+  do {
+    uint64_t base = tat > now_ns && tat <= ceiling ? tat : now_ns;
+    uint64_t free_end = base + cost_free < base ? UINT64_MAX : base + cost_free;
+    q = base > now_ns + queue_ns || free_end > now_ns + reach_ns;
+    uint64_t cost = q ? cost_queued : cost_free;
+    next = base + cost < base ? UINT64_MAX : base + cost;
+  } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+  *queued = q;
+  return next;
+}
+
+uint64_t bucket_place_due(const BucketParams& p, uint64_t tat, uint64_t units, uint64_t now_ns) noexcept {
+  uint64_t cost = bucket_cost_ns(p, units);
+  uint64_t start = tat > cost ? tat - cost : 0;
+  return start > now_ns ? start : 0;
+}
+
 }  // namespace bonsai
 
 namespace bonsai {

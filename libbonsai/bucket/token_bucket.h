@@ -76,6 +76,38 @@ inline uint64_t bucket_eligible(const BucketParams& p, uint64_t tat, uint64_t no
   return tat - p.depth_ns + slack;
 }
 
+// Takes for a call that must not wait (a non-blocking descriptor): `units_free` when the
+// bucket's queue reaches no further than `queue_ns` ahead of now and its clock stays
+// within `reach_ns` of now after them (the call goes now); else `units_queued`, a place
+// at the end of the queue, due when the place starts (the returned tat less its cost:
+// places are served in order at the rate, no burst among them). One CAS loop.
+// @return the new tat; `*queued` tells which was taken.
+uint64_t bucket_take_or_queue(BucketState& s, const BucketParams& p, uint64_t units_free, uint64_t units_queued,
+                              uint64_t now_ns, bool* queued, uint64_t queue_ns, uint64_t reach_ns) noexcept;
+
+// When a place of `units` whose take returned `tat` is due: when it starts (0: now).
+// Places are served in the order they were taken, at the rate, with no burst among them.
+// (Dating a late taker's next place from when its previous one was due was tried: in a
+// loop that serves the due places in a fixed order it made the shares less even; what
+// keeps them even is waking the loop when a place is due, not a millisecond later.)
+uint64_t bucket_place_due(const BucketParams& p, uint64_t tat, uint64_t units, uint64_t now_ns) noexcept;
+
+// How far past its depth a light descriptor (one holding no place in the queue lately:
+// a small response, a new connection) may take the bucket, so that it is not made to
+// wait behind the busy ones: 4 depths. Its units are taken like any others; the queue
+// behind it waits that much longer.
+inline uint64_t pace_light_reach(const BucketParams& p) noexcept { return p.depth_ns * 4; }
+
+// The most a non-blocking call takes from a bucket that binds: ~0.5 ms of rate (at least
+// 1 KiB, one call for a call-rate bucket). Every descriptor waiting for the bucket holds
+// one such place in its queue, so N busy descriptors share it in turns (max-min fair)
+// and a newcomer waits about N of these.
+inline uint64_t pace_quantum(const BucketParams& p) noexcept {
+  if (p.per_call) return 1;
+  auto q = static_cast<uint64_t>(p.batch) / 2;
+  return q < 1024 ? 1024 : q;
+}
+
 // Takes `units` that have already moved (a read's bytes beyond its credit): as
 // bucket_take, and adds their cost to late_ns for the takers queued before it.
 uint64_t bucket_take_late(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "interpose/compressed/compress_hooks.h"
+#include "interpose/pace_ready.h"
 #include "interpose/real.h"
 
 using namespace bonsai;
@@ -23,6 +24,7 @@ int dup_to(int fd, int to, int flags, bool three) {
     if (fcntl(fd, F_GETFD) < 0) return -1;  // EBADF: nothing of `to` is touched
     compress::on_close(to);
   }
+  if (fd != to && fd >= 0) pace::on_close(to);
   int r = three ? real::dup3(fd, to, flags) : real::dup2(fd, to);
   if (r >= 0 && compress::g_on) [[unlikely]] compress::on_dup(fd, r);
   return r;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "interpose/compressed/compress_hooks.h"
+#include "interpose/pace_ready.h"
 #include "interpose/real.h"
 #include "interpose/wrap.h"
 #include "shm/shm_fd.h"
@@ -150,6 +151,7 @@ int creat64(const char* p, mode_t m) {
 int close(int fd) {
   if (shm_fd_protected(fd)) [[unlikely]] return 0;  // the service segment stays open (shm/shm_fd.h)
   if (compress::g_on) [[unlikely]] compress::on_close(fd);
+  pace::on_close(fd);
   BONSAI_FAST(close, close, (fd));
   return close_slow(fd);
 }

@@ -7,6 +7,8 @@
 // the library's behalf, so its bytes reach the peer whatever the application waits
 // for; POLLOUT is reported only once the buffer is empty. Without compression, or
 // with nothing held: one or two branches.
+#include <atomic>
+#include <cerrno>
 #include <climits>
 #include <poll.h>
 #include <signal.h>
@@ -14,6 +16,7 @@
 #include <sys/select.h>
 
 #include "interpose/compressed/compress_hooks.h"
+#include "interpose/pace_ready.h"
 #include "interpose/real.h"
 #include "sys/clock.h"
 
@@ -228,90 +231,221 @@ int epoll_merged(int ep, epoll_event* ev, int max, int64_t timeout, Call&& call,
   }
 }
 
+// A wait shortened to a due descriptor's time is made to the microsecond (the places of
+// a bucket's queue are a fraction of a millisecond apart; a millisecond timeout would
+// serve several at once, in the loop's order): epoll_pwait2 where the kernel has it.
+// kNoFine: use the millisecond call (a whole number of milliseconds, or no epoll_pwait2).
+constexpr int kNoFine = INT_MIN;
+int epoll_fine(int ep, epoll_event* ev, int max, int64_t ns, const sigset_t* s) {
+  static constinit std::atomic<bool> missing{false};
+  if (ns < 0 || ns % 1000000 == 0 || missing.load(std::memory_order_relaxed)) return kNoFine;
+  timespec ts = ns_ts(ns);
+  int saved = errno;
+  int r = real::epoll_pwait2(ep, ev, max, &ts, s);
+  if (r < 0 && errno == ENOSYS) {
+    missing.store(true, std::memory_order_relaxed);
+    errno = saved;
+    return kNoFine;
+  }
+  return r;
+}
+
+// The timeout (ns, -1 none) shortened to wake at `due` (process clock; 0: none).
+int64_t until_due(int64_t left, uint64_t due, uint64_t now) {
+  if (!due) return left;
+  int64_t d = due > now ? static_cast<int64_t>(due - now) : 0;
+  return left < 0 || d < left ? d : left;
+}
+
+// Readiness follows the tokens (pace_ready.h): held directions left out, the wait cut
+// to the earliest due time, and made again (for what is left of the caller's timeout)
+// when it ends with nothing to report. `call(ns)`: the readiness call as it would be
+// made without pacing (compression's merging included), with that timeout.
+template <typename Call>
+int poll_paced(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
+  if (!pace::any_held()) return call(timeout);
+  uint64_t t0 = mono_ns();
+  for (;;) {
+    uint64_t now = mono_ns();
+    pace::PollStrip st;
+    uint64_t due = pace::poll_strip(f, n, st, now);
+    int64_t left = left_ns(timeout, t0);
+    int r = call(until_due(left, due, now));
+    pace::poll_restore(f, st);
+    if (r == 0 && due && left_ns(timeout, t0) != 0) continue;
+    return r;
+  }
+}
+
+template <typename Call>
+int select_paced(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout, Call&& call) {
+  if (!pace::any_held()) return call(timeout);
+  fd_set r0, w0, e0;
+  if (rd) r0 = *rd;
+  if (wr) w0 = *wr;
+  if (ex) e0 = *ex;
+  uint64_t t0 = mono_ns();
+  for (bool again = false;; again = true) {
+    if (again) {
+      if (rd) *rd = r0;
+      if (wr) *wr = w0;
+      if (ex) *ex = e0;
+    }
+    uint64_t now = mono_ns();
+    uint64_t due = pace::select_strip(nfds, rd, wr, now);
+    int r = call(until_due(left_ns(timeout, t0), due, now));
+    if (r == 0 && due && left_ns(timeout, t0) != 0) continue;
+    return r;
+  }
+}
+
+template <typename Call>
+int epoll_paced(int ep, epoll_event* ev, int64_t timeout, Call&& call) {
+  if (!pace::any_held()) return call(timeout);
+  uint64_t t0 = mono_ns();
+  for (;;) {
+    uint64_t now = mono_ns();
+    uint64_t due = pace::epoll_prepare(ep, now);
+    int r = call(until_due(left_ns(timeout, t0), due, now));
+    if (r <= 0) {
+      if (r == 0 && due && left_ns(timeout, t0) != 0) continue;
+      return r;
+    }
+    r = pace::epoll_filter(ep, ev, r, mono_ns());
+    if (r == 0 && left_ns(timeout, t0) != 0) continue;  // only held descriptors: wait on
+    return r;
+  }
+}
+
 }  // namespace
 
 extern "C" {
 #pragma GCC visibility push(default)
 
+// Each: nothing to merge and nothing held, the real call; else compression's merging
+// (maybe_pending) inside pacing (pace::any_held).
 int poll(pollfd* f, nfds_t n, int t) {
-  if (!maybe_pending()) [[likely]] return real::poll(f, n, t);
-  return poll_merged(f, n, ms_ns(t), [&](int64_t ns) { return real::poll(f, n, to_ms(ns)); });
+  if (!maybe_pending() && !pace::any_held()) [[likely]] return real::poll(f, n, t);
+  return poll_paced(f, n, ms_ns(t), [&](int64_t ns0) {
+    if (!maybe_pending()) {  // a wait cut short for a due descriptor: to the microsecond
+      if (ns0 < 0 || ns0 % 1000000 == 0) return real::poll(f, n, to_ms(ns0));
+      timespec ts = ns_ts(ns0);
+      return real::ppoll(f, n, &ts, nullptr);
+    }
+    return poll_merged(f, n, ns0, [&](int64_t ns) { return real::poll(f, n, to_ms(ns)); });
+  });
 }
 
 int __poll_chk(pollfd* f, nfds_t n, int t, size_t l) {
-  if (!maybe_pending()) [[likely]] return real::__poll_chk(f, n, t, l);
-  return poll_merged(f, n, ms_ns(t), [&](int64_t ns) { return real::__poll_chk(f, n, to_ms(ns), l); });
+  if (!maybe_pending() && !pace::any_held()) [[likely]] return real::__poll_chk(f, n, t, l);
+  return poll_paced(f, n, ms_ns(t), [&](int64_t ns0) {
+    if (!maybe_pending()) return real::__poll_chk(f, n, to_ms(ns0), l);
+    return poll_merged(f, n, ns0, [&](int64_t ns) { return real::__poll_chk(f, n, to_ms(ns), l); });
+  });
 }
 
 int ppoll(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::ppoll(f, n, t, s);
-  return poll_merged(f, n, ts_ns(t), [&](int64_t ns) {
+  if ((!maybe_pending() && !pace::any_held()) || !ts_valid(t)) [[likely]] return real::ppoll(f, n, t, s);
+  auto once = [&](int64_t ns) {
     timespec ts = ns_ts(ns);
     return real::ppoll(f, n, ns < 0 ? nullptr : &ts, s);
-  });
+  };
+  return poll_paced(f, n, ts_ns(t), [&](int64_t ns0) { return maybe_pending() ? poll_merged(f, n, ns0, once) : once(ns0); });
 }
 
 int __ppoll_chk(pollfd* f, nfds_t n, const timespec* t, const sigset_t* s, size_t l) {
-  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::__ppoll_chk(f, n, t, s, l);
-  return poll_merged(f, n, ts_ns(t), [&](int64_t ns) {
+  if ((!maybe_pending() && !pace::any_held()) || !ts_valid(t)) [[likely]] return real::__ppoll_chk(f, n, t, s, l);
+  auto once = [&](int64_t ns) {
     timespec ts = ns_ts(ns);
     return real::__ppoll_chk(f, n, ns < 0 ? nullptr : &ts, s, l);
-  });
+  };
+  return poll_paced(f, n, ts_ns(t), [&](int64_t ns0) { return maybe_pending() ? poll_merged(f, n, ns0, once) : once(ns0); });
 }
 
 int select(int n, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
-  if (!maybe_pending() || !tv_valid(t)) [[likely]] return real::select(n, r, w, e, t);
-  return select_merged(n, r, w, e, tv_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
+  if ((!maybe_pending() && !pace::any_held()) || !tv_valid(t)) [[likely]] return real::select(n, r, w, e, t);
+  auto once = [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
     int64_t us = (ns + 999) / 1000;
     timeval tv{static_cast<time_t>(us / 1000000), static_cast<suseconds_t>(us % 1000000)};
     return real::select(n, r2, w2, e2, ns < 0 ? nullptr : &tv);
+  };
+  return select_paced(n, r, w, e, tv_ns(t), [&](int64_t ns0) {
+    return maybe_pending() ? select_merged(n, r, w, e, ns0, once) : once(r, w, e, ns0);
   });
 }
 
 int pselect(int n, fd_set* r, fd_set* w, fd_set* e, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::pselect(n, r, w, e, t, s);
-  return select_merged(n, r, w, e, ts_ns(t), [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
+  if ((!maybe_pending() && !pace::any_held()) || !ts_valid(t)) [[likely]] return real::pselect(n, r, w, e, t, s);
+  auto once = [&](fd_set* r2, fd_set* w2, fd_set* e2, int64_t ns) {
     timespec ts = ns_ts(ns);
     return real::pselect(n, r2, w2, e2, ns < 0 ? nullptr : &ts, s);
+  };
+  return select_paced(n, r, w, e, ts_ns(t), [&](int64_t ns0) {
+    return maybe_pending() ? select_merged(n, r, w, e, ns0, once) : once(r, w, e, ns0);
   });
 }
 
 int epoll_wait(int ep, epoll_event* ev, int max, int t) {
-  if (!maybe_pending()) [[likely]] return real::epoll_wait(ep, ev, max, t);
-  return epoll_merged(
-      ep, ev, max, ms_ns(t), [&](int64_t ns) { return real::epoll_wait(ep, ev, max, to_ms(ns)); },
-      [&](pollfd* p, nfds_t n, int64_t ns) { return real::poll(p, n, to_ms(ns)); });
+  if (!maybe_pending() && !pace::any_held()) [[likely]] return real::epoll_wait(ep, ev, max, t);
+  auto once = [&](int64_t ns) {
+    int r = epoll_fine(ep, ev, max, ns, nullptr);
+    return r != kNoFine ? r : real::epoll_wait(ep, ev, max, to_ms(ns));
+  };
+  return epoll_paced(ep, ev, ms_ns(t), [&](int64_t ns0) {
+    if (!maybe_pending()) return once(ns0);
+    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) { return real::poll(p, n, to_ms(ns)); });
+  });
 }
 
 int epoll_pwait(int ep, epoll_event* ev, int max, int t, const sigset_t* s) {
-  if (!maybe_pending()) [[likely]] return real::epoll_pwait(ep, ev, max, t, s);
-  return epoll_merged(
-      ep, ev, max, ms_ns(t), [&](int64_t ns) { return real::epoll_pwait(ep, ev, max, to_ms(ns), s); },
-      [&](pollfd* p, nfds_t n, int64_t ns) {
-        timespec ts = ns_ts(ns);
-        return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);
-      });
+  if (!maybe_pending() && !pace::any_held()) [[likely]] return real::epoll_pwait(ep, ev, max, t, s);
+  auto once = [&](int64_t ns) {
+    int r = epoll_fine(ep, ev, max, ns, s);
+    return r != kNoFine ? r : real::epoll_pwait(ep, ev, max, to_ms(ns), s);
+  };
+  return epoll_paced(ep, ev, ms_ns(t), [&](int64_t ns0) {
+    if (!maybe_pending()) return once(ns0);
+    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) {
+      timespec ts = ns_ts(ns);
+      return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);
+    });
+  });
 }
 
 // glibc 2.35+: epoll_pwait with a timespec (nanoseconds; null: no timeout).
 int epoll_pwait2(int ep, epoll_event* ev, int max, const timespec* t, const sigset_t* s) {
-  if (!maybe_pending() || !ts_valid(t)) [[likely]] return real::epoll_pwait2(ep, ev, max, t, s);
-  return epoll_merged(
-      ep, ev, max, ts_ns(t),
-      [&](int64_t ns) {
-        timespec ts = ns_ts(ns);
-        return real::epoll_pwait2(ep, ev, max, ns < 0 ? nullptr : &ts, s);
-      },
-      [&](pollfd* p, nfds_t n, int64_t ns) {
-        timespec ts = ns_ts(ns);
-        return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);
-      });
+  if ((!maybe_pending() && !pace::any_held()) || !ts_valid(t)) [[likely]] return real::epoll_pwait2(ep, ev, max, t, s);
+  auto once = [&](int64_t ns) {
+    timespec ts = ns_ts(ns);
+    return real::epoll_pwait2(ep, ev, max, ns < 0 ? nullptr : &ts, s);
+  };
+  return epoll_paced(ep, ev, ts_ns(t), [&](int64_t ns0) {
+    if (!maybe_pending()) return once(ns0);
+    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) {
+      timespec ts = ns_ts(ns);
+      return real::ppoll(p, n, ns < 0 ? nullptr : &ts, s);
+    });
+  });
 }
 
+// Registrations are remembered for compression (framed sockets' readiness) and for
+// pacing (a held direction is taken out of the kernel's interest, pace_ready.h).
 int epoll_ctl(int ep, int op, int fd, epoll_event* ev) {
-  int r = real::epoll_ctl(ep, op, fd, ev);
-  if (compress::g_on && r == 0) [[unlikely]]
-    compress::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
+  epoll_event masked;
+  epoll_event* use = ev;
+  if (ev && op == EPOLL_CTL_MOD && pace::any_held()) [[unlikely]] {
+    if (uint32_t bits = pace::epoll_masked(ep, fd)) {
+      masked = *ev;
+      masked.events &= ~bits;
+      use = &masked;
+    }
+  }
+  int r = real::epoll_ctl(ep, op, fd, use);
+  if (r == 0) {
+    if (compress::g_on) [[unlikely]]
+      compress::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
+    pace::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
+  }
   return r;
 }
 

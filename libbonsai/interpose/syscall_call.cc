@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "interpose/compressed/compress_hooks.h"
+#include "interpose/pace_ready.h"
 #include "interpose/real.h"
 #include "interpose/wrap_vec.h"
 #include "shm/shm_fd.h"
@@ -76,7 +77,7 @@ bool framed_syscall(long nr, long a, long b, long c, long d, long e, long f, lon
   auto* p = reinterpret_cast<void*>(b);
   auto n = static_cast<size_t>(c);
   switch (nr) {
-    case SYS_close: compress::on_close(fd); return false;
+    case SYS_close: compress::on_close(fd), pace::on_close(fd); return false;
     case SYS_write: if (!compress::tx_framed(fd)) return false; r = write(fd, p, n); return true;
     case SYS_read: if (!compress::rx_framed(fd)) return false; r = read(fd, p, n); return true;
     case SYS_writev:

@@ -13,11 +13,13 @@
 #include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <sys/socket.h>
 #include <sys/types.h>
 #include <type_traits>
 
 #include "interpose/wrap_fast.h"
 #include "runtime/limiter.h"
+#include "runtime/pace.h"
 
 namespace bonsai::wrap {
 
@@ -116,6 +118,29 @@ template <typename Call>
   if (!limiter_active()) [[unlikely]] return call(size_t{0}, whole);
   Ticket t = ticket_for(id, fd);
   size_t chunk = ticket_chunk(t);
+  // A call that would wait, on a descriptor that must not (runtime/pace.h): it moves
+  // what the bucket allows now, or fails with EAGAIN and its descriptor is held.
+  if (!ticket_covered(t, is_write ? (n < chunk ? n : chunk) : 0)) [[unlikely]] {
+    bool cuttable = splittable && !(msg_flags & MSG_OOB);
+    int64_t ok = ticket_try_slow(t, fd, is_write ? kPaceWrite : kPaceRead, msg_flags & MSG_DONTWAIT,
+                                 is_write ? n : 0, chunk, &cuttable);
+    if (ok == 0) {
+      ticket_count(t, -1);
+      errno = EAGAIN;
+      return -1;
+    }
+    if (ok > 0) {
+      size_t len = !cuttable ? n : n < chunk ? n : chunk;  // a message moves whole, paid for
+      if (cuttable && static_cast<uint64_t>(ok) < len) len = static_cast<size_t>(ok);
+      size_t asked = len;
+      if (len < n) pace_count_refused(t, false);
+      ssize_t r = call(size_t{0}, len);
+      ticket_done(t, r);
+      if (asked < n && r == static_cast<ssize_t>(asked))
+        ticket_pace_next(t, fd, is_write ? kPaceWrite : kPaceRead, n - asked, chunk);
+      return r;
+    }
+  }
   if (n <= chunk) [[likely]] {
     ticket_wait(t, cancellable, is_write ? n : 0);  // a write is paid before it moves
     ssize_t r = call(size_t{0}, whole);
@@ -144,6 +169,7 @@ template <typename Call>
     size_t len = chunk;
     ssize_t r = call(size_t{0}, len);
     ticket_done(t, r);
+    if (r == static_cast<ssize_t>(len)) pace_kick(fd, is_write ? kPaceWrite : kPaceRead);  // cut short by us
     return r;
   }
   return transfer_split(t, n, chunk, cancellable, is_write, call);
@@ -160,8 +186,11 @@ inline CallId source_call(const void* in_off) noexcept { return in_off ? CallId:
 // (`src`, CallId::count_: no source descriptor, vmsplice) on `in_fd`. Both buckets must
 // allow it: the smaller chunk, a wait on each, both charged with what moved; when both
 // sides fall in one bucket it is charged once. Counted once, under its own name.
+// `dontwait`: the call must not wait (SPLICE_F_NONBLOCK); a non-blocking destination
+// (a socket sendfile writes to) is not waited for either (runtime/pace.h).
 template <typename Call>
-[[gnu::noinline]] ssize_t zero_copy(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call&& call) {
+[[gnu::noinline]] ssize_t zero_copy(CallId id, int out_fd, CallId src, int in_fd, size_t n, Call&& call,
+                                   bool dontwait = false) {
   if (!limiter_active()) [[unlikely]] return call(n);
   Ticket t = ticket_for(id, out_fd);
   Ticket s = ticket_in_view(t, src, in_fd);
@@ -169,13 +198,43 @@ template <typename Call>
   size_t chunk = ticket_chunk(t);
   size_t schunk = ticket_chunk(s);
   if (schunk < chunk) chunk = schunk;
+  size_t len = n < chunk ? n : chunk;
+  bool paced = false;  // a non-blocking destination, shortened: its next place is taken
+  if (!ticket_covered(t, len)) [[unlikely]] {
+    bool cuttable = true;
+    int64_t ok = ticket_try_slow(t, out_fd, kPaceWrite, dontwait, len, len, &cuttable);
+    if (ok == 0) {
+      ticket_count(t, -1);
+      errno = EAGAIN;
+      return -1;
+    }
+    if (ok > 0 && static_cast<uint64_t>(ok) < len) {
+      len = static_cast<size_t>(ok);
+      pace_count_refused(t, false);
+    }
+    if (ok > 0 && len < n) paced = true;
+  }
+  if (!ticket_covered(s, 0)) [[unlikely]] {
+    bool cuttable = true;
+    int64_t ok = ticket_try_slow(s, in_fd, kPaceRead, dontwait, 0, len, &cuttable);
+    if (ok == 0) {  // the write side's grant stays in this thread's credit
+      ticket_count(t, -1);
+      errno = EAGAIN;
+      return -1;
+    }
+    if (ok > 0 && static_cast<uint64_t>(ok) < len) len = static_cast<size_t>(ok);
+  }
   ticket_wait(s, false);
-  ticket_wait(t, false, n < chunk ? n : chunk);  // the write side is paid before it moves
-  ssize_t r = call(n < chunk ? n : chunk);
+  ticket_wait(t, false, len);  // the write side is paid before it moves
+  ssize_t r = call(len);
   int err = errno;
   ticket_charge(s, r);
   t.waited_ns += s.waited_ns;
   ticket_done(t, r);
+  if (len < n && r == static_cast<ssize_t>(len)) {  // cut short by us, not by the kernel
+    if (paced) ticket_pace_next(t, out_fd, kPaceWrite, n - len, chunk);
+    else pace_kick(out_fd, kPaceWrite);
+  }
   errno = err;
   return r;
 }

@@ -48,7 +48,7 @@ ssize_t copy_file_range(int i, off64_t* io, int o, off64_t* oo, size_t n, unsign
 
 [[gnu::noinline]] static ssize_t splice_slow(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
   return wrap::zero_copy(CallId::splice, o, wrap::source_call(io), i, n,
-                         [&](size_t len) { return real::splice(i, io, o, oo, len, f); });
+                         [&](size_t len) { return real::splice(i, io, o, oo, len, f); }, (f & SPLICE_F_NONBLOCK) != 0);
 }
 ssize_t splice(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f) {
   if (compress::tx_framed(o)) [[unlikely]] return compress::tx_sendfile(o, i, io, n, CallId::splice);
@@ -58,7 +58,8 @@ ssize_t splice(int i, off64_t* io, int o, off64_t* oo, size_t n, unsigned int f)
 }
 
 [[gnu::noinline]] static ssize_t tee_slow(int i, int o, size_t n, unsigned int f) {
-  return wrap::zero_copy(CallId::tee, o, CallId::read, i, n, [&](size_t len) { return real::tee(i, o, len, f); });
+  return wrap::zero_copy(CallId::tee, o, CallId::read, i, n, [&](size_t len) { return real::tee(i, o, len, f); },
+                         (f & SPLICE_F_NONBLOCK) != 0);
 }
 ssize_t tee(int i, int o, size_t n, unsigned int f) {
   BONSAI_FAST_ZC(tee, CallId::read, tee, (i, o, n, f));

@@ -224,6 +224,7 @@ uint32_t count_load(const LimitsView* v) noexcept {
 // True if `b` (generation `gb`) has the rules of `a` (generation `ga`) in the same order,
 // both read consistently.
 bool same_rules(const LimitsView* a, uint64_t ga, const LimitsView* b, uint64_t gb) noexcept {
+  if (!a || !b) return false;
   uint32_t n = count_load(a);
   bool same = n == count_load(b);
   for (uint32_t r = 0; same && r < n; ++r) same = rule_continues(rule_load(a, r), rule_load(b, r));
@@ -314,6 +315,11 @@ bool retime(WaitPlan* w) noexcept {
   }
 }
 }  // namespace
+
+uint64_t limiter_clock_offset() noexcept { return clock_offset(); }
+bool limiter_same_rules(const LimitsView* a, uint64_t ga, const LimitsView* b, uint64_t gb) noexcept {
+  return same_rules(a, ga, b, gb);
+}
 
 bool ticket_read_view(Ticket& t, const LimitsView* v, int fd) noexcept {
   bool have_kind = false;

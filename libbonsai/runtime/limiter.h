@@ -78,6 +78,11 @@ void thread_credit_reset(const LimitsView* v, uint64_t gen) noexcept __attribute
 // A view's generation (acquire): odd while its slot is being written.
 inline uint64_t view_gen(const LimitsView* v) noexcept { return __atomic_load_n(&v->gen, __ATOMIC_ACQUIRE); }
 unsigned thread_lane_assign() noexcept __attribute__((noinline));
+// This process's CLOCK_MONOTONIC minus the host's (buckets run on the host's clock).
+uint64_t limiter_clock_offset() noexcept;
+// True if view `b` (generation `gb`) has the rules of `a` (generation `ga`) in the same
+// order (a rate change), both read consistently.
+bool limiter_same_rules(const LimitsView* a, uint64_t ga, const LimitsView* b, uint64_t gb) noexcept;
 
 // What a wrapper holds between its wait and its charge. It copies what it needs of the
 // view (the bucket's parameters), so a call that blocks across any number of installs

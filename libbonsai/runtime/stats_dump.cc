@@ -53,6 +53,9 @@ size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t c
         static_cast<unsigned long long>(c.bytes), static_cast<unsigned long long>(c.throttled),
         static_cast<unsigned long long>(c.wait_ns));
     if (c.wire_bytes) put(",\"wire_bytes\":%llu", static_cast<unsigned long long>(c.wire_bytes));  // compressed sockets
+    if (c.refused || c.shortened || c.held_ns)  // non-blocking descriptors (runtime/pace.h)
+      put(",\"refused\":%llu,\"shortened\":%llu,\"held_ns\":%llu", static_cast<unsigned long long>(c.refused),
+          static_cast<unsigned long long>(c.shortened), static_cast<unsigned long long>(c.held_ns));
     put("}");
     first = false;
   }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The JSON lines the library appends at exit, each to the file an option names: the
 // one writer (ExitLine) and its first user, BONSAI_STATS=FILE: each process appends one
-// line with its counters per call name (calls, bytes, throttled, wait_ns; wire_bytes
-// where non-zero). "%p" in FILE becomes the pid. (BONSAI_COMPRESS_STATS:
+// line with its counters per call name (calls, bytes, throttled, wait_ns; wire_bytes,
+// refused, shortened and held_ns where non-zero). "%p" in FILE becomes the pid. (BONSAI_COMPRESS_STATS:
 // interpose/compressed/compress_stats.cc.)
 #pragma once
 #include <cstddef>

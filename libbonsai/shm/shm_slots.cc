@@ -22,6 +22,9 @@ void fold_counters(ShmSegment& seg, const ProcessCounters& pc) {
     if (t.throttled) seg.exited.throttled[c].fetch_add(t.throttled, std::memory_order_relaxed);
     if (t.wait_ns) seg.exited.wait_ns[c].fetch_add(t.wait_ns, std::memory_order_relaxed);
     if (t.wire_bytes) seg.exited.wire_bytes[c].fetch_add(t.wire_bytes, std::memory_order_relaxed);
+    if (t.refused) seg.exited.refused[c].fetch_add(t.refused, std::memory_order_relaxed);
+    if (t.shortened) seg.exited.shortened[c].fetch_add(t.shortened, std::memory_order_relaxed);
+    if (t.held_ns) seg.exited.held_ns[c].fetch_add(t.held_ns, std::memory_order_relaxed);
   }
 }
 
