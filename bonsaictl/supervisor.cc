@@ -106,12 +106,14 @@ void Loop::handle(const seccomp_notif& req) {
   // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
   // call whose ends cannot wait is made here, cut to its reservation.
   uint64_t reserve = limited ? sv_reserve_bytes(asked, view_.params(h.bucket[0]), view_.params(h.bucket[1])) : 0;
-  if (reserve && sc->src_fd_arg >= 0 && sv_emu_prepare(*sc, a, p->pidfd, reserve, h.emu)) {
+  if (reserve && sc->src_fd_arg >= 0 &&
+      sv_emu_prepare(*sc, a, p->pidfd, sv_reserve_share(reserve, emu_held_), h.emu)) {
     h.reserved = h.emu.count;
     charge(*th, h.bucket[0], h.reserved);
     charge(*th, h.bucket[1], h.reserved);
     h.deadline = hold_until(*th, *p, h.bucket, now);
     if (!h.deadline) return emulate(h, now);
+    ++emu_held_;
     return hold(h, *p);
   }
   if (sc->moved == SvMoved::ReadChar) {

@@ -36,7 +36,10 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
   }
   if (h.wait_fd >= 0) ::close(h.wait_fd);
   h.wait_fd = -1;
-  if (h.emu.nr >= 0) return emulate(h, now);
+  if (h.emu.nr >= 0) {
+    if (emu_held_) --emu_held_;
+    return emulate(h, now);
+  }
   respond(h.id);
 }
 

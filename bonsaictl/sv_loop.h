@@ -134,6 +134,7 @@ class Loop {
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
   SupervisorStats stats_;
+  uint64_t emu_held_ = 0;  // held calls the supervisor will make itself (Held::emu)
   bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
   uint64_t last_sweep_ = 0;
 };

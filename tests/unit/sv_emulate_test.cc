@@ -196,3 +196,14 @@ TEST_CASE("sv_emulate: copy_file_range made for a process updates both offsets",
   sv_emu_close(e);
   ::close(pidfd);
 }
+
+TEST_CASE("sv_emulate: with many calls held, each reserves its share of one chunk, at least 4 KiB", "[sv_emulate]") {
+  CHECK(sv_reserve_share(39062, 0) == 39062);  // alone: the whole chunk
+  CHECK(sv_reserve_share(39062, 1) == 19531);
+  CHECK(sv_reserve_share(39062, 8) == 4340);
+  CHECK(sv_reserve_share(39062, 39) == kSvReserveFloor);  // 40 threads: the floor, not 976
+  CHECK(sv_reserve_share(39062, 1000) == kSvReserveFloor);
+  CHECK(sv_reserve_share(1000, 39) == 1000);   // a small call keeps what it asks
+  CHECK(sv_reserve_share(5000, 1) == 4096);    // cut, never below the floor
+  CHECK(sv_reserve_share(0, 3) == 0);
+}
