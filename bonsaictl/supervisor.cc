@@ -63,6 +63,14 @@ void Loop::respond(uint64_t id) {
   seccomp_notify_respond(fd_, &resp);  // ENOENT: interrupted or killed meanwhile; nothing to do
 }
 
+void Loop::respond_value(uint64_t id, int64_t r) {
+  seccomp_notif_resp resp{};
+  resp.id = id;
+  resp.val = r >= 0 ? r : 0;
+  resp.error = r < 0 ? static_cast<int32_t>(r) : 0;
+  seccomp_notify_respond(fd_, &resp);  // ENOENT: interrupted meanwhile (see Loop::emulate)
+}
+
 void Loop::handle(const seccomp_notif& req) {
   ++stats_.notifications;
   view_refresh();
@@ -94,19 +102,43 @@ void Loop::handle(const seccomp_notif& req) {
   bool limited = h.bucket[0] != kNoBucket || h.bucket[1] != kNoBucket;
   uint64_t asked = asked_bytes(*sc, req);
   uint64_t now = mono_ns();
-  if (sc->moved == SvMoved::ReadChar) {  // what it moved shows at its next call
-    th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, 0, view_.seq};
+  // Whose size is known only afterwards: reserve before it goes, so that the calls of
+  // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
+  // call whose ends cannot wait is made here, cut to its reservation.
+  uint64_t reserve = limited ? sv_reserve_bytes(asked, view_.params(h.bucket[0]), view_.params(h.bucket[1])) : 0;
+  if (reserve && sc->src_fd_arg >= 0 &&
+      sv_emu_prepare(*sc, a, p->pidfd, sv_reserve_share(reserve, emu_held_), h.emu)) {
+    h.reserved = h.emu.count;
+    charge(*th, h.bucket[0], h.reserved);
+    charge(*th, h.bucket[1], h.reserved);
+    h.deadline = hold_until(*th, *p, h.bucket, now);
+    if (!h.deadline) return emulate(h, now);
+    ++emu_held_;
+    return hold(h, *p);
+  }
+  if (sc->moved == SvMoved::ReadChar) {
+    // What it moved shows at its next call (given back or charged late then); one
+    // chunk of it is paid before it goes.
+    if (reserve) {
+      charge(*th, h.bucket[0], reserve);
+      charge(*th, h.bucket[1], reserve);
+    }
+    // Counted in the stats when it is settled, by what moved: a thread's last read (the
+    // empty one at the end of a file) leaves its reservation in the bucket, not in stat.
+    th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, reserve, view_.seq, 0};
   } else if (sc->moved == SvMoved::WriteChar) {
     // A write from memory pays what it asks before it goes (the next call gives back what
     // it did not move), so that a process's last write is paid too. A zero-copy call asks
-    // for an upper bound (cp and Go ask for 1 GiB and more): it pays what moved, after.
-    uint64_t prepaid = asked == UINT64_MAX || sc->src_fd_arg >= 0 ? 0 : asked;
+    // for an upper bound (cp and Go ask for 1 GiB and more): it pays one chunk before it
+    // goes and what moved beyond it after.
+    uint64_t prepaid = asked == UINT64_MAX || sc->src_fd_arg >= 0 ? reserve : asked;
     if (prepaid) {
       charge(*th, h.bucket[0], prepaid);
       charge(*th, h.bucket[1], prepaid);
     }
-    count(*p, call, 0, prepaid);  // corrected to what moved at its next call
-    th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, prepaid, view_.seq};
+    uint64_t counted = sc->src_fd_arg >= 0 ? 0 : prepaid;  // a reservation: counted when settled
+    count(*p, call, 0, counted);  // corrected to what moved at its next call
+    th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, prepaid, view_.seq, counted};
   } else {
     // Not in the thread's counters: charged now by what it asked, cut to what its source
     // holds when that shows (a receive, a splice out of a pipe or socket).
@@ -166,8 +198,10 @@ SupervisorStats Loop::run() {
     }
     if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;  // no task uses the filter any more
   }
-  for (auto& h : held_)
+  for (auto& h : held_) {
     if (h.wait_fd >= 0) ::close(h.wait_fd);
+    sv_emu_close(h.emu);
+  }
   held_.clear();
   for (auto& [pid, p] : procs_) proc_drop(p);
   seccomp_notify_free(req, resp);

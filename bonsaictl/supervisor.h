@@ -6,7 +6,9 @@
 // answers CONTINUE. It never sees a call's result: a call is charged at the thread's
 // next notification by what its I/O counters say moved (rchar/wchar), or, for calls
 // the kernel does not count there, by what it asked for, cut to what its source
-// holds. See docs/limits.md "Supervised programs".
+// holds; a call whose size shows only afterwards reserves one chunk before it goes.
+// The exception: zero-copy calls whose ends cannot wait, which it makes itself, cut
+// to their reservation (sv_emulate.h). See docs/limits.md "Supervised programs".
 #pragma once
 #include <string>
 #include <vector>

@@ -3,7 +3,8 @@
 // a call's units, when a bucket lets a call go; bucket/debt.h: owed units taken in
 // pieces); what is the supervisor's own is when it learns what a call moved: at the
 // thread's next notification, from its I/O counters (settle), so a write prepays what
-// it asks and gets back what it did not move, and a read is charged late.
+// it asks and gets back what it did not move, and a read reserves one chunk before it
+// goes and is given back what it did not move, or charged late what it moved beyond.
 #include <algorithm>
 
 #include "sv_loop.h"
@@ -78,8 +79,8 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
     else moved = io.wchar >= th.io.wchar ? io.wchar - th.io.wchar : 0;
     moved = std::min(moved, o.asked);
   }
-  if (moved >= o.prepaid) count(p, o.call, 0, moved - o.prepaid);
-  else count(p, o.call, 0, static_cast<uint64_t>(-static_cast<int64_t>(o.prepaid - moved)));  // sums are mod 2^64
+  if (moved >= o.counted) count(p, o.call, 0, moved - o.counted);
+  else count(p, o.call, 0, static_cast<uint64_t>(-static_cast<int64_t>(o.counted - moved)));  // sums are mod 2^64
   if (o.view_seq != view_.seq) return;  // unusable limits came meanwhile: not charged
   uint64_t now = mono_ns();
   for (uint8_t b : o.bucket) {
@@ -87,10 +88,10 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
     if (!bp) continue;
     if (bp->per_call) {  // one call: a prepaid write paid it when it went
       if (!o.prepaid && (o.moved == SvMoved::ReadChar || o.moved == SvMoved::WriteChar)) charge(th, b, 1, true);
-    } else if (moved > o.prepaid) {
-      charge(th, b, moved - o.prepaid, true);
-    } else if (moved < o.prepaid) {
-      give_back(th, p, b, o.prepaid - moved, now);
+    } else {
+      SvSettle s = sv_settle(o.prepaid, moved);
+      if (s.charge_late) charge(th, b, s.charge_late, true);
+      if (s.give_back) give_back(th, p, b, s.give_back, now);
     }
   }
 }

@@ -2,7 +2,9 @@
 // The supervisor's held calls: a notification not answered yet because its buckets'
 // debt is not paid (until a deadline), or because it is a receive that would block
 // (until its socket has data, then charged by what is there). Released calls are
-// counted as throttled, with the time they were held.
+// counted as throttled, with the time they were held. A held zero-copy call the
+// supervisor makes itself (sv_emulate.h) is made when it is released.
+#include <seccomp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,7 +36,34 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
   }
   if (h.wait_fd >= 0) ::close(h.wait_fd);
   h.wait_fd = -1;
+  if (h.emu.nr >= 0) {
+    if (emu_held_) --emu_held_;
+    return emulate(h, now);
+  }
   respond(h.id);
+}
+
+void Loop::emulate(Held& h, uint64_t now) {
+  auto pit = procs_.find(h.tgid);
+  auto tit = threads_.find(h.tid);
+  Proc* p = pit == procs_.end() ? nullptr : &pit->second;
+  Thread* th = tit == threads_.end() ? nullptr : &tit->second;
+  // Interrupted (a signal: the call restarts as a new notification) or killed: not made.
+  bool valid = seccomp_notify_id_valid(fd_, h.id) == 0;
+  int64_t r = valid ? sv_emu_perform(h.emu, h.tid) : 0;
+  sv_emu_close(h.emu);
+  h.emu.nr = -1;
+  uint64_t moved = r > 0 ? static_cast<uint64_t>(r) : 0;
+  if (th && p) {  // a gone thread's debt went with it: nothing to give back
+    for (uint8_t b : h.bucket) {
+      const BucketParams* bp = view_.params(b);
+      if (!bp || bp->per_call) continue;  // a call-rate bucket: the call is made (or was tried)
+      SvSettle s = sv_settle(h.reserved, moved);  // an emulated call moves at most what it reserved
+      if (s.give_back) give_back(*th, *p, b, s.give_back, now);
+    }
+  }
+  if (p) count(*p, h.call, 0, moved);
+  if (valid) respond_value(h.id, r);
 }
 
 // Calls whose debt is paid, or whose socket has data, go.

@@ -4,7 +4,8 @@
 // a call's units, when a bucket allows a call; bucket/debt.h: owed units taken in
 // pieces); what is the supervisor's own is here: notifications (supervisor.cc), what a
 // call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
-// view and the traced processes and threads (sv_view.cc).
+// view and the traced processes and threads (sv_view.cc), zero-copy calls made on a
+// thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc).
 #pragma once
 #include <poll.h>
 #include <seccomp.h>
@@ -19,6 +20,7 @@
 #include "shm/shm_slots.h"
 #include "shm_client.h"
 #include "supervisor.h"
+#include "sv_emulate.h"
 #include "sv_syscalls.h"
 #include "sv_target.h"
 
@@ -45,8 +47,9 @@ struct Owed {
   CallId call = CallId::count_;
   uint8_t bucket[2] = {kNoBucket, kNoBucket};
   uint64_t asked = 0;    // an upper bound of what it can move (UINT64_MAX: unknown)
-  uint64_t prepaid = 0;  // units taken before it went (writes)
+  uint64_t prepaid = 0;  // units taken before it went (a write's size, a read's reservation)
   uint64_t view_seq = 0;
+  uint64_t counted = 0;  // bytes counted in the stats before it went (a write's size)
 };
 
 struct Proc {
@@ -76,6 +79,10 @@ struct Held {
   int wait_fd = -1;
   uint64_t asked = 0;
   uint8_t bucket[2] = {kNoBucket, kNoBucket};
+  // A zero-copy call the supervisor makes itself when released (emu.nr >= 0), cut to
+  // the `reserved` bytes it took from its byte buckets before it was held.
+  SvEmu emu{};
+  uint64_t reserved = 0;
 };
 
 class Loop {
@@ -87,6 +94,8 @@ class Loop {
   // supervisor.cc: one notification
   void handle(const seccomp_notif& req);
   void respond(uint64_t id);
+  // Answers with a result instead of CONTINUE (`r`: bytes, or -errno).
+  void respond_value(uint64_t id, int64_t r);
   uint64_t asked_bytes(const SvSyscall& sc, const seccomp_notif& req);
   // sv_view.cc: the limits in force, processes and threads
   void view_refresh();
@@ -110,6 +119,10 @@ class Loop {
   void hold(Held h, Proc& p);
   void release(Held& h, Proc* p, uint64_t now);
   void release_due(uint64_t now);
+  // Makes an emulated call (h.emu) and answers it with its result; gives back to the
+  // buckets what it reserved and did not move. A notification no longer valid
+  // (the thread was interrupted or killed) is not made, and its reservation given back.
+  void emulate(Held& h, uint64_t now);
   // How long the loop may sleep (ns), and the held receives' sockets to poll.
   uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
 
@@ -121,6 +134,7 @@ class Loop {
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
   SupervisorStats stats_;
+  uint64_t emu_held_ = 0;  // held calls the supervisor will make itself (Held::emu)
   bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
   uint64_t last_sweep_ = 0;
 };

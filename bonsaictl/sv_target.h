@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What the supervisor reads about a supervised thread from outside: its process,
 // its I/O counters, the kind of one of its descriptors, its memory (iovec and
-// msghdr arrays) and how many bytes wait on one of its sockets or pipes. Each
+// msghdr arrays; offsets it writes back for calls it makes on the thread's behalf)
+// and how many bytes wait on one of its sockets or pipes. Each
 // answer may fail (the thread died, another user's process, a kernel without
 // pidfd_getfd): callers fall back to what the call asked for.
 #pragma once
@@ -32,6 +33,9 @@ FdKind sv_fd_kind(int tgid, int fd);
 
 // Copies `len` bytes at `addr` in thread `tid`'s memory. @return false on any failure.
 bool sv_mem_read(int tid, uint64_t addr, void* out, size_t len);
+
+// Copies `len` bytes to `addr` in thread `tid`'s memory. @return false on any failure.
+bool sv_mem_write(int tid, uint64_t addr, const void* in, size_t len);
 
 // Total length of an iovec array of `count` entries at `addr` in `tid`'s memory.
 // @return false if it cannot be read (or the kernel would refuse it).
