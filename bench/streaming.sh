@@ -7,7 +7,9 @@
 # N clients (bench/lib/paced_clients.py, one process) each read a large file at their own
 # 250 KB/s (2 Mbit/s) for SECS seconds, all from one instant; meanwhile a prober fetches a
 # 1 KiB file PROBES times with curl, spread over the run, and records each time_total.
-# Per server: aggregate against the cap, Jain's index over the clients, the slowest client
+# Per server: aggregate (what the clients received) against the cap, the server's writes as
+# `bonsaictl stat` counted them (an overrun the paced clients cannot take in fills socket
+# buffers), Jain's index over the clients, the slowest client
 # against its fair share min(rate, cap / N), clients that got nothing, the 1 KiB requests'
 # p50/p99/max; the same load uncapped (the server without bonsai) is the reference. One
 # summary row per server, PASS/FAIL on the issue's targets (aggregate within 1% of the cap,
@@ -48,7 +50,7 @@ WWW=$BENCH_TMP/www
 el_files "$WWW" "$FILE_MIB"
 CSV=$RES/streaming.csv
 SWEEP_CSV=$RES/streaming_sweep.csv
-echo "server,mode,n,cap_bps,client_bps,secs,agg_bps,ratio,jain,min_bps,max_bps,mean_bps,fair_bps,min_fair,starved,probes,probe_fail,p50_ms,p99_ms,max_ms,verdict" >"$CSV"
+echo "server,mode,n,cap_bps,client_bps,secs,agg_bps,ratio,jain,min_bps,max_bps,mean_bps,fair_bps,min_fair,starved,probes,probe_fail,p50_ms,p99_ms,max_ms,verdict,server_bps,server_ratio" >"$CSV"
 [ "$FULL" = 1 ] && echo "server,n,cap_bps,client_bps,secs,mean_bps,min_bps,max_bps,ideal_bps,agg_bps,jain,p99_ms" >"$SWEEP_CSV"
 
 # Servers run in sessions of their own (run_one runs in a subshell): their ids go to a file
@@ -81,6 +83,7 @@ run_one() {
   fi
   "$PY" "$BENCH_DIR/lib/paced_clients.py" 127.0.0.1 "$port" /big "$n" "$RATE_B" "$secs" >"$dir/clients" 2>"$dir/clients.err" &
   local cl=$!
+  [ "$cap" = - ] || "$CTL" stat "$svc" --json >"$dir/stat.a" 2>/dev/null
   (  # PROBES 1 KiB requests from 0.5 s to secs - 1 s, each on its own (a slow one delays none)
     gap=$(calc "($secs - 1.5) / ($PROBES > 1 ? $PROBES - 1 : 1)" "%.3f")
     sleep 0.5
@@ -91,26 +94,28 @@ run_one() {
     wait
   ) &
   local pr=$!
-  wait "$cl" "$pr"
+  wait "$cl"
+  [ "$cap" = - ] || "$CTL" stat "$svc" --json >"$dir/stat.b" 2>/dev/null
+  wait "$pr"
   el_stop "$cur"
   [ "$cap" = - ] || "$CTL" rm --force "$svc" >/dev/null 2>&1
   [ -s "$dir/clients.err" ] && head -3 "$dir/clients.err" >&2
-  python3 "$BENCH_DIR/lib/streaming_stats.py" "$dir/clients" "$dir/probes" "$cap_b" "$RATE_B" "$secs" "$PROBE_MAX"
+  python3 "$BENCH_DIR/lib/streaming_stats.py" "$dir/clients" "$dir/probes" "$cap_b" "$RATE_B" "$secs" "$PROBE_MAX" "$dir/stat.a" "$dir/stat.b"
   rm -rf "$dir"
 }
 
 mb() { calc "$1 / 1e6" "%.3f"; }
 show() {  # SERVER MODE CAP LINE
   local l=$4
-  printf '  %-16s %-8s %-6s N=%-3s %7s MB/s (%s x %s) Jain %s  slowest %s x fair  starved %s  1 KiB p50/p99/max %s/%s/%s ms (failed %s)  %s\n' \
-    "$1" "$2" "$3" "$(kv "$l" n)" "$(mb "$(kv "$l" agg_bps)")" "$(kv "$l" ratio)" "$([ "$2" = capped ] && echo cap || echo demand)" \
+  printf '  %-16s %-8s %-6s N=%-3s %7s MB/s (%s x %s; server %s x cap) Jain %s  slowest %s x fair  starved %s  1 KiB p50/p99/max %s/%s/%s ms (failed %s)  %s\n' \
+    "$1" "$2" "$3" "$(kv "$l" n)" "$(mb "$(kv "$l" agg_bps)")" "$(kv "$l" ratio)" "$([ "$2" = capped ] && echo cap || echo demand)" "$(kv "$l" server_ratio)" \
     "$(kv "$l" jain)" "$(kv "$l" min_fair)" "$(kv "$l" starved)" "$(kv "$l" p50_ms)" "$(kv "$l" p99_ms)" "$(kv "$l" max_ms)" \
     "$(kv "$l" probe_fail)" "$(kv "$l" verdict)" >&2
 }
 csv_row() {  # SERVER MODE CAP_B SECS LINE
   local l=$5 k row
   row="$1,$2,$(kv "$l" n),$3,$RATE_B,$4"
-  for k in agg_bps ratio jain min_bps max_bps mean_bps fair_bps min_fair starved probes probe_fail p50_ms p99_ms max_ms verdict; do
+  for k in agg_bps ratio jain min_bps max_bps mean_bps fair_bps min_fair starved probes probe_fail p50_ms p99_ms max_ms verdict server_bps server_ratio; do
     row="$row,$(kv "$l" "$k")"
   done
   echo "$row" >>"$CSV"

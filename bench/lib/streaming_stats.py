@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # The figures of one streaming run (issue #35), from paced_clients.py's lines and the
 # prober's lines ("TIME_TOTAL_S HTTP_CODE CURL_EXIT" per 1 KiB request):
-#   streaming_stats.py CLIENTS_FILE PROBES_FILE CAP_BPS CLIENT_BPS SECS [PROBE_TIMEOUT_S]
+#   streaming_stats.py CLIENTS_FILE PROBES_FILE CAP_BPS CLIENT_BPS SECS [PROBE_TIMEOUT_S [STAT_A STAT_B]]
+# STAT_A, STAT_B: `bonsaictl stat SERVICE --json` at the clients' start and end: the server's
+# writes as bonsai counted them (server_bps, server_ratio against the cap; "-" without),
+# which shows an overrun the paced clients cannot take in (it fills socket buffers).
 # CAP_BPS 0: uncapped. Prints one line of key=value:
 #   n agg_bps want_bps ratio (aggregate / min(cap, N x client rate)) jain min_bps max_bps
 #   mean_bps fair_bps (min(client rate, cap / N)) min_fair (slowest / fair) starved (clients
@@ -10,7 +13,7 @@
 #   a failed probe counts as the timeout) verdict (PASS/FAIL on the issue's targets when
 #   capped: aggregate within 1% of the cap, Jain >= 0.99, slowest >= 0.9 x fair, p99 <= 50 ms
 #   and no failed probe; "ref" uncapped).
-import math, sys
+import json, math, sys
 
 clients_file, probes_file = sys.argv[1], sys.argv[2]
 cap, client_bps, secs = float(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
@@ -43,6 +46,25 @@ except FileNotFoundError:
     pass
 lat.sort()
 
+WRITE_WORDS = ('write', 'send', 'splice', 'copy_file_range', 'tee', 'put')
+
+
+def written(path):
+    try:
+        d = json.loads(open(path).readline())
+    except (OSError, ValueError):
+        return None
+    calls = d['total']['calls']
+    return d['time_unix_ns'], sum(v['bytes'] for k, v in calls.items() if any(w in k for w in WRITE_WORDS))
+
+
+server_bps, server_ratio = '-', '-'
+if len(sys.argv) > 8:
+    a, b = written(sys.argv[7]), written(sys.argv[8])
+    if a and b and b[0] > a[0]:
+        bps = (b[1] - a[1]) / ((b[0] - a[0]) / 1e9)
+        server_bps, server_ratio = '%.0f' % bps, ('%.4f' % (bps / cap) if cap > 0 else '-')
+
 
 def rank(p):
     return lat[max(0, math.ceil(p * len(lat)) - 1)] if lat else float('nan')
@@ -53,7 +75,7 @@ out = dict(n=n, agg_bps='%.0f' % agg, want_bps='%.0f' % want, ratio='%.4f' % (ag
            max_bps='%.0f' % (max(rates) if rates else 0), mean_bps='%.0f' % (agg / n if n else 0),
            fair_bps='%.0f' % fair, min_fair='%.3f' % (min(rates) / fair if rates and fair else 0),
            starved=sum(1 for r in rates if r == 0), probes=len(lat), probe_fail=fails,
-           p50_ms='%.1f' % rank(0.5), p99_ms='%.1f' % rank(0.99), max_ms='%.1f' % (lat[-1] if lat else float('nan')))
+           server_bps=server_bps, server_ratio=server_ratio, p50_ms='%.1f' % rank(0.5), p99_ms='%.1f' % rank(0.99), max_ms='%.1f' % (lat[-1] if lat else float('nan')))
 if cap <= 0:
     out['verdict'] = 'ref'
 else:
