@@ -18,7 +18,7 @@
 # 10 MB/s cap, the per-stream rate against N -> streaming_sweep.csv (streaming_sweep.png
 # through plot.sh).
 # Writes $RES/streaming.csv (and streaming_sweep.csv). Quick (make bench): N=40, 12 s capped,
-# 6 s uncapped, five servers, ~2.5 min; full 20 s each and the sweep, ~10 min.
+# 6 s uncapped, five servers, ~1.8 min; full 20 s each and the sweep, ~10 min.
 # Env: STREAM_SERVERS ("nginx nginx_nosendfile node asyncio go"), STREAM_N ("40"; a list
 # runs each), STREAM_CAP (5MB: per second, bonsai's units, MB = 10^6 B), STREAM_SECS (quick 12,
 # full 20), STREAM_REF (1: uncapped reference runs; 0 none), STREAM_REF_SECS (quick 6, full
