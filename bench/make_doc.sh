@@ -124,6 +124,19 @@ png() { [ -s "$RES/$1.png" ] && printf '\n![%s](%s/%s.png)\n' "$1" "$REL" "$1"; 
     md_table "$RES/burst.csv" 'printf "%s\t%s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $6, $7, $8' \
       "processes | threads each | rep | bytes in 2 s | over cap x 2 s (%) | ms of rate"
   fi
+  if [ -s "$RES/streaming.csv" ]; then
+    echo
+    echo "## Event-loop servers under a cap (streaming, issue #35)"
+    echo
+    echo "\`bench/streaming.sh\`: each server in a service scope under \`writes=CAP:fd=socket\`, N clients reading a"
+    echo "large file at their own pace (250 KB/s) from one instant, 1 KiB requests during the run; uncapped:"
+    echo "the server without bonsai. Ratio: aggregate / min(cap, N x pace); server's writes: as \`bonsaictl stat\` counted"
+    echo "them (more than the clients took in sits in socket buffers); slowest: against min(pace, cap / N)."
+    echo
+    md_table "$RES/streaming.csv" 'printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s/%s/%s\t%s\t%s\n", $1, $2, $3, ($4 > 0 ? $4 / 1e6 " MB/s" : "-"), $6, $7, $8, ($23 == "" ? "-" : $23), $9, $14, $18, $19, $20, $15, $21' \
+      "server | mode | N | cap | s | aggregate B/s | ratio | server's writes / cap | Jain | slowest / fair | 1 KiB p50/p99/max ms | starved | verdict"
+    png streaming_sweep
+  fi
   for f in "$RES"/other_*.txt; do
     [ -s "$f" ] || continue
     echo

@@ -25,3 +25,4 @@ plot cost -e "WIDE='$wide'"
 plot cpu
 plot peers
 plot isolation_curve
+plot streaming_sweep

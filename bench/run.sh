@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # `make bench`: accuracy, cost, start-up, CPU while throttled, peers side by side, threads, processes
 # sharing a cap, the burst of a service, the isolation curve against the kernel's throttle,
-# plus the co-tenant, control-plane, compression and fio engine benchmarks where present.
+# plus the co-tenant, control-plane, compression, fio engine and streaming (event-loop servers
+# under a cap) benchmarks where present.
 # CSV, PNG, text and the generated report (benchmarks.md) go to $BONSAI_BUILD/bench/
 # (BENCH_RESULTS overrides); nothing tracked changes: `make bench-publish` (bench/publish.sh)
 # copies a run into bench/results/ and docs/benchmarks.md. A summary table and the wall
@@ -72,6 +73,10 @@ other compress compress_bench.sh
 [ "$BENCH" = full ] && cp "$RES/other_compress.txt" "$RES/compress_grid_full.txt" 2>/dev/null
 q FIO_SECS=2
 other fio_engines fio_engines.sh
+# Event-loop servers under a cap (issue #35): quick N=40, 12 s capped and 6 s uncapped per
+# server, five servers (~1.8 min); full (STREAM_FULL=1 from BENCH=full) 20 s each and the
+# Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).
+other streaming streaming.sh
 
 bash "$BENCH_DIR/plot.sh"
 wall=$(( $(date +%s) - t0 ))

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Event-loop servers under a cap (issue #35; the BONSAI paper's Fig 11). Each server starts
+# on a free 127.0.0.1 port in a service scope, `bonsaictl run -s S --scope service -l
+# 'writes=CAP:fd=socket' -- SERVER` (bench/lib/eventloop_servers.sh: nginx sendfile on,
+# nginx sendfile off, node, python3 asyncio, a static Go net/http.FileServer, supervised).
+# N clients (bench/lib/paced_clients.py, one process) each read a large file at their own
+# 250 KB/s (2 Mbit/s) for SECS seconds, all from one instant; meanwhile a prober fetches a
+# 1 KiB file PROBES times with curl, spread over the run, and records each time_total.
+# Per server: aggregate (what the clients received) against the cap, the server's writes as
+# `bonsaictl stat` counted them (an overrun the paced clients cannot take in fills socket
+# buffers), Jain's index over the clients, the slowest client
+# against its fair share min(rate, cap / N), clients that got nothing, the 1 KiB requests'
+# p50/p99/max; the same load uncapped (the server without bonsai) is the reference. One
+# summary row per server, PASS/FAIL on the issue's targets (aggregate within 1% of the cap,
+# Jain >= 0.99, slowest >= 0.9 x cap/N, 1 KiB p99 <= 50 ms).
+# STREAM_FULL=1 (default when BENCH=full) adds the Fig-11 sweep: N = 10..100 streams under a
+# 10 MB/s cap, the per-stream rate against N -> streaming_sweep.csv (streaming_sweep.png
+# through plot.sh).
+# Writes $RES/streaming.csv (and streaming_sweep.csv). Quick (make bench): N=40, 12 s capped,
+# 6 s uncapped, five servers, ~1.8 min; full 20 s each and the sweep, ~10 min.
+# Env: STREAM_SERVERS ("nginx nginx_nosendfile node asyncio go"), STREAM_N ("40"; a list
+# runs each), STREAM_CAP (5MB: per second, bonsai's units, MB = 10^6 B), STREAM_SECS (quick 12,
+# full 20), STREAM_REF (1: uncapped reference runs; 0 none), STREAM_REF_SECS (quick 6, full
+# = STREAM_SECS), STREAM_RATE (a client's pace, 250KB), STREAM_PROBES (20), STREAM_PROBE_MAX
+# (a probe's timeout, 5 s), STREAM_FILE_MIB (100, sparse), STREAM_FULL, STREAM_SWEEP_N
+# ("10 20 40 60 80 100"), STREAM_SWEEP_CAP (10MB), STREAM_SWEEP_SERVERS ("nginx node").
+source "$(dirname "$0")/lib/common.sh"
+source "$BENCH_DIR/lib/eventloop_servers.sh"
+service_bench streaming
+command -v curl >/dev/null || die "curl not installed (make deps)"
+
+FULL=${STREAM_FULL:-$([ "$BENCH" = full ] && echo 1 || echo 0)}
+SERVERS=${STREAM_SERVERS:-nginx nginx_nosendfile node asyncio go}
+NS=${STREAM_N:-40}
+CAP=${STREAM_CAP:-5MB}
+if [ "$FULL" = 1 ]; then SECS=${STREAM_SECS:-20}; else SECS=${STREAM_SECS:-12}; fi
+REF=${STREAM_REF:-1}
+if [ "$FULL" = 1 ]; then REF_SECS=${STREAM_REF_SECS:-$SECS}; else REF_SECS=${STREAM_REF_SECS:-6}; fi
+RATE=${STREAM_RATE:-250KB}
+PROBES=${STREAM_PROBES:-20}
+PROBE_MAX=${STREAM_PROBE_MAX:-5}
+FILE_MIB=${STREAM_FILE_MIB:-100}
+SWEEP_N=${STREAM_SWEEP_N:-10 20 40 60 80 100}
+SWEEP_CAP=${STREAM_SWEEP_CAP:-10MB}
+SWEEP_SERVERS=${STREAM_SWEEP_SERVERS:-nginx node}
+RATE_B=$(bytes_of "$RATE")
+PY=$(el_python)
+WWW=$BENCH_TMP/www
+el_files "$WWW" "$FILE_MIB"
+CSV=$RES/streaming.csv
+SWEEP_CSV=$RES/streaming_sweep.csv
+echo "server,mode,n,cap_bps,client_bps,secs,agg_bps,ratio,jain,min_bps,max_bps,mean_bps,fair_bps,min_fair,starved,probes,probe_fail,p50_ms,p99_ms,max_ms,verdict,server_bps,server_ratio" >"$CSV"
+[ "$FULL" = 1 ] && echo "server,n,cap_bps,client_bps,secs,mean_bps,min_bps,max_bps,ideal_bps,agg_bps,jain,p99_ms" >"$SWEEP_CSV"
+
+# Servers run in sessions of their own (run_one runs in a subshell): their ids go to a file
+# the EXIT trap reads; the clients and probes end on their own (SECS, STREAM_PROBE_MAX).
+SESSIONS=$BENCH_TMP/sessions
+: >"$SESSIONS"
+trap 'for s in $(cat "$SESSIONS" 2>/dev/null); do el_stop "$s"; done; service_bench_cleanup' EXIT
+trap 'exit 130' INT TERM
+
+# run_one SERVER N CAP SECS: one run (CAP "-" uncapped: the server without bonsai); prints
+# streaming_stats.py's key=value line (empty when the server did not start).
+run_one() {
+  local server=$1 n=$2 cap=$3 secs=$4 cap_b=0 port svc prefix=() dir
+  port=$(el_port)
+  svc=st-$server-$n
+  dir=$BENCH_TMP/run.$server.$n.$RANDOM
+  mkdir -p "$dir"
+  if [ "$cap" != - ]; then
+    cap_b=$(bytes_of "$cap")
+    prefix=("$CTL" run -s "$svc" --scope service -l "writes=$cap/s:fd=socket" --)
+  fi
+  el_start "$server" "$port" "$WWW" "$dir" "$HELP" "${prefix[@]}" || return 1
+  local cur=$EL_PID
+  echo "$cur" >>"$SESSIONS"
+  local url=http://127.0.0.1:$port
+  if ! el_wait "$url/small" 15; then
+    note "$server did not answer on port $port within 15 s:"; tail -5 "$dir/$server.log" >&2
+    el_stop "$cur"
+    return 0
+  fi
+  "$PY" "$BENCH_DIR/lib/paced_clients.py" 127.0.0.1 "$port" /big "$n" "$RATE_B" "$secs" >"$dir/clients" 2>"$dir/clients.err" &
+  local cl=$!
+  [ "$cap" = - ] || "$CTL" stat "$svc" --json >"$dir/stat.a" 2>/dev/null
+  (  # PROBES 1 KiB requests from 0.5 s to secs - 1 s, each on its own (a slow one delays none)
+    gap=$(calc "($secs - 1.5) / ($PROBES > 1 ? $PROBES - 1 : 1)" "%.3f")
+    sleep 0.5
+    for _ in $(seq "$PROBES"); do
+      { t=$(curl -s -o /dev/null --max-time "$PROBE_MAX" -w '%{time_total} %{http_code}' "$url/small"); echo "$t $?" >>"$dir/probes"; } &
+      sleep "$gap"
+    done
+    wait
+  ) &
+  local pr=$!
+  wait "$cl"
+  [ "$cap" = - ] || "$CTL" stat "$svc" --json >"$dir/stat.b" 2>/dev/null
+  wait "$pr"
+  el_stop "$cur"
+  [ "$cap" = - ] || "$CTL" rm --force "$svc" >/dev/null 2>&1
+  [ -s "$dir/clients.err" ] && head -3 "$dir/clients.err" >&2
+  python3 "$BENCH_DIR/lib/streaming_stats.py" "$dir/clients" "$dir/probes" "$cap_b" "$RATE_B" "$secs" "$PROBE_MAX" "$dir/stat.a" "$dir/stat.b"
+  rm -rf "$dir"
+}
+
+mb() { calc "$1 / 1e6" "%.3f"; }
+show() {  # SERVER MODE CAP LINE
+  local l=$4
+  printf '  %-16s %-8s %-6s N=%-3s %7s MB/s (%s x %s; server %s x cap) Jain %s  slowest %s x fair  starved %s  1 KiB p50/p99/max %s/%s/%s ms (failed %s)  %s\n' \
+    "$1" "$2" "$3" "$(kv "$l" n)" "$(mb "$(kv "$l" agg_bps)")" "$(kv "$l" ratio)" "$([ "$2" = capped ] && echo cap || echo demand)" "$(kv "$l" server_ratio)" \
+    "$(kv "$l" jain)" "$(kv "$l" min_fair)" "$(kv "$l" starved)" "$(kv "$l" p50_ms)" "$(kv "$l" p99_ms)" "$(kv "$l" max_ms)" \
+    "$(kv "$l" probe_fail)" "$(kv "$l" verdict)" >&2
+}
+csv_row() {  # SERVER MODE CAP_B SECS LINE
+  local l=$5 k row
+  row="$1,$2,$(kv "$l" n),$3,$RATE_B,$4"
+  for k in agg_bps ratio jain min_bps max_bps mean_bps fair_bps min_fair starved probes probe_fail p50_ms p99_ms max_ms verdict server_bps server_ratio; do
+    row="$row,$(kv "$l" "$k")"
+  done
+  echo "$row" >>"$CSV"
+}
+
+if [[ " $SERVERS $([ "$FULL" = 1 ] && echo "$SWEEP_SERVERS") " == *" go "* ]] && el_have go; then
+  el_build_go "$HELP" || note "cannot build the Go file server: go skipped"
+fi
+have() { el_have "$1" && { [ "$1" != go ] || [ -x "$HELP/fileserver" ]; }; }
+
+note "streaming ($([ "$FULL" = 1 ] && echo full || echo quick)): $SERVERS; N=$NS at $RATE/s each, cap writes=$CAP/s:fd=socket (service scope), ${SECS} s capped, ${REF_SECS} s uncapped, $PROBES 1 KiB probes"
+for server in $SERVERS; do
+  if ! have "$server"; then
+    note "$server not installed: skipped"
+    summary_row "streaming: $server" "not installed" "-" "-" "skip"
+    continue
+  fi
+  for n in $NS; do
+    line=$(run_one "$server" "$n" "$CAP" "$SECS")
+    if [ -z "$line" ]; then
+      summary_row "streaming: $server, N=$n, $CAP/s" "server did not start" "-" "-" "FAIL"
+      continue
+    fi
+    show "$server" capped "$CAP" "$line"
+    csv_row "$server" capped "$(bytes_of "$CAP")" "$SECS" "$line"
+    ref="-"
+    if [ "$REF" = 1 ]; then
+      rl=$(run_one "$server" "$n" - "$REF_SECS")
+      if [ -n "$rl" ]; then
+        show "$server" uncapped - "$rl"
+        csv_row "$server" uncapped 0 "$REF_SECS" "$rl"
+        ref="uncapped: $(kv "$rl" ratio) x demand, Jain $(kv "$rl" jain), 1 KiB p99 $(kv "$rl" p99_ms) ms"
+      fi
+    fi
+    summary_row "streaming (#35): $server, $n streams at $RATE/s, writes=$CAP/s:fd=socket service cap, ${SECS} s: aggregate/cap, Jain, slowest/(cap/N), starved, 1 KiB p99" \
+      "$(kv "$line" ratio) / $(kv "$line" jain) / $(kv "$line" min_fair) / $(kv "$line" starved) / $(kv "$line" p99_ms) ms" \
+      "$ref" "1+-0.01 / >= 0.99 / >= 0.9 / 0 / <= 50 ms" "$([ "$(kv "$line" verdict)" = PASS ] && echo pass || echo FAIL)"
+  done
+done
+
+if [ "$FULL" = 1 ]; then
+  note "streaming sweep (Fig 11): $SWEEP_SERVERS; N=$SWEEP_N under writes=$SWEEP_CAP/s, ${SECS} s"
+  for server in $SWEEP_SERVERS; do
+    have "$server" || { note "$server not installed: skipped"; continue; }
+    for n in $SWEEP_N; do
+      line=$(run_one "$server" "$n" "$SWEEP_CAP" "$SECS")
+      [ -n "$line" ] || continue
+      show "$server" capped "$SWEEP_CAP" "$line"
+      cap_b=$(bytes_of "$SWEEP_CAP")
+      echo "$server,$n,$cap_b,$RATE_B,$SECS,$(kv "$line" mean_bps),$(kv "$line" min_bps),$(kv "$line" max_bps),$(kv "$line" fair_bps),$(kv "$line" agg_bps),$(kv "$line" jain),$(kv "$line" p99_ms)" >>"$SWEEP_CSV"
+    done
+  done
+  echo "streaming: $SWEEP_CSV" >&2
+fi
+echo "streaming: $CSV" >&2
