@@ -98,6 +98,7 @@ uint64_t bucket_place_due(const BucketParams& p, uint64_t tat, uint64_t units, u
 // behind it waits that much longer.
 inline uint64_t pace_light_reach(const BucketParams& p) noexcept { return p.depth_ns * 4; }
 
+
 // The most a non-blocking call takes from a bucket that binds: ~0.5 ms of rate (at least
 // 1 KiB, one call for a call-rate bucket). Every descriptor waiting for the bucket holds
 // one such place in its queue, so N busy descriptors share it in turns (max-min fair)
@@ -106,6 +107,14 @@ inline uint64_t pace_quantum(const BucketParams& p) noexcept {
   if (p.per_call) return 1;
   auto q = static_cast<uint64_t>(p.batch) / 2;
   return q < 1024 ? 1024 : q;
+}
+
+// The largest write a light descriptor makes ahead of the queue: 4 quanta, at least
+// 16 KiB (a small response with its headers), never a call for a call-rate bucket.
+inline uint64_t pace_light_max(const BucketParams& p) noexcept {
+  if (p.per_call) return 1;
+  uint64_t m = 4 * pace_quantum(p);
+  return m < 16384 ? 16384 : m;
 }
 
 // Takes `units` that have already moved (a read's bytes beyond its credit): as

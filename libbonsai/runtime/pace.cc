@@ -170,7 +170,7 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   // A light descriptor (no place taken for a round of the queue) with a small write goes
   // ahead of the busy ones: max-min fairness gives it all it asks.
   uint64_t last = __atomic_load_n(&s->last_place[dir], __ATOMIC_RELAXED);
-  bool light = dir == kPaceWrite && need && need <= q && (!last || now - last > kLightAfterNs);
+  bool light = dir == kPaceWrite && need && need <= pace_light_max(p) && (!last || now - last > kLightAfterNs);
   // Otherwise it goes now only if nobody is queued (a bucket with a queue serves places
   // in order: whoever calls first must not drain the depth), with a batch only from a
   // full bucket (idle for a depth): a bucket in use hands out a quantum at a time.

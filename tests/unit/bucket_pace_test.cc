@@ -30,6 +30,8 @@ TEST_CASE("pace: a quantum is half a millisecond of rate, at least 1 KiB, one ca
   CHECK(pace_quantum(bucket_params(rule_of(100, RateUnit::Calls))) == 1);
   BucketParams p = bucket_params(rule_of(MiB));
   CHECK(pace_light_reach(p) == 4 * p.depth_ns);
+  CHECK(pace_light_max(p) == 16384);
+  CHECK(pace_light_max(bucket_params(rule_of(100 * MiB))) == 4 * pace_quantum(bucket_params(rule_of(100 * MiB))));
 }
 
 TEST_CASE("pace: an idle bucket lets a call go; a queued one hands out places in order", "[pace]") {
@@ -137,32 +139,39 @@ TEST_CASE("pace: a non-blocking socket's call is granted, refused while held, gr
   REQUIRE(t.bucket != kNoBucket);
   t_thread.credit[t.bucket] = 0;
   bool cuttable = true;
-  // An idle bucket: the call goes with what it needs.
-  int64_t ok = ticket_try_slow(t, sp[0], kPaceWrite, false, 8192, 16384, &cuttable);
-  CHECK(ok >= 8192);
+  // An idle bucket: the call goes at once, with a quantum (32 KiB is more than the
+  // 10 ms depth at 1 MiB/s: it could not go whole).
+  int64_t ok = ticket_try_slow(t, sp[0], kPaceWrite, false, 32768, 65536, &cuttable);
+  CHECK(static_cast<uint64_t>(ok) == pace_quantum(t.params));
   t_thread.credit[t.bucket] = 0;  // as if it moved them
   // The bucket now has a queue: the next call is refused, its descriptor held.
-  ok = ticket_try_slow(t, sp[0], kPaceWrite, false, 8192, 16384, &cuttable);
+  ok = ticket_try_slow(t, sp[0], kPaceWrite, false, 32768, 65536, &cuttable);
   CHECK(ok == 0);
   PaceSlot* s = pace_slot(sp[0]);
   REQUIRE(s);
   CHECK((s->held & (1u << kPaceWrite)));
-  CHECK(ticket_try_slow(t, sp[0], kPaceWrite, false, 8192, 16384, &cuttable) == 0);  // still held
+  CHECK(ticket_try_slow(t, sp[0], kPaceWrite, false, 32768, 65536, &cuttable) == 0);  // still held
+  // A light descriptor (no place taken yet) with a small write goes ahead of the queue.
+  int lp[2];
+  REQUIRE(socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, lp) == 0);
+  t_thread.credit[t.bucket] = 0;
+  CHECK(ticket_try_slow(t, lp[0], kPaceWrite, false, 1500, 65536, &cuttable) >= 1500);
+  t_thread.credit[t.bucket] = 0;
   uint64_t due = s->res[kPaceWrite].due_mono;
   while (mono_ns() < due) usleep(200);
-  ok = ticket_try_slow(t, sp[0], kPaceWrite, false, 8192, 16384, &cuttable);
+  ok = ticket_try_slow(t, sp[0], kPaceWrite, false, 32768, 65536, &cuttable);
   CHECK(ok > 0);
   CHECK(static_cast<uint64_t>(ok) <= pace_quantum(t.params) + static_cast<uint64_t>(t.params.batch));
   // A blocking descriptor is not paced: the caller waits as usual.
   t_thread.credit[t.bucket] = 0;
-  CHECK(ticket_try_slow(t, sp[1], kPaceWrite, false, 8192, 16384, &cuttable) == kPaceBlocking);
+  CHECK(ticket_try_slow(t, sp[1], kPaceWrite, false, 32768, 65536, &cuttable) == kPaceBlocking);
   // ... unless the call says MSG_DONTWAIT.
-  CHECK(ticket_try_slow(t, sp[1], kPaceWrite, true, 8192, 16384, &cuttable) >= 0);
+  CHECK(ticket_try_slow(t, sp[1], kPaceWrite, true, 32768, 65536, &cuttable) >= 0);
   // A datagram socket's message is never cut.
   int dg[2];
   REQUIRE(socketpair(AF_UNIX, SOCK_DGRAM | SOCK_NONBLOCK, 0, dg) == 0);
   cuttable = true;
-  ticket_try_slow(t, dg[0], kPaceWrite, false, 8192, 16384, &cuttable);
+  ticket_try_slow(t, dg[0], kPaceWrite, false, 32768, 65536, &cuttable);
   CHECK_FALSE(cuttable);
   // A regular file's O_NONBLOCK means nothing: not paced.
   char path[] = "/tmp/bonsai_pace_XXXXXX";
@@ -171,7 +180,7 @@ TEST_CASE("pace: a non-blocking socket's call is granted, refused while held, gr
   unlink(path);
   fcntl(f, F_SETFL, O_NONBLOCK);
   cuttable = true;
-  CHECK(ticket_try_slow(t, f, kPaceWrite, false, 8192, 16384, &cuttable) == kPaceBlocking);
-  for (int fd : {sp[0], sp[1], dg[0], dg[1], f}) close(fd);
+  CHECK(ticket_try_slow(t, f, kPaceWrite, false, 32768, 65536, &cuttable) == kPaceBlocking);
+  for (int fd : {sp[0], sp[1], dg[0], dg[1], lp[0], lp[1], f}) close(fd);
   limiter_uninstall();
 }
