@@ -9,6 +9,9 @@
 namespace bonsai::pace {
 namespace {
 
+// A slot found busy (another thread holds its lock) is looked at again this soon.
+constexpr uint64_t kBusyRetryNs = 100'000;
+
 // Directions of slot `s` held at `now` (bit d: direction d), and the earliest due time.
 unsigned held_now(const PaceSlot& s, uint64_t now, uint64_t* earliest) noexcept {
   unsigned dirs = 0;
@@ -92,7 +95,12 @@ uint64_t epoll_prepare(int ep, uint64_t now) noexcept {
   uint64_t earliest = 0;
   pace_each_held([&](int fd) {
     PaceSlot* s = pace_slot_if(fd);
-    if (!s || __atomic_load_n(&s->epfd, __ATOMIC_RELAXED) != ep || !pace_lock(*s)) return;
+    if (!s || __atomic_load_n(&s->epfd, __ATOMIC_RELAXED) != ep) return;
+    if (!pace_lock(*s)) {  // another thread is changing it: look again shortly
+      uint64_t soon = now + kBusyRetryNs;
+      if (!earliest || soon < earliest) earliest = soon;
+      return;
+    }
     if (s->epfd != ep) return pace_unlock(*s);
     uint64_t e = 0;
     unsigned want = held_now(*s, now, &e) & dirs_of(s->events);
@@ -100,8 +108,11 @@ uint64_t epoll_prepare(int ep, uint64_t now) noexcept {
     // A one-shot registration is never disarmed ahead (its re-arming is the
     // application's); one the filter emptied is re-armed once due.
     if (s->events & EPOLLONESHOT) want &= s->masked;
-    // A shortened call's direction, no longer held: a new edge (a put-back re-arms).
-    unsigned kick = s->kick & dirs_of(s->events) & ~want;
+    // A shortened call's direction, no longer held: a new edge (a put-back re-arms). Not
+    // for a one-shot registration: re-arming it is the application's (the thread that
+    // was given it may still be serving it).
+    unsigned kick = (s->events & EPOLLONESHOT) ? 0 : s->kick & dirs_of(s->events) & ~want;
+    if (s->events & EPOLLONESHOT) __atomic_store_n(&s->kick, 0, __ATOMIC_RELAXED);
     if (want != s->masked || kick) {
       epoll_event ev{s->events & ~dir_bits(want), {.u64 = s->data}};
       int saved = errno;

@@ -41,7 +41,8 @@ uint64_t epoll_prepare(int ep, uint64_t now) noexcept;
 // another thread) removed from `ev` (an emptied event dropped). @return the new count.
 int epoll_filter(int ep, epoll_event* ev, int r, uint64_t now) noexcept;
 // epoll_ctl: the bits of `fd`'s registration in `ep` taken out for a hold, which an
-// EPOLL_CTL_MOD must leave out too; after a successful call, its registration noted.
+// EPOLL_CTL_MOD must leave out too; an ADD or MOD noted before it is made (a failed one
+// is forgotten at the next EPOLL_CTL_MOD of the library), a DEL after.
 uint32_t epoll_masked(int ep, int fd) noexcept;
 void epoll_note(int ep, int op, int fd, uint32_t events, uint64_t data) noexcept;
 

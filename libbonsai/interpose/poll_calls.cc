@@ -440,11 +440,15 @@ int epoll_ctl(int ep, int op, int fd, epoll_event* ev) {
       use = &masked;
     }
   }
+  // Noted before an ADD or MOD is made: once made, the kernel may report the descriptor
+  // to another thread at once, whose readiness call must see this registration (a
+  // one-shot re-arm noted after it would erase the hold that thread records).
+  if (ev && op != EPOLL_CTL_DEL) pace::epoll_note(ep, op, fd, ev->events, ev->data.u64);
   int r = real::epoll_ctl(ep, op, fd, use);
   if (r == 0) {
     if (compress::g_on) [[unlikely]]
       compress::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
-    pace::epoll_note(ep, op, fd, ev ? ev->events : 0, ev ? ev->data.u64 : 0);
+    if (op == EPOLL_CTL_DEL) pace::epoll_note(ep, op, fd, 0, 0);
   }
   return r;
 }

@@ -3,13 +3,14 @@
 # Event loops under a write cap (issue 35): one thread writes to 8 non-blocking
 # sockets (and pipes) until EAGAIN or a short write, then waits in epoll (level- and
 # edge-triggered, one-shot), poll or select. Every mode must finish at the cap (the
-# loop is woken when the tokens are due: an edge-triggered loop gets its edge), share it
+# loop is woken when the tokens are due: an edge-triggered loop gets its edge; 4 threads
+# sharing one epoll set of one-shot registrations get theirs re-armed), share it
 # evenly among the descriptors, let a light descriptor's small write through at once,
 # and not spin.
 # sanitized: yes
 . "$(dirname "$0")/lib.sh"
 need_prog nb_loop
-for mode in et lt oneshot poll select "et pipe"; do
+for mode in et lt oneshot poll select "et pipe" threads; do
   set -- $mode
   out=$(limited 'write=4MiB/s' "$T/s.json" timeout 60 "$PRE/nb_loop" "$1" 8 512K ${2:-unix}) || fail "$mode: nb_loop failed"
   note "$mode: $out"

@@ -34,6 +34,80 @@ static void* drain(void* arg) {
   }
 }
 
+/* ---- "threads": 4 threads, one epoll set, one-shot registrations ---- */
+#define THREADS 4
+static int g_ep, g_k;
+static long long g_each, g_sent[MAXK];
+static int g_done;
+static long g_waits, g_eagains;
+static long long g_at_first[MAXK];
+static double g_t_end;  /* when the last descriptor finished (threads notice later) */
+static int g_first = -1;
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void* serve(void* arg) {
+  (void)arg;
+  for (;;) {
+    if (__atomic_load_n(&g_done, __ATOMIC_ACQUIRE) >= g_k) return NULL;
+    struct epoll_event ev;
+    __atomic_fetch_add(&g_waits, 1, __ATOMIC_RELAXED);
+    int n = epoll_wait(g_ep, &ev, 1, 200);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) die("epoll_wait");
+    if (n == 0) continue;
+    int i = (int)ev.data.u32;
+    for (;;) { /* this thread alone owns descriptor i until it re-arms it */
+      long long left = g_each - g_sent[i];
+      size_t want = left < PIECE ? (size_t)left : PIECE;
+      ssize_t w = write(g_wr[i], g_buf, want);
+      if (w < 0 && errno == EAGAIN) {
+        __atomic_fetch_add(&g_eagains, 1, __ATOMIC_RELAXED);
+        break;
+      }
+      if (w < 0) die("write %d", i);
+      g_sent[i] += w;
+      if (g_sent[i] == g_each) break;
+    }
+    if (g_sent[i] == g_each) {
+      pthread_mutex_lock(&g_mu);
+      if (g_first < 0) {
+        g_first = i;
+        for (int j = 0; j < g_k; ++j) g_at_first[j] = __atomic_load_n(&g_sent[j], __ATOMIC_RELAXED);
+      }
+      pthread_mutex_unlock(&g_mu);
+      if (__atomic_add_fetch(&g_done, 1, __ATOMIC_ACQ_REL) == g_k) g_t_end = now_s();
+      continue;
+    }
+    struct epoll_event re = {EPOLLOUT | EPOLLONESHOT, {.u32 = (uint32_t)i}};
+    if (epoll_ctl(g_ep, EPOLL_CTL_MOD, g_wr[i], &re)) die("re-arm");
+  }
+}
+
+static int threads_mode(int k, long long each) {
+  g_k = k;
+  g_each = each;
+  g_ep = epoll_create1(0);
+  for (int i = 0; i < k; ++i) {
+    struct epoll_event ev = {EPOLLOUT | EPOLLONESHOT, {.u32 = (uint32_t)i}};
+    if (epoll_ctl(g_ep, EPOLL_CTL_ADD, g_wr[i], &ev)) die("epoll_ctl");
+  }
+  double t0 = now_s();
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; ++t)
+    if (pthread_create(&th[t], NULL, serve, NULL)) die("thread");
+  for (int t = 0; t < THREADS; ++t) pthread_join(th[t], NULL);
+  double secs = g_t_end - t0;
+  long long lo = each, hi = 0;
+  for (int i = 0; i < k; ++i) {
+    if (g_at_first[i] < lo) lo = g_at_first[i];
+    if (g_at_first[i] > hi) hi = g_at_first[i];
+  }
+  for (int i = 0; i <= k; ++i) close(g_wr[i]);
+  printf("fair=%.3f light_ms=0 waits=%ld eagains=%ld ", hi ? (double)lo / (double)hi : 0, g_waits, g_eagains);
+  report(each * k, secs);
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 4) die("usage: nb_loop MODE K BYTES_EACH [pipe|unix]");
   const char* mode = argv[1];
@@ -51,6 +125,11 @@ int main(int argc, char** argv) {
     if (use_pipe) fcntl(g_rd[i], F_SETFL, 0);
     else fcntl(g_wr[i], F_SETFL, O_NONBLOCK);
     if (pthread_create(&th[i], NULL, drain, (void*)(long)g_rd[i])) die("thread");
+  }
+  if (!strcmp(mode, "threads")) {
+    threads_mode(k, each);
+    for (int i = 0; i <= k; ++i) pthread_join(th[i], NULL);
+    return 0;
   }
   int et = !strcmp(mode, "et"), oneshot = !strcmp(mode, "oneshot");
   int use_epoll = et || oneshot || !strcmp(mode, "lt");
