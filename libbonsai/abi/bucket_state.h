@@ -15,7 +15,9 @@ struct alignas(64) BucketState {
   std::atomic<uint64_t> late_ns;  // running sum of the cost (ns) of units charged after
                                   // they moved (a read's overdraft): takers already queued
                                   // behind tat shift by what it grew while they slept
-  char pad_[48];
+  std::atomic<uint64_t> light_tat_ns;  // the clock of the writes let ahead of the queue
+                                       // (bucket_take_light): bounds their burst
+  char pad_[40];
 };
 static_assert(sizeof(BucketState) == 64);
 

@@ -19,7 +19,8 @@
                               // 5: ShmSegment::wait_hist
                               // 6: ShmSlot::lib_version
                               // 7: BucketState::late_ns
-                              // 8: ProcessCounters, ShmExited: refused, shortened, held_ns
+                              // 8: ProcessCounters, ShmExited: refused, shortened, held_ns;
+                              //    BucketState::light_tat_ns
 
 namespace bonsai {
 

@@ -85,6 +85,22 @@ uint64_t bucket_take_or_queue(BucketState& s, const BucketParams& p, uint64_t un
   return next;
 }
 
+bool bucket_take_light(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
+  uint64_t cost = bucket_cost_ns(p, units);
+  uint64_t reach = pace_light_reach(p);
+  uint64_t ceiling = now_ns + p.max_ahead_ns;
+  if (ceiling < now_ns) ceiling = UINT64_MAX;
+  uint64_t lt = s.light_tat_ns.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    uint64_t base = lt > now_ns && lt <= ceiling ? lt : now_ns;  // garbage: forgotten
+    next = base + cost < base ? UINT64_MAX : base + cost;
+    if (next > now_ns + reach) return false;
+  } while (!s.light_tat_ns.compare_exchange_weak(lt, next, std::memory_order_relaxed));
+  bucket_take(s, p, units, now_ns);
+  return true;
+}
+
 uint64_t bucket_place_due(const BucketParams& p, uint64_t tat, uint64_t units, uint64_t now_ns) noexcept {
   uint64_t cost = bucket_cost_ns(p, units);
   uint64_t start = tat > cost ? tat - cost : 0;

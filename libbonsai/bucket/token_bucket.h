@@ -92,29 +92,37 @@ uint64_t bucket_take_or_queue(BucketState& s, const BucketParams& p, uint64_t un
 // keeps them even is waking the loop when a place is due, not a millisecond later.)
 uint64_t bucket_place_due(const BucketParams& p, uint64_t tat, uint64_t units, uint64_t now_ns) noexcept;
 
-// How far past its depth a light descriptor (one holding no place in the queue lately:
-// a small response, a new connection) may take the bucket, so that it is not made to
-// wait behind the busy ones: 4 depths. Its units are taken like any others; the queue
-// behind it waits that much longer.
+// A light descriptor (one holding no place in the queue lately: a small response, a new
+// connection) goes ahead of the queue, so that it is not made to wait a round of the busy
+// ones. Its units are taken from the bucket like any others (the places taken after it
+// wait that much longer); what goes ahead is itself limited by a second clock,
+// light_tat_ns, at the bucket's rate with a depth of pace_light_reach (4 depths), so
+// many light writes at once cannot make a burst beyond it.
 inline uint64_t pace_light_reach(const BucketParams& p) noexcept { return p.depth_ns * 4; }
 
+// Takes `units` for a light write if the light clock allows them within
+// pace_light_reach (and then from the bucket as bucket_take). @return false (nothing
+// taken) if not.
+bool bucket_take_light(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
 
-// The most a non-blocking call takes from a bucket that binds: ~0.5 ms of rate (at least
-// 1 KiB, one call for a call-rate bucket). Every descriptor waiting for the bucket holds
-// one such place in its queue, so N busy descriptors share it in turns (max-min fair)
-// and a newcomer waits about N of these.
+
+// The most a non-blocking call takes from a bucket that binds: one chunk (~8 ms of rate,
+// at least 16 KiB; one call for a call-rate bucket). Every descriptor waiting for the
+// bucket holds one such place in its queue, so N busy descriptors share it in turns
+// (max-min fair, deficit round robin with the chunk as quantum). A chunk, not less: each
+// place costs the server a few system calls (the call, a readiness change), so a smaller
+// quantum multiplies its CPU per byte (0.5 ms places: 58x an uncapped nginx's); small
+// responses do not wait for a round of it (pace_light_max).
 inline uint64_t pace_quantum(const BucketParams& p) noexcept {
   if (p.per_call) return 1;
-  auto q = static_cast<uint64_t>(p.batch) / 2;
-  return q < 1024 ? 1024 : q;
+  return static_cast<uint64_t>(p.chunk);
 }
 
-// The largest write a light descriptor makes ahead of the queue: 4 quanta, at least
-// 16 KiB (a small response with its headers), never a call for a call-rate bucket.
+// The largest write a light descriptor makes ahead of the queue: a quantum (at least
+// 16 KiB: a small response with its headers), never a call for a call-rate bucket.
 inline uint64_t pace_light_max(const BucketParams& p) noexcept {
   if (p.per_call) return 1;
-  uint64_t m = 4 * pace_quantum(p);
-  return m < 16384 ? 16384 : m;
+  return pace_quantum(p);
 }
 
 // Takes `units` that have already moved (a read's bytes beyond its credit): as

@@ -103,15 +103,19 @@ uint64_t epoll_prepare(int ep, uint64_t now) noexcept {
     }
     if (s->epfd != ep) return pace_unlock(*s);
     uint64_t e = 0;
-    unsigned want = held_now(*s, now, &e) & dirs_of(s->events);
-    if (want && (!earliest || e < earliest)) earliest = e;
+    unsigned held = held_now(*s, now, &e) & dirs_of(s->events);
+    if (held && (!earliest || e < earliest)) earliest = e;
+    unsigned want = held;
     // A one-shot registration is never disarmed ahead (its re-arming is the
-    // application's); one the filter emptied is re-armed once due.
+    // application's); one the filter emptied is re-armed once due. An edge-triggered one
+    // is not disarmed either: its loop waits for an edge after EAGAIN or a short call and
+    // gets one when due (the kick); an edge the kernel makes meanwhile is filtered out.
     if (s->events & EPOLLONESHOT) want &= s->masked;
-    // A shortened call's direction, no longer held: a new edge (a put-back re-arms). Not
-    // for a one-shot registration: re-arming it is the application's (the thread that
-    // was given it may still be serving it).
-    unsigned kick = (s->events & EPOLLONESHOT) ? 0 : s->kick & dirs_of(s->events) & ~want;
+    else if (s->events & EPOLLET) want = 0;
+    // A refused or shortened call's direction, no longer held: a new edge (a put-back
+    // re-arms). Not for a one-shot registration: re-arming it is the application's (the
+    // thread that was given it may still be serving it).
+    unsigned kick = (s->events & EPOLLONESHOT) ? 0 : s->kick & dirs_of(s->events) & ~held;
     if (s->events & EPOLLONESHOT) __atomic_store_n(&s->kick, 0, __ATOMIC_RELAXED);
     if (want != s->masked || kick) {
       epoll_event ev{s->events & ~dir_bits(want), {.u64 = s->data}};

@@ -174,16 +174,18 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   // Otherwise it goes now only if nobody is queued (a bucket with a queue serves places
   // in order: whoever calls first must not drain the depth), with a batch only from a
   // full bucket (idle for a depth): a bucket in use hands out a quantum at a time.
-  uint64_t reach = p.depth_ns, queue = 0;
-  uint64_t tat_seen = g_limiter.buckets[t.bucket].tat_ns.load(std::memory_order_relaxed);
-  if (tat_seen + p.depth_ns > host_now && !p.per_call) free_units = queue_units ? queue_units : 1;
-  if (light) {
-    free_units = need > held_credit ? need - held_credit : 1;
-    reach = queue = pace_light_reach(p);
+  BucketState& bucket = g_limiter.buckets[t.bucket];
+  uint64_t tat_seen = bucket.tat_ns.load(std::memory_order_relaxed);
+  if (light && tat_seen > host_now) {
+    uint64_t units = need > held_credit ? need - held_credit : 1;
+    if (bucket_take_light(bucket, p, units, host_now)) {
+      add_credit(t, static_cast<int64_t>(units));
+      return granted(t);
+    }
   }
+  if (tat_seen + p.depth_ns > host_now && !p.per_call) free_units = queue_units ? queue_units : 1;
   bool queued = false;
-  uint64_t tat = bucket_take_or_queue(g_limiter.buckets[t.bucket], p, free_units, queue_units, host_now, &queued,
-                                      queue, reach);
+  uint64_t tat = bucket_take_or_queue(bucket, p, free_units, queue_units, host_now, &queued, 0, p.depth_ns);
   if (!queued) {
     add_credit(t, static_cast<int64_t>(free_units));
     return granted(t);
@@ -202,6 +204,7 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   __atomic_store_n(&s->last_place[dir], now, __ATOMIC_RELAXED);
   r = PaceReservation{due + offset, static_cast<int64_t>(queue_units), t.view, t.gen, t.bucket, true};
   __atomic_store_n(&s->held, static_cast<uint8_t>(s->held | (1u << dir)), __ATOMIC_RELAXED);
+  __atomic_store_n(&s->kick, static_cast<uint8_t>(s->kick | (1u << dir)), __ATOMIC_RELAXED);  // an edge when due
   pace_unlock(*s);
   pace_mark_held(fd);
   pace_count_refused(t, true);
