@@ -105,12 +105,14 @@ void Loop::handle(const seccomp_notif& req) {
   // Whose size is known only afterwards: reserve before it goes, so that the calls of
   // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
   // call whose ends cannot wait is made here, cut to its reservation.
+  // A write on a descriptor that must not wait takes its turn in the queue (sv_pace.h).
+  if (limited && pace(*sc, req, *th, *p, h, asked, now)) return;
   uint64_t reserve = limited ? sv_reserve_bytes(asked, view_.params(h.bucket[0]), view_.params(h.bucket[1])) : 0;
   if (reserve && sc->src_fd_arg >= 0 &&
       sv_emu_prepare(*sc, a, p->pidfd, sv_reserve_share(reserve, emu_held_), h.emu)) {
-    h.reserved = h.emu.count;
-    charge(*th, h.bucket[0], h.reserved);
-    charge(*th, h.bucket[1], h.reserved);
+    h.reserved[0] = h.reserved[1] = h.emu.count;
+    charge(*th, h.bucket[0], h.emu.count);
+    charge(*th, h.bucket[1], h.emu.count);
     h.deadline = hold_until(*th, *p, h.bucket, now);
     if (!h.deadline) return emulate(h, now);
     ++emu_held_;

@@ -21,6 +21,7 @@
 #include "shm_client.h"
 #include "supervisor.h"
 #include "sv_emulate.h"
+#include "sv_pace.h"
 #include "sv_syscalls.h"
 #include "sv_target.h"
 
@@ -80,9 +81,12 @@ struct Held {
   uint64_t asked = 0;
   uint8_t bucket[2] = {kNoBucket, kNoBucket};
   // A zero-copy call the supervisor makes itself when released (emu.nr >= 0), cut to
-  // the `reserved` bytes it took from its byte buckets before it was held.
+  // the `reserved` bytes it took from each byte bucket before it was held.
   SvEmu emu{};
-  uint64_t reserved = 0;
+  uint64_t reserved[2] = {0, 0};
+  // A call on a descriptor that must not wait (sv_pace.h): its place in the queue is
+  // taken; it goes at `deadline`, owing nothing more.
+  bool paced = false;
 };
 
 class Loop {
@@ -115,6 +119,10 @@ class Loop {
   uint64_t eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now);
   void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
   BucketState& state(Proc& p, uint8_t bucket);
+  // sv_pace.cc: a write on a descriptor that must not wait takes a place in its
+  // buckets' queues and is held until it is due (answered, made or held: true).
+  bool pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
+            uint64_t now);
   // sv_held.cc: calls held back
   void hold(Held h, Proc& p);
   void release(Held& h, Proc* p, uint64_t now);
@@ -134,7 +142,10 @@ class Loop {
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
   SupervisorStats stats_;
-  uint64_t emu_held_ = 0;  // held calls the supervisor will make itself (Held::emu)
+  uint64_t emu_held_ = 0;
+  // When each descriptor (st_dev, st_ino of the destination) last took a place in a
+  // queue: one that took none for kSvLightAfterNs is light (sv_pace.h).
+  std::unordered_map<uint64_t, uint64_t> last_place_;  // held calls the supervisor will make itself (Held::emu)
   bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
   uint64_t last_sweep_ = 0;
 };

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// Paced supervised calls (see sv_pace.h): the arithmetic of one take, and the loop's step
+// that holds a call on a descriptor that must not wait until its place is due.
+#include "sv_pace.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "sv_loop.h"
+
+namespace bonsai::ctl {
+
+bool sv_must_not_wait(mode_t mode, int status_flags, bool dontwait) noexcept {
+  if (!S_ISSOCK(mode) && !S_ISFIFO(mode) && !S_ISCHR(mode)) return false;
+  return dontwait || (status_flags & O_NONBLOCK);
+}
+
+uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, const BucketParams* b) noexcept {
+  uint64_t q = UINT64_MAX;
+  for (const BucketParams* p : {a, b})
+    if (p && !p->per_call) q = std::min(q, pace_quantum(*p));
+  if (q == UINT64_MAX) return 1;  // call-rate buckets only: one call
+  if (need == UINT64_MAX) return q;
+  if (!cuttable) return need ? need : 1;
+  return need < q ? (need ? need : 1) : q;
+}
+
+SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, bool light,
+                     uint64_t now) noexcept {
+  if (p.per_call) need = units = 1;
+  if (need == UINT64_MAX || need < units) need = units;
+  light = light && need <= pace_light_max(p);
+  // Goes now only if nobody is queued and it stays within the depth; a light one within
+  // the light reach, queue or not (its bytes are charged all the same).
+  uint64_t free_units = light ? need : units;
+  uint64_t queue = light ? pace_light_reach(p) : 0;
+  uint64_t reach = light ? pace_light_reach(p) : p.depth_ns;
+  bool queued = false;
+  uint64_t tat = bucket_take_or_queue(s, p, free_units, units, now, &queued, queue, reach);
+  if (!queued) return {free_units, 0, false};
+  return {units, bucket_place_due(p, tat, units, now), true};
+}
+
+bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
+                uint64_t now) {
+  const auto* a = req.data.args;
+  // Writes with a destination and a size, one message at a time (sendmmsg and tee keep
+  // their own shapes; reads are reserved and settled as before).
+  if (!sc.is_write || sc.fd_arg < 0 || sc.moved == SvMoved::Unit || sc.nr == SYS_sendmmsg || sc.nr == SYS_tee)
+    return false;
+  if (asked == 0 || (!view_.params(h.bucket[0]) && !view_.params(h.bucket[1]))) return false;
+  bool dontwait = (sc.nr == SYS_sendto && (a[3] & MSG_DONTWAIT)) || (sc.nr == SYS_sendmsg && (a[2] & MSG_DONTWAIT)) ||
+                  (sc.nr == SYS_splice && (a[5] & SPLICE_F_NONBLOCK));
+  // A zero-copy call whose source cannot wait either is made here, cut to its place.
+  bool cuttable = sc.src_fd_arg >= 0 && sv_emu_prepare(sc, a, p.pidfd, UINT64_MAX, h.emu);
+  if (sc.src_fd_arg >= 0 && !cuttable) return false;
+  int out = cuttable ? h.emu.out_fd : sv_fd_copy(p.pidfd, static_cast<int>(a[sc.fd_arg]));
+  struct stat st{};
+  int fl = out >= 0 && ::fstat(out, &st) == 0 ? ::fcntl(out, F_GETFL) : -1;
+  if (!cuttable && out >= 0) ::close(out);
+  if (fl < 0 || !sv_must_not_wait(st.st_mode, fl, dontwait)) {
+    sv_emu_close(h.emu);
+    h.emu = SvEmu{};
+    return false;
+  }
+  pay(th, p, now);  // what the thread owes from earlier calls: taken, not waited for
+  uint64_t key = (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
+  auto lp = last_place_.find(key);
+  bool light = lp == last_place_.end() || now - lp->second > kSvLightAfterNs;
+  uint64_t need = cuttable ? h.emu.count : asked;
+  uint64_t units = sv_pace_units(need, cuttable, view_.params(h.bucket[0]), view_.params(h.bucket[1]));
+  uint64_t bound = UINT64_MAX;  // what the call may move: the least any byte bucket gave
+  bool queued = false;
+  h.deadline = 0;
+  for (int i = 0; i < 2; ++i) {
+    const BucketParams* bp = view_.params(h.bucket[i]);
+    if (!bp) continue;
+    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, light, now);
+    queued |= pl.queued;
+    h.deadline = std::max(h.deadline, pl.due);
+    h.reserved[i] = bp->per_call ? 0 : pl.units;
+    if (!bp->per_call) bound = std::min(bound, pl.units);
+  }
+  if (queued) last_place_[key] = now;
+  h.paced = true;
+  ProcessCounters* pc = p.slot ? &p.slot->counters : nullptr;
+  auto c = static_cast<size_t>(h.call);
+  if (cuttable) {
+    if (bound < h.emu.count) {
+      h.emu.count = bound;
+      if (pc) pc->shortened[c].fetch_add(1, std::memory_order_relaxed);
+    }
+  } else {
+    // Let go whole: it took all it asks (one quantum when that is unknown), settled after
+    // by what moved as any write (sv_charge.cc).
+    // Call-rate buckets only: the call took its unit, its bytes are counted as asked.
+    if (bound == UINT64_MAX) {
+      count(p, h.call, 0, asked == UINT64_MAX ? 0 : asked);
+    } else {
+      count(p, h.call, 0, bound);
+      if (sc.moved == SvMoved::WriteChar)
+        th.owed = Owed{true, sc.moved, h.call, {h.bucket[0], h.bucket[1]}, asked, bound, view_.seq, bound};
+    }
+  }
+  if (!h.deadline) {
+    if (cuttable) emulate(h, now);
+    else respond(h.id);
+    return true;
+  }
+  if (pc) pc->held_ns[c].fetch_add(h.deadline - now, std::memory_order_relaxed);
+  hold(h, p);
+  return true;
+}
+
+}  // namespace bonsai::ctl
