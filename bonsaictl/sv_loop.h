@@ -64,7 +64,8 @@ struct Proc {
 struct Thread {
   int tid = 0, tgid = 0;
   int io_fd = -1;
-  SvIo io{};
+  SvIo io{};      // its I/O counters when its last settled call went (the baseline)
+  bool io_now = false;  // `io` was read during the notification being handled
   Owed owed{};
   DebtList debt;
 };
@@ -110,6 +111,10 @@ class Loop {
   void proc_drop(Proc& p);
   // sv_charge.cc: charging
   void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
+  // Reads the thread's I/O counters as the baseline of a call about to be settled after
+  // it (once per notification: a call the supervisor makes or charges by its size
+  // needs none).
+  void io_baseline(Thread& th);
   // `late`: the units have moved already (a read settled after it): the library's
   // sleepers in the same service bucket then wait them off too (bucket_take_late).
   void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);

@@ -23,7 +23,7 @@ bool sv_must_not_wait(mode_t mode, int status_flags, bool dontwait) noexcept {
 uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, const BucketParams* b) noexcept {
   uint64_t q = UINT64_MAX;
   for (const BucketParams* p : {a, b})
-    if (p && !p->per_call) q = std::min(q, pace_quantum(*p));
+    if (p && !p->per_call) q = std::min(q, sv_place_quantum(*p));
   if (q == UINT64_MAX) return 1;  // call-rate buckets only: one call
   if (need == UINT64_MAX) return q;
   if (!cuttable) return need ? need : 1;
@@ -71,7 +71,13 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   pay(th, p, now);  // what the thread owes from earlier calls: taken, not waited for
   uint64_t key = (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
   auto lp = last_place_.find(key);
-  bool light = lp == last_place_.end() || now - lp->second > kSvLightAfterNs;
+  uint64_t queue_ns = 0;  // the longest queue of its buckets
+  for (uint8_t b : h.bucket)
+    if (view_.params(b)) {
+      uint64_t tat = state(p, b).tat_ns.load(std::memory_order_relaxed);
+      queue_ns = std::max(queue_ns, tat > now ? tat - now : 0);
+    }
+  bool light = sv_pace_light(lp == last_place_.end() ? 0 : lp->second, now, queue_ns);
   uint64_t need = cuttable ? h.emu.count : asked;
   uint64_t units = sv_pace_units(need, cuttable, view_.params(h.bucket[0]), view_.params(h.bucket[1]));
   uint64_t bound = UINT64_MAX;  // what the call may move: the least any byte bucket gave
@@ -103,8 +109,10 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
       count(p, h.call, 0, asked == UINT64_MAX ? 0 : asked);
     } else {
       count(p, h.call, 0, bound);
-      if (sc.moved == SvMoved::WriteChar)
+      if (sc.moved == SvMoved::WriteChar) {
+        io_baseline(th);
         th.owed = Owed{true, sc.moved, h.call, {h.bucket[0], h.bucket[1]}, asked, bound, view_.seq, bound};
+      }
     }
   }
   if (!h.deadline) {

@@ -14,12 +14,36 @@
 #include <sys/types.h>
 
 #include "bucket/token_bucket.h"
+#include "sv_emulate.h"
 
 namespace bonsai::ctl {
 
 // A descriptor that took no place in a queue for this long is light (as the library's
 // kLightAfterNs, libbonsai/runtime/pace.cc).
 inline constexpr uint64_t kSvLightAfterNs = 100'000'000;
+
+// The supervisor's turn: kSvPlaceQuanta of the library's quanta (pace_quantum: ~0.5 ms
+// of rate), at most kSvReserveMax; one call in a call-rate bucket. One quantum, as the
+// library: a supervised call costs more (a seccomp round trip and, cut, a call the
+// supervisor makes), and 4 quanta a turn cut the CPU of a static Go file server's 40
+// streams under 5 MB/s by 2.5x, but its queue (40 x 2 ms) then outgrew the light reach
+// (pace_light_reach: 4 depths) and small requests waited a round (160 ms).
+inline constexpr uint64_t kSvPlaceQuanta = 1;
+inline uint64_t sv_place_quantum(const BucketParams& p) noexcept {
+  if (p.per_call) return 1;
+  uint64_t q = pace_quantum(p) * kSvPlaceQuanta;
+  return q < kSvReserveMax ? q : kSvReserveMax;
+}
+
+// Whether a descriptor that last took a place at `last_place` (0: never) is light at
+// `now`, its bucket's queue reaching `queue_ns` ahead: no place for kSvLightAfterNs nor
+// for two lengths of the queue (a busy descriptor takes a place every round of the
+// queue, however long: it is never light).
+inline bool sv_pace_light(uint64_t last_place, uint64_t now, uint64_t queue_ns) noexcept {
+  if (!last_place) return true;
+  uint64_t idle = now > last_place ? now - last_place : 0;
+  return idle > kSvLightAfterNs && idle / 2 > queue_ns;
+}
 
 // Whether a call's destination must not wait: a socket, pipe or terminal (`mode`: its
 // st_mode) in non-blocking mode (`status_flags`: its F_GETFL), or asked not to wait by
@@ -30,7 +54,8 @@ bool sv_must_not_wait(mode_t mode, int status_flags, bool dontwait) noexcept;
 // The units a paced call takes in each of its byte buckets `a`, `b` (either may be null
 // or a call-rate bucket): a `cuttable` call (one the supervisor makes itself, cut to
 // what it took) one quantum of the smaller quantum, or less when it asks less; another
-// call all it asks (`need`; UINT64_MAX unknown: one quantum, settled after).
+// call all it asks (`need`; UINT64_MAX unknown: one quantum, settled after). Quanta
+// here are the supervisor's (sv_place_quantum).
 uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, const BucketParams* b) noexcept;
 
 // What one paced call took from one bucket.

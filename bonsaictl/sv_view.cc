@@ -163,8 +163,8 @@ void Loop::sweep(uint64_t now) {
     }
     ++it;
   }
-  for (auto it = last_place_.begin(); it != last_place_.end();)  // light again: forgotten
-    it = now - it->second > kSvLightAfterNs ? last_place_.erase(it) : std::next(it);
+  for (auto it = last_place_.begin(); it != last_place_.end();)  // light again (sv_pace_light): forgotten
+    it = now - it->second > 10 * kSvLightAfterNs ? last_place_.erase(it) : std::next(it);
   for (auto it = threads_.begin(); it != threads_.end();) {
     SvIo io;
     bool gone = !procs_.count(it->second.tgid) || it->second.io_fd < 0 || !sv_io_read(it->second.io_fd, io);

@@ -46,8 +46,8 @@ TEST_CASE("sv_pace: a call the supervisor cuts takes one quantum; one it lets go
   BucketParams slow = bucket_params(rule_of(5'000'000));  // quantum: 2500 B
   BucketParams fast = bucket_params(rule_of(100 * MiB));
   BucketParams calls = bucket_params(rule_of(100, RateUnit::Calls));
-  uint64_t q = pace_quantum(slow);
-  REQUIRE(q == 2500);
+  uint64_t q = sv_place_quantum(slow);
+  REQUIRE(q == 2500 * kSvPlaceQuanta);
   CHECK(sv_pace_units(4 * MiB, true, &slow, nullptr) == q);
   CHECK(sv_pace_units(4 * MiB, true, &fast, &slow) == q);  // the smaller quantum
   CHECK(sv_pace_units(512, true, &slow, nullptr) == 512);  // asks less: takes less
@@ -58,10 +58,27 @@ TEST_CASE("sv_pace: a call the supervisor cuts takes one quantum; one it lets go
   CHECK(sv_pace_units(4 * MiB, true, &calls, &slow) == q);
 }
 
+TEST_CASE("sv_pace: a descriptor is light after 100 ms without a place, and two lengths of its queue",
+          "[sv_pace]") {
+  uint64_t now = 10'000'000'000;
+  CHECK(sv_pace_light(0, now, 0));  // never placed: a new connection
+  CHECK(sv_pace_light(0, now, 500'000'000));
+  CHECK_FALSE(sv_pace_light(now - 50'000'000, now, 0));  // a busy stream
+  CHECK(sv_pace_light(now - 150'000'000, now, 20'000'000));
+  // A queue of 100 streams' places, 200 ms long: a busy one places every 200 ms and is
+  // never light, so its small writes do not jump the queue each round.
+  CHECK_FALSE(sv_pace_light(now - 200'000'000, now, 200'000'000));
+  CHECK(sv_pace_light(now - 500'000'000, now, 200'000'000));
+  BucketParams p = bucket_params(rule_of(5'000'000));
+  CHECK(sv_place_quantum(p) == kSvPlaceQuanta * pace_quantum(p));
+  CHECK(sv_place_quantum(bucket_params(rule_of(100, RateUnit::Calls))) == 1);
+  CHECK(sv_place_quantum(bucket_params(rule_of(64ull * 1024 * MiB))) == kSvReserveMax);
+}
+
 TEST_CASE("sv_pace: an idle bucket lets a call go; a busy one gives places in order; a light write goes ahead",
           "[sv_pace]") {
   BucketParams p = bucket_params(rule_of(5'000'000));
-  uint64_t q = pace_quantum(p);
+  uint64_t q = sv_place_quantum(p);
   BucketState s{};
   uint64_t now = 1'000'000'000;
   SvPlace a = sv_pace_take(s, p, 4 * MiB, q, false, now);
