@@ -53,6 +53,15 @@ struct Owed {
   uint64_t counted = 0;  // bytes counted in the stats before it went (a write's size)
 };
 
+// A descriptor that paced calls are made on (sv_pace.h).
+struct SvDesc {
+  uint64_t last_place = 0;  // when it last took a place in a queue (0: never): light after a while
+  uint64_t last_use = 0;
+  uint64_t credit = 0;      // units of `bucket` its last place held beyond its call
+  uint8_t bucket = kNoBucket;
+  uint64_t seq = 0;         // the view `bucket` is of
+};
+
 struct Proc {
   int pid = 0;
   uint64_t start_time = 0;
@@ -148,9 +157,9 @@ class Loop {
   std::vector<Held> held_;
   SupervisorStats stats_;
   uint64_t emu_held_ = 0;
-  // When each descriptor (st_dev, st_ino of the destination) last took a place in a
-  // queue: one that took none for kSvLightAfterNs is light (sv_pace.h).
-  std::unordered_map<uint64_t, uint64_t> last_place_;  // held calls the supervisor will make itself (Held::emu)
+  // The descriptors paced calls were made on, by st_dev and st_ino of the destination
+  // (the same socket in every process that shares it).
+  std::unordered_map<uint64_t, SvDesc> descs_;  // held calls the supervisor will make itself (Held::emu)
   bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
   uint64_t last_sweep_ = 0;
 };

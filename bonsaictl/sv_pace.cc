@@ -30,20 +30,39 @@ uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, cons
   return need < q ? (need ? need : 1) : q;
 }
 
-SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, bool light,
-                     uint64_t now) noexcept {
-  if (p.per_call) need = units = 1;
+SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, uint64_t place,
+                     bool light, uint64_t now) noexcept {
+  if (p.per_call) need = units = place = 1;
   if (need == UINT64_MAX || need < units) need = units;
+  if (place < units) place = units;
   light = light && need <= pace_light_max(p);
   // Goes now only if nobody is queued and it stays within the depth; a light one within
   // the light reach, queue or not (its bytes are charged all the same).
   uint64_t free_units = light ? need : units;
-  uint64_t queue = light ? pace_light_reach(p) : 0;
-  uint64_t reach = light ? pace_light_reach(p) : p.depth_ns;
+  uint64_t queue = light ? sv_light_reach(p) : 0;
+  uint64_t reach = light ? sv_light_reach(p) : p.depth_ns;
   bool queued = false;
-  uint64_t tat = bucket_take_or_queue(s, p, free_units, units, now, &queued, queue, reach);
+  uint64_t tat = bucket_take_or_queue(s, p, free_units, place, now, &queued, queue, reach);
   if (!queued) return {free_units, 0, false};
-  return {units, bucket_place_due(p, tat, units, now), true};
+  return {place, bucket_place_due(p, tat, place, now), true};
+}
+
+SvTurn sv_pace_turn(BucketState& s, const BucketParams& p, uint64_t need, bool cuttable, bool light,
+                    uint64_t& credit, uint64_t now) noexcept {
+  uint64_t q = sv_place_quantum(p);
+  uint64_t want = need == UINT64_MAX ? q : need ? need : 1;
+  if (credit && (cuttable || want <= credit)) {
+    uint64_t moves = std::min(want, credit);
+    credit -= moves;
+    return {moves, 0, false};
+  }
+  uint64_t had = credit, rest = want - had;
+  credit = 0;
+  uint64_t units = cuttable ? std::min(rest, q) : rest;
+  SvPlace pl = sv_pace_take(s, p, rest, units, std::max(units, q), light, now);
+  uint64_t got = std::min(rest, pl.units);
+  credit = pl.units - got;
+  return {had + got, pl.due, pl.queued};
 }
 
 bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
@@ -70,29 +89,40 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   }
   pay(th, p, now);  // what the thread owes from earlier calls: taken, not waited for
   uint64_t key = (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
-  auto lp = last_place_.find(key);
+  SvDesc& d = descs_[key];
   uint64_t queue_ns = 0;  // the longest queue of its buckets
-  for (uint8_t b : h.bucket)
-    if (view_.params(b)) {
-      uint64_t tat = state(p, b).tat_ns.load(std::memory_order_relaxed);
+  int bytes = 0, byte_i = 0;  // its byte buckets: how many, the last one
+  for (int i = 0; i < 2; ++i)
+    if (const BucketParams* bp = view_.params(h.bucket[i])) {
+      uint64_t tat = state(p, h.bucket[i]).tat_ns.load(std::memory_order_relaxed);
       queue_ns = std::max(queue_ns, tat > now ? tat - now : 0);
+      if (!bp->per_call) ++bytes, byte_i = i;
     }
-  bool light = sv_pace_light(lp == last_place_.end() ? 0 : lp->second, now, queue_ns);
+  bool light = sv_pace_light(d.last_place, now, queue_ns);
+  d.last_use = now;
   uint64_t need = cuttable ? h.emu.count : asked;
-  uint64_t units = sv_pace_units(need, cuttable, view_.params(h.bucket[0]), view_.params(h.bucket[1]));
   uint64_t bound = UINT64_MAX;  // what the call may move: the least any byte bucket gave
   bool queued = false;
   h.deadline = 0;
-  for (int i = 0; i < 2; ++i) {
+  if (bytes == 1) {  // its turn, with the descriptor's credit in that bucket
+    uint8_t b = h.bucket[byte_i];
+    if (d.bucket != b || d.seq != view_.seq) d.credit = 0, d.bucket = b, d.seq = view_.seq;
+    SvTurn t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now);
+    queued |= t.queued;
+    h.deadline = t.due;
+    h.reserved[byte_i] = bound = t.moves;
+  }
+  uint64_t units = sv_pace_units(need, cuttable, view_.params(h.bucket[0]), view_.params(h.bucket[1]));
+  for (int i = 0; i < 2; ++i) {  // call-rate buckets; both byte buckets (no credit kept)
     const BucketParams* bp = view_.params(h.bucket[i]);
-    if (!bp) continue;
-    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, light, now);
+    if (!bp || (bytes == 1 && !bp->per_call)) continue;
+    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, units, light, now);
     queued |= pl.queued;
     h.deadline = std::max(h.deadline, pl.due);
     h.reserved[i] = bp->per_call ? 0 : pl.units;
     if (!bp->per_call) bound = std::min(bound, pl.units);
   }
-  if (queued) last_place_[key] = now;
+  if (queued) d.last_place = now;
   h.paced = true;
   ProcessCounters* pc = p.slot ? &p.slot->counters : nullptr;
   auto c = static_cast<size_t>(h.call);

@@ -23,17 +23,24 @@ namespace bonsai::ctl {
 inline constexpr uint64_t kSvLightAfterNs = 100'000'000;
 
 // The supervisor's turn: kSvPlaceQuanta of the library's quanta (pace_quantum: ~0.5 ms
-// of rate), at most kSvReserveMax; one call in a call-rate bucket. One quantum, as the
-// library: a supervised call costs more (a seccomp round trip and, cut, a call the
-// supervisor makes), and 4 quanta a turn cut the CPU of a static Go file server's 40
-// streams under 5 MB/s by 2.5x, but its queue (40 x 2 ms) then outgrew the light reach
-// (pace_light_reach: 4 depths) and small requests waited a round (160 ms).
-inline constexpr uint64_t kSvPlaceQuanta = 1;
+// of rate), at most kSvReserveMax; one call in a call-rate bucket. A supervised call
+// costs far more than the library's (a seccomp round trip and, cut, a call the
+// supervisor makes: ~100 us of CPU between the two against ~1 us): with one quantum a
+// turn a static Go file server's 40 streams under 5 MB/s took 2.2x the CPU (supervisor
+// and server) of the reservations before; with 4, as much, as fair.
+inline constexpr uint64_t kSvPlaceQuanta = 4;
 inline uint64_t sv_place_quantum(const BucketParams& p) noexcept {
   if (p.per_call) return 1;
   uint64_t q = pace_quantum(p) * kSvPlaceQuanta;
   return q < kSvReserveMax ? q : kSvReserveMax;
 }
+
+// How far past its queue a light descriptor's write may take the bucket: the library's
+// reach (pace_light_reach: 4 depths) scaled as the supervisor's turn, since its queue of
+// one place per busy descriptor is that much longer (40 streams at 5 MB/s: 80 ms). A
+// burst beyond the rate stays bounded by it; the long-run rate is exact (a light
+// write's units are taken like any others).
+inline uint64_t sv_light_reach(const BucketParams& p) noexcept { return pace_light_reach(p) * kSvPlaceQuanta; }
 
 // Whether a descriptor that last took a place at `last_place` (0: never) is light at
 // `now`, its bucket's queue reaching `queue_ns` ahead: no place for kSvLightAfterNs nor
@@ -65,12 +72,26 @@ struct SvPlace {
   bool queued = false;  // a place at the end of the bucket's queue (else it went ahead)
 };
 
-// Takes for a call asking `need` units, cut to `units` (sv_pace_units) when it waits,
-// from bucket `s` at `now`: it goes now with all it asks when the bucket has no queue
-// (its clock within the depth), or, `light`, with a write of up to pace_light_max
-// within pace_light_reach of the queue; else it takes a place of `units` at the end of
-// the queue, due when the place starts. One CAS loop (bucket_take_or_queue).
-SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, bool light,
-                     uint64_t now) noexcept;
+// Takes for a call asking `need` units, cut to `units` (sv_pace_units), from bucket `s`
+// at `now`: it goes now with `units` when the bucket has no queue (its clock within the
+// depth), or, `light`, with a write of up to pace_light_max, all it asks, within
+// sv_light_reach of the queue; else it takes a place of `place` (>= `units`) units at
+// the end of the queue, due when the place starts. One CAS loop (bucket_take_or_queue).
+SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, uint64_t place,
+                     bool light, uint64_t now) noexcept;
+
+// One call's turn on a descriptor whose call charges one byte bucket `s`, the descriptor
+// holding `credit` units of it: what its last place held beyond its call (deficit round
+// robin: a place is always a whole turn, sv_place_quantum, so a descriptor making calls
+// smaller than a turn gets as much as one making larger ones). A call the credit covers
+// goes now with it (a `cuttable` one with what there is); else it takes (sv_pace_take)
+// what is missing and keeps what its place holds beyond the call.
+struct SvTurn {
+  uint64_t moves = 0;   // what the call may move (a call not cuttable: all it asks, or a turn if unknown)
+  uint64_t due = 0;     // when it may go (0: now)
+  bool queued = false;  // it took a place in the queue
+};
+SvTurn sv_pace_turn(BucketState& s, const BucketParams& p, uint64_t need, bool cuttable, bool light,
+                    uint64_t& credit, uint64_t now) noexcept;
 
 }  // namespace bonsai::ctl

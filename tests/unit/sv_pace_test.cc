@@ -81,31 +81,31 @@ TEST_CASE("sv_pace: an idle bucket lets a call go; a busy one gives places in or
   uint64_t q = sv_place_quantum(p);
   BucketState s{};
   uint64_t now = 1'000'000'000;
-  SvPlace a = sv_pace_take(s, p, 4 * MiB, q, false, now);
+  SvPlace a = sv_pace_take(s, p, 4 * MiB, q, q, false, now);
   CHECK_FALSE(a.queued);
   CHECK(a.due == 0);
   CHECK(a.units == q);  // from an idle bucket too: one quantum, not the whole call
-  SvPlace b = sv_pace_take(s, p, 4 * MiB, q, false, now);
+  SvPlace b = sv_pace_take(s, p, 4 * MiB, q, q, false, now);
   CHECK(b.queued);
   CHECK(b.units == q);
   CHECK(b.due == now + bucket_cost_ns(p, q));  // starts where the last one ends
-  SvPlace c = sv_pace_take(s, p, 4 * MiB, q, false, now);
+  SvPlace c = sv_pace_take(s, p, 4 * MiB, q, q, false, now);
   CHECK(c.due == b.due + bucket_cost_ns(p, q));
   // A light descriptor's small write (a response with its headers) goes now, whole, past
   // the queue; the queue behind it waits that much longer.
-  SvPlace l = sv_pace_take(s, p, 700, 700, true, now);
+  SvPlace l = sv_pace_take(s, p, 700, 700, q, true, now);
   CHECK_FALSE(l.queued);
   CHECK(l.units == 700);
-  SvPlace d = sv_pace_take(s, p, 4 * MiB, q, false, now);
+  SvPlace d = sv_pace_take(s, p, 4 * MiB, q, q, false, now);
   CHECK(d.due == c.due + bucket_cost_ns(p, q) + bucket_cost_ns(p, 700));
   // Not light: a large write, or a queue beyond the light reach.
-  CHECK(sv_pace_take(s, p, pace_light_max(p) + 1, q, true, now).queued);
-  s.tat_ns.store(now + pace_light_reach(p), std::memory_order_relaxed);
-  CHECK(sv_pace_take(s, p, 700, 700, true, now).queued);
+  CHECK(sv_pace_take(s, p, pace_light_max(p) + 1, q, q, true, now).queued);
+  s.tat_ns.store(now + sv_light_reach(p), std::memory_order_relaxed);
+  CHECK(sv_pace_take(s, p, 700, 700, q, true, now).queued);
   // A call-rate bucket: one unit a call.
   BucketParams cp = bucket_params(rule_of(1000, RateUnit::Calls));
   BucketState cs{};
-  CHECK(sv_pace_take(cs, cp, 4 * MiB, q, false, now).units == 1);
+  CHECK(sv_pace_take(cs, cp, 4 * MiB, q, q, false, now).units == 1);
 }
 
 namespace {
@@ -126,11 +126,11 @@ std::vector<uint64_t> simulate_supervisor(const std::vector<uint64_t>& sizes, ui
   std::mt19937_64 rng(7);
   uint64_t t0 = 1'000'000'000, now = t0, end = t0 + seconds * 1'000'000'000, next_light = t0 + light_every_ns;
   *light_wait = 0;
+  std::vector<uint64_t> credit(n, 0);
   auto take = [&](size_t i) {
-    uint64_t u = sv_pace_units(sizes[i], true, &p, nullptr);
-    SvPlace pl = sv_pace_take(s, p, sizes[i], u, false, now);
-    units[i] = pl.units;
-    due[i] = pl.due ? pl.due : now;
+    SvTurn t = sv_pace_turn(s, p, sizes[i], true, false, credit[i], now);
+    units[i] = t.moves;
+    due[i] = t.due ? t.due : now;
   };
   for (size_t i = 0; i < n; ++i) take(i);
   while (now < end) {
@@ -139,7 +139,7 @@ std::vector<uint64_t> simulate_supervisor(const std::vector<uint64_t>& sizes, ui
     uint64_t lag = max_lag_ns ? rng() % max_lag_ns : 0;
     now = std::max(now, next) + lag;
     if (light_every_ns && now >= next_light) {
-      SvPlace pl = sv_pace_take(s, p, 700, 700, true, now);
+      SvPlace pl = sv_pace_take(s, p, 700, 700, sv_place_quantum(p), true, now);
       uint64_t at = pl.due ? pl.due : now;
       *light_wait = std::max(*light_wait, at - next_light);
       next_light += light_every_ns;
@@ -165,6 +165,36 @@ double jain(const std::vector<uint64_t>& v) {
 }
 
 }  // namespace
+
+TEST_CASE("sv_pace: a turn is a whole place; a call smaller than it keeps the rest as credit", "[sv_pace]") {
+  BucketParams p = bucket_params(rule_of(5'000'000));
+  uint64_t q = sv_place_quantum(p);
+  BucketState s{};
+  uint64_t now = 1'000'000'000;
+  s.tat_ns.store(now + 20'000'000, std::memory_order_relaxed);  // a queue of 20 ms
+  uint64_t credit = 0;
+  SvTurn t = sv_pace_turn(s, p, 3000, true, false, credit, now);  // a 3000-byte sendfile
+  CHECK(t.queued);
+  CHECK(t.due == now + 20'000'000);
+  CHECK(t.moves == 3000);
+  CHECK(credit == q - 3000);
+  // The next calls go now on the credit, the last one cut to what is left.
+  t = sv_pace_turn(s, p, 3000, true, false, credit, now);
+  CHECK((t.moves == 3000 && t.due == 0 && !t.queued));
+  uint64_t left = credit;
+  t = sv_pace_turn(s, p, 1 << 20, true, false, credit, now);
+  CHECK((t.moves == left && t.due == 0 && credit == 0));
+  // A call not cuttable larger than the credit: takes what is missing, all it asks.
+  credit = 1000;
+  t = sv_pace_turn(s, p, 64 * KiB, false, false, credit, now);
+  CHECK(t.queued);
+  CHECK(t.moves == 64 * KiB);
+  CHECK(credit == 0);
+  // An idle bucket: no place, no credit kept.
+  BucketState idle{};
+  t = sv_pace_turn(idle, p, 3000, true, false, credit, now);
+  CHECK((!t.queued && t.due == 0 && t.moves == 3000 && credit == 0));
+}
 
 TEST_CASE("sv_pace: threads whose calls ask 4 MiB, 64 KiB or 3 KiB take turns: even shares, the rate exact",
           "[sv_pace]") {
