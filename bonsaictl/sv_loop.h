@@ -5,7 +5,8 @@
 // pieces); what is the supervisor's own is here: notifications (supervisor.cc), what a
 // call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
 // view and the traced processes and threads (sv_view.cc), zero-copy calls made on a
-// thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc).
+// thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc), writes on descriptors
+// that must not wait taking turns in their buckets' queues (sv_pace.h).
 #pragma once
 #include <poll.h>
 #include <seccomp.h>

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Supervised calls on descriptors that must not wait (a non-blocking socket, pipe or
 // terminal: Go's sockets), paced as the library paces them (libbonsai/runtime/pace.cc,
-// docs/limits.md "Non-blocking descriptors"): the call takes one place of one quantum
-// (pace_quantum) at the end of its bucket's queue (bucket_take_or_queue) and is held by
-// the supervisor until the place is due (bucket_place_due), then made cut to the place
-// (a zero-copy call the supervisor makes itself, sv_emulate.h). Each descriptor's
-// calls take turns a quantum at a time with every other descriptor's, whatever their
-// sizes and however many threads make them (max-min fair); a light descriptor (no
-// place for kSvLightAfterNs) with a small write goes ahead within pace_light_reach.
+// docs/limits.md "Non-blocking descriptors" and "Supervised programs"): the call takes
+// one place of one turn (sv_place_quantum: kSvPlaceQuanta of pace_quantum) at the end of
+// its bucket's queue (bucket_take_or_queue) and is held by the supervisor until the place
+// is due (bucket_place_due), then made cut to it (a zero-copy call the supervisor makes
+// itself, sv_emulate.h) or let go whole (its place was all it asks). Descriptors take
+// turns whatever their call sizes (what a place holds beyond a call is the descriptor's
+// credit: deficit round robin) and however many threads make them (max-min fair); a
+// light descriptor (no place lately) with a small write goes ahead within sv_light_reach.
 // The arithmetic is the library's (bucket/token_bucket.h); only its use is here.
 #pragma once
 #include <cstdint>
