@@ -132,9 +132,9 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
       if (pc) pc->shortened[c].fetch_add(1, std::memory_order_relaxed);
     }
   } else {
-    // Let go whole: it took all it asks (one quantum when that is unknown), settled after
-    // by what moved as any write (sv_charge.cc).
-    // Call-rate buckets only: the call took its unit, its bytes are counted as asked.
+    // Let go whole: it took all it asks (one turn when that is unknown), settled after by
+    // what moved as any write (sv_charge.cc). Under call-rate buckets only it took its
+    // unit, and its bytes are counted as asked.
     if (bound == UINT64_MAX) {
       count(p, h.call, 0, asked == UINT64_MAX ? 0 : asked);
     } else {
