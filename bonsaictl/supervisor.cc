@@ -78,10 +78,12 @@ void Loop::handle(const seccomp_notif& req) {
   Thread* th = sc ? thread_get(static_cast<int>(req.pid)) : nullptr;
   Proc* p = th ? proc_get(th->tgid) : nullptr;
   if (!p) return respond(req.id);  // not ours to charge (gone, foreign ABI)
+  // The counters are read only for a call to settle (the last one's) or one that will be.
   SvIo io{};
-  bool have_io = th->io_fd >= 0 && sv_io_read(th->io_fd, io);
+  bool have_io = th->owed.active && th->io_fd >= 0 && sv_io_read(th->io_fd, io);
   settle(*th, *p, have_io, io);
   if (have_io) th->io = io;
+  th->io_now = have_io;
   if (!view_.usable) return count(*p, sc->call, 1, 0), respond(req.id);
 
   const auto* a = req.data.args;
@@ -105,12 +107,14 @@ void Loop::handle(const seccomp_notif& req) {
   // Whose size is known only afterwards: reserve before it goes, so that the calls of
   // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
   // call whose ends cannot wait is made here, cut to its reservation.
+  // A write on a descriptor that must not wait takes its turn in the queue (sv_pace.h).
+  if (limited && pace(*sc, req, *th, *p, h, asked, now)) return;
   uint64_t reserve = limited ? sv_reserve_bytes(asked, view_.params(h.bucket[0]), view_.params(h.bucket[1])) : 0;
   if (reserve && sc->src_fd_arg >= 0 &&
       sv_emu_prepare(*sc, a, p->pidfd, sv_reserve_share(reserve, emu_held_), h.emu)) {
-    h.reserved = h.emu.count;
-    charge(*th, h.bucket[0], h.reserved);
-    charge(*th, h.bucket[1], h.reserved);
+    h.reserved[0] = h.reserved[1] = h.emu.count;
+    charge(*th, h.bucket[0], h.emu.count);
+    charge(*th, h.bucket[1], h.emu.count);
     h.deadline = hold_until(*th, *p, h.bucket, now);
     if (!h.deadline) return emulate(h, now);
     ++emu_held_;
@@ -125,6 +129,7 @@ void Loop::handle(const seccomp_notif& req) {
     }
     // Counted in the stats when it is settled, by what moved: a thread's last read (the
     // empty one at the end of a file) leaves its reservation in the bucket, not in stat.
+    io_baseline(*th);
     th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, reserve, view_.seq, 0};
   } else if (sc->moved == SvMoved::WriteChar) {
     // A write from memory pays what it asks before it goes (the next call gives back what
@@ -138,6 +143,7 @@ void Loop::handle(const seccomp_notif& req) {
     }
     uint64_t counted = sc->src_fd_arg >= 0 ? 0 : prepaid;  // a reservation: counted when settled
     count(*p, call, 0, counted);  // corrected to what moved at its next call
+    io_baseline(*th);
     th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, prepaid, view_.seq, counted};
   } else {
     // Not in the thread's counters: charged now by what it asked, cut to what its source

@@ -69,6 +69,13 @@ void Loop::count(Proc& p, CallId call, uint64_t calls, uint64_t bytes) {
   if (bytes) lane_add(cl.bytes, bytes);
 }
 
+void Loop::io_baseline(Thread& th) {
+  if (th.io_now || th.io_fd < 0) return;
+  SvIo io;
+  if (sv_io_read(th.io_fd, io)) th.io = io;
+  th.io_now = true;
+}
+
 void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
   Owed& o = th.owed;
   if (!o.active) return;

@@ -27,7 +27,7 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
   if (p && p->slot) {
     slot_wait_leave(p->slot);
     auto c = static_cast<size_t>(h.call);
-    if (h.call != CallId::count_) {
+    if (h.call != CallId::count_ && !h.paced) {  // a paced call's wait is counted in held_ns
       uint64_t waited = now > h.since ? now - h.since : 1;
       p->slot->counters.throttled[c].fetch_add(1, std::memory_order_relaxed);
       p->slot->counters.wait_ns[c].fetch_add(waited, std::memory_order_relaxed);
@@ -37,7 +37,7 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
   if (h.wait_fd >= 0) ::close(h.wait_fd);
   h.wait_fd = -1;
   if (h.emu.nr >= 0) {
-    if (emu_held_) --emu_held_;
+    if (!h.paced && emu_held_) --emu_held_;
     return emulate(h, now);
   }
   respond(h.id);
@@ -55,11 +55,14 @@ void Loop::emulate(Held& h, uint64_t now) {
   h.emu.nr = -1;
   uint64_t moved = r > 0 ? static_cast<uint64_t>(r) : 0;
   if (th && p) {  // a gone thread's debt went with it: nothing to give back
-    for (uint8_t b : h.bucket) {
-      const BucketParams* bp = view_.params(b);
+    for (int i = 0; i < 2; ++i) {
+      const BucketParams* bp = view_.params(h.bucket[i]);
       if (!bp || bp->per_call) continue;  // a call-rate bucket: the call is made (or was tried)
-      SvSettle s = sv_settle(h.reserved, moved);  // an emulated call moves at most what it reserved
-      if (s.give_back) give_back(*th, *p, b, s.give_back, now);
+      SvSettle s = sv_settle(h.reserved[i], moved);  // an emulated call moves at most what it reserved
+      if (!s.give_back) continue;
+      // A paced call's units were taken directly, not owed: nothing of the thread's debt to forget.
+      if (h.paced) bucket_give_back(state(*p, h.bucket[i]), *bp, s.give_back, now);
+      else give_back(*th, *p, h.bucket[i], s.give_back, now);
     }
   }
   if (p) count(*p, h.call, 0, moved);
@@ -71,7 +74,7 @@ void Loop::release_due(uint64_t now) {
   for (size_t i = 0; i < held_.size();) {
     Held& h = held_[i];
     bool go = h.deadline && now >= h.deadline;
-    if (go) {  // paid down: unless this thread still owes its buckets a piece
+    if (go && !h.paced) {  // paid down: unless this thread still owes its buckets a piece
       auto pit = procs_.find(h.tgid);
       auto tit = threads_.find(h.tid);
       if (pit != procs_.end() && tit != threads_.end()) {

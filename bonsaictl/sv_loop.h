@@ -5,7 +5,8 @@
 // pieces); what is the supervisor's own is here: notifications (supervisor.cc), what a
 // call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
 // view and the traced processes and threads (sv_view.cc), zero-copy calls made on a
-// thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc).
+// thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc), writes on descriptors
+// that must not wait taking turns in their buckets' queues (sv_pace.h).
 #pragma once
 #include <poll.h>
 #include <seccomp.h>
@@ -21,6 +22,7 @@
 #include "shm_client.h"
 #include "supervisor.h"
 #include "sv_emulate.h"
+#include "sv_pace.h"
 #include "sv_syscalls.h"
 #include "sv_target.h"
 
@@ -52,6 +54,15 @@ struct Owed {
   uint64_t counted = 0;  // bytes counted in the stats before it went (a write's size)
 };
 
+// A descriptor that paced calls are made on (sv_pace.h).
+struct SvDesc {
+  uint64_t last_place = 0;  // when it last took a place in a queue (0: never): light after a while
+  uint64_t last_use = 0;
+  uint64_t credit = 0;      // units of `bucket` its last place held beyond its call
+  uint8_t bucket = kNoBucket;
+  uint64_t seq = 0;         // the view `bucket` is of
+};
+
 struct Proc {
   int pid = 0;
   uint64_t start_time = 0;
@@ -63,7 +74,8 @@ struct Proc {
 struct Thread {
   int tid = 0, tgid = 0;
   int io_fd = -1;
-  SvIo io{};
+  SvIo io{};      // its I/O counters when its last settled call went (the baseline)
+  bool io_now = false;  // `io` was read during the notification being handled
   Owed owed{};
   DebtList debt;
 };
@@ -80,9 +92,12 @@ struct Held {
   uint64_t asked = 0;
   uint8_t bucket[2] = {kNoBucket, kNoBucket};
   // A zero-copy call the supervisor makes itself when released (emu.nr >= 0), cut to
-  // the `reserved` bytes it took from its byte buckets before it was held.
+  // the `reserved` bytes it took from each byte bucket before it was held.
   SvEmu emu{};
-  uint64_t reserved = 0;
+  uint64_t reserved[2] = {0, 0};
+  // A call on a descriptor that must not wait (sv_pace.h): its place in the queue is
+  // taken; it goes at `deadline`, owing nothing more.
+  bool paced = false;
 };
 
 class Loop {
@@ -106,6 +121,10 @@ class Loop {
   void proc_drop(Proc& p);
   // sv_charge.cc: charging
   void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
+  // Reads the thread's I/O counters as the baseline of a call about to be settled after
+  // it (once per notification: a call the supervisor makes or charges by its size
+  // needs none).
+  void io_baseline(Thread& th);
   // `late`: the units have moved already (a read settled after it): the library's
   // sleepers in the same service bucket then wait them off too (bucket_take_late).
   void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);
@@ -115,6 +134,10 @@ class Loop {
   uint64_t eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now);
   void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
   BucketState& state(Proc& p, uint8_t bucket);
+  // sv_pace.cc: a write on a descriptor that must not wait takes a place in its
+  // buckets' queues and is held until it is due (answered, made or held: true).
+  bool pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
+            uint64_t now);
   // sv_held.cc: calls held back
   void hold(Held h, Proc& p);
   void release(Held& h, Proc* p, uint64_t now);
@@ -134,7 +157,10 @@ class Loop {
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
   SupervisorStats stats_;
-  uint64_t emu_held_ = 0;  // held calls the supervisor will make itself (Held::emu)
+  uint64_t emu_held_ = 0;
+  // The descriptors paced calls were made on, by st_dev and st_ino of the destination
+  // (the same socket in every process that shares it).
+  std::unordered_map<uint64_t, SvDesc> descs_;  // held calls the supervisor will make itself (Held::emu)
   bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
   uint64_t last_sweep_ = 0;
 };

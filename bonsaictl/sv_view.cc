@@ -87,6 +87,10 @@ void Loop::view_refresh() {
   view_ = v;
   for (Held& h : held_) {
     for (uint8_t& b : h.bucket) b = renumber(b);
+    if (h.paced) {  // its place was taken in the old clock: kept (a removed rule lets it go)
+      if (h.bucket[0] == kNoBucket && h.bucket[1] == kNoBucket) h.deadline = now;
+      continue;
+    }
     if (!h.deadline) continue;  // a receive waiting for data: charged when it comes
     auto pit = procs_.find(h.tgid);
     auto tit = threads_.find(h.tid);
@@ -159,6 +163,10 @@ void Loop::sweep(uint64_t now) {
     }
     ++it;
   }
+  // Descriptors unused for a while (light again, closed, or a stream that ended):
+  // forgotten, with their credit (at most one turn each).
+  for (auto it = descs_.begin(); it != descs_.end();)
+    it = now - it->second.last_use > 10 * kSvLightAfterNs ? descs_.erase(it) : std::next(it);
   for (auto it = threads_.begin(); it != threads_.end();) {
     SvIo io;
     bool gone = !procs_.count(it->second.tgid) || it->second.io_fd < 0 || !sv_io_read(it->second.io_fd, io);
