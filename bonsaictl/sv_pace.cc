@@ -36,14 +36,12 @@ SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint6
   if (need == UINT64_MAX || need < units) need = units;
   if (place < units) place = units;
   light = light && need <= pace_light_max(p);
-  // Goes now only if nobody is queued and it stays within the depth; a light one within
-  // the light reach, queue or not (its bytes are charged all the same).
-  uint64_t free_units = light ? need : units;
-  uint64_t queue = light ? sv_light_reach(p) : 0;
-  uint64_t reach = light ? sv_light_reach(p) : p.depth_ns;
+  // A light one goes ahead of the queue on the light clock (its bytes are charged all the
+  // same); else it goes now only if nobody is queued and it stays within the depth.
+  if (light && bucket_take_light(s, p, need, now)) return {need, 0, false};
   bool queued = false;
-  uint64_t tat = bucket_take_or_queue(s, p, free_units, place, now, &queued, queue, reach);
-  if (!queued) return {free_units, 0, false};
+  uint64_t tat = bucket_take_or_queue(s, p, units, place, now, &queued, 0, p.depth_ns);
+  if (!queued) return {units, 0, false};
   return {place, bucket_place_due(p, tat, place, now), true};
 }
 

@@ -2,13 +2,13 @@
 // Supervised calls on descriptors that must not wait (a non-blocking socket, pipe or
 // terminal: Go's sockets), paced as the library paces them (libbonsai/runtime/pace.cc,
 // docs/limits.md "Non-blocking descriptors" and "Supervised programs"): the call takes
-// one place of one turn (sv_place_quantum: kSvPlaceQuanta of pace_quantum) at the end of
+// one place of one turn (sv_place_quantum: the library's pace_quantum) at the end of
 // its bucket's queue (bucket_take_or_queue) and is held by the supervisor until the place
 // is due (bucket_place_due), then made cut to it (a zero-copy call the supervisor makes
 // itself, sv_emulate.h) or let go whole (its place was all it asks). Descriptors take
 // turns whatever their call sizes (what a place holds beyond a call is the descriptor's
 // credit: deficit round robin) and however many threads make them (max-min fair); a
-// light descriptor (no place lately) with a small write goes ahead within sv_light_reach.
+// light descriptor (no place lately) with a small write goes ahead on the light clock.
 // The arithmetic is the library's (bucket/token_bucket.h); only its use is here.
 #pragma once
 #include <cstdint>
@@ -19,38 +19,21 @@
 
 namespace bonsai::ctl {
 
-// A descriptor that took no place in a queue for this long is light (as the library's
-// kLightAfterNs, libbonsai/runtime/pace.cc).
-inline constexpr uint64_t kSvLightAfterNs = 100'000'000;
-
-// The supervisor's turn: kSvPlaceQuanta of the library's quanta (pace_quantum: ~0.5 ms
-// of rate), at most kSvReserveMax; one call in a call-rate bucket. A supervised call
-// costs far more than the library's (a seccomp round trip and, cut, a call the
-// supervisor makes: ~100 us of CPU between the two against ~1 us): with one quantum a
-// turn a static Go file server's 40 streams under 5 MB/s took 2.2x the CPU (supervisor
-// and server) of the reservations before; with 4, as much, as fair.
-inline constexpr uint64_t kSvPlaceQuanta = 4;
+// The supervisor's turn: the library's quantum (pace_quantum: a chunk, ~8 ms of rate),
+// at most kSvReserveMax; one call in a call-rate bucket. A supervised call costs far
+// more than the library's (a seccomp round trip and, cut, a call the supervisor makes:
+// ~100 us of CPU between the two against ~1 us): with 0.5 ms turns a static Go file
+// server's 40 streams under 5 MB/s took 2.2x the CPU (supervisor and server) of the
+// reservations before; with 2 ms turns, as much, as fair.
 inline uint64_t sv_place_quantum(const BucketParams& p) noexcept {
   if (p.per_call) return 1;
-  uint64_t q = pace_quantum(p) * kSvPlaceQuanta;
+  uint64_t q = pace_quantum(p);
   return q < kSvReserveMax ? q : kSvReserveMax;
 }
 
-// How far past its queue a light descriptor's write may take the bucket: the library's
-// reach (pace_light_reach: 4 depths) scaled as the supervisor's turn, since its queue of
-// one place per busy descriptor is that much longer (40 streams at 5 MB/s: 80 ms). A
-// burst beyond the rate stays bounded by it; the long-run rate is exact (a light
-// write's units are taken like any others).
-inline uint64_t sv_light_reach(const BucketParams& p) noexcept { return pace_light_reach(p) * kSvPlaceQuanta; }
-
-// Whether a descriptor that last took a place at `last_place` (0: never) is light at
-// `now`, its bucket's queue reaching `queue_ns` ahead: no place for kSvLightAfterNs nor
-// for two lengths of the queue (a busy descriptor takes a place every round of the
-// queue, however long: it is never light).
+// Whether a descriptor is light: the library's rule (pace_is_light).
 inline bool sv_pace_light(uint64_t last_place, uint64_t now, uint64_t queue_ns) noexcept {
-  if (!last_place) return true;
-  uint64_t idle = now > last_place ? now - last_place : 0;
-  return idle > kSvLightAfterNs && idle / 2 > queue_ns;
+  return pace_is_light(last_place, now, queue_ns);
 }
 
 // Whether a call's destination must not wait: a socket, pipe or terminal (`mode`: its
@@ -75,8 +58,8 @@ struct SvPlace {
 
 // Takes for a call asking `need` units, cut to `units` (sv_pace_units), from bucket `s`
 // at `now`: it goes now with `units` when the bucket has no queue (its clock within the
-// depth), or, `light`, with a write of up to pace_light_max, all it asks, within
-// sv_light_reach of the queue; else it takes a place of `place` (>= `units`) units at
+// depth), or, `light`, with a write of up to pace_light_max, all it asks, ahead of the
+// queue on the light clock (bucket_take_light); else it takes a place of `place` (>= `units`) units at
 // the end of the queue, due when the place starts. One CAS loop (bucket_take_or_queue).
 SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, uint64_t place,
                      bool light, uint64_t now) noexcept;

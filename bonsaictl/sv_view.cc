@@ -166,7 +166,7 @@ void Loop::sweep(uint64_t now) {
   // Descriptors unused for a while (light again, closed, or a stream that ended):
   // forgotten, with their credit (at most one turn each).
   for (auto it = descs_.begin(); it != descs_.end();)
-    it = now - it->second.last_use > 10 * kSvLightAfterNs ? descs_.erase(it) : std::next(it);
+    it = now - it->second.last_use > 10 * kPaceLightAfterNs ? descs_.erase(it) : std::next(it);
   for (auto it = threads_.begin(); it != threads_.end();) {
     SvIo io;
     bool gone = !procs_.count(it->second.tgid) || it->second.io_fd < 0 || !sv_io_read(it->second.io_fd, io);

@@ -100,6 +100,17 @@ uint64_t bucket_place_due(const BucketParams& p, uint64_t tat, uint64_t units, u
 // many light writes at once cannot make a burst beyond it.
 inline uint64_t pace_light_reach(const BucketParams& p) noexcept { return p.depth_ns * 4; }
 
+// Whether a descriptor that last took a place at `last_place` (0: never; its own
+// clock, as `now`) is light, its bucket's queue reaching `queue_ns` ahead: no place for
+// kPaceLightAfterNs nor for two lengths of the queue (a busy descriptor takes a place
+// every round of the queue, however long the round: it is never light).
+inline constexpr uint64_t kPaceLightAfterNs = 100'000'000;
+inline bool pace_is_light(uint64_t last_place, uint64_t now, uint64_t queue_ns) noexcept {
+  if (!last_place) return true;
+  uint64_t idle = now > last_place ? now - last_place : 0;
+  return idle > kPaceLightAfterNs && idle / 2 > queue_ns;
+}
+
 // Takes `units` for a light write if the light clock allows them within
 // pace_light_reach (and then from the bucket as bucket_take). @return false (nothing
 // taken) if not.

@@ -102,8 +102,6 @@ void pace_count_refused(const Ticket& t, bool refused) noexcept {
 
 namespace {
 
-// A descriptor that took no place in the queue for this long is light (see ticket_try_slow).
-constexpr uint64_t kLightAfterNs = 100'000'000;
 
 // A descriptor whose calls must not wait: O_NONBLOCK on a socket, pipe or terminal
 // (`dontwait`: MSG_DONTWAIT given). A regular file's O_NONBLOCK means nothing to the
@@ -170,13 +168,14 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   // A light descriptor (no place taken for a round of the queue) with a small write goes
   // ahead of the busy ones: max-min fairness gives it all it asks.
   uint64_t last = __atomic_load_n(&s->last_place[dir], __ATOMIC_RELAXED);
-  bool light = dir == kPaceWrite && need && need <= pace_light_max(p) && (!last || now - last > kLightAfterNs);
+  BucketState& bucket = g_limiter.buckets[t.bucket];
+  uint64_t tat_seen = bucket.tat_ns.load(std::memory_order_relaxed);
+  uint64_t queue_ns = tat_seen > host_now ? tat_seen - host_now : 0;
+  bool light = dir == kPaceWrite && need && need <= pace_light_max(p) && pace_is_light(last, now, queue_ns);
   // Otherwise it goes now only if nobody is queued (a bucket with a queue serves places
   // in order: whoever calls first must not drain the depth), with a batch only from a
   // full bucket (idle for a depth): a bucket in use hands out a quantum at a time.
-  BucketState& bucket = g_limiter.buckets[t.bucket];
-  uint64_t tat_seen = bucket.tat_ns.load(std::memory_order_relaxed);
-  if (light && tat_seen > host_now) {
+  if (light && queue_ns) {
     uint64_t units = need > held_credit ? need - held_credit : 1;
     if (bucket_take_light(bucket, p, units, host_now)) {
       add_credit(t, static_cast<int64_t>(units));

@@ -43,11 +43,11 @@ TEST_CASE("sv_pace: only sockets, pipes and terminals in non-blocking mode (or a
 
 TEST_CASE("sv_pace: a call the supervisor cuts takes one quantum; one it lets go whole takes all it asks",
           "[sv_pace]") {
-  BucketParams slow = bucket_params(rule_of(5'000'000));  // quantum: 2500 B
+  BucketParams slow = bucket_params(rule_of(5'000'000));  // quantum: a chunk, 39062 B
   BucketParams fast = bucket_params(rule_of(100 * MiB));
   BucketParams calls = bucket_params(rule_of(100, RateUnit::Calls));
   uint64_t q = sv_place_quantum(slow);
-  REQUIRE(q == 2500 * kSvPlaceQuanta);
+  REQUIRE(q == 5'000'000 / 128);
   CHECK(sv_pace_units(4 * MiB, true, &slow, nullptr) == q);
   CHECK(sv_pace_units(4 * MiB, true, &fast, &slow) == q);  // the smaller quantum
   CHECK(sv_pace_units(512, true, &slow, nullptr) == 512);  // asks less: takes less
@@ -70,7 +70,7 @@ TEST_CASE("sv_pace: a descriptor is light after 100 ms without a place, and two 
   CHECK_FALSE(sv_pace_light(now - 200'000'000, now, 200'000'000));
   CHECK(sv_pace_light(now - 500'000'000, now, 200'000'000));
   BucketParams p = bucket_params(rule_of(5'000'000));
-  CHECK(sv_place_quantum(p) == kSvPlaceQuanta * pace_quantum(p));
+  CHECK(sv_place_quantum(p) == pace_quantum(p));
   CHECK(sv_place_quantum(bucket_params(rule_of(100, RateUnit::Calls))) == 1);
   CHECK(sv_place_quantum(bucket_params(rule_of(64ull * 1024 * MiB))) == kSvReserveMax);
 }
@@ -98,9 +98,9 @@ TEST_CASE("sv_pace: an idle bucket lets a call go; a busy one gives places in or
   CHECK(l.units == 700);
   SvPlace d = sv_pace_take(s, p, 4 * MiB, q, q, false, now);
   CHECK(d.due == c.due + bucket_cost_ns(p, q) + bucket_cost_ns(p, 700));
-  // Not light: a large write, or a queue beyond the light reach.
+  // Not light: a large write, or light writes beyond the light clock's reach.
   CHECK(sv_pace_take(s, p, pace_light_max(p) + 1, q, q, true, now).queued);
-  s.tat_ns.store(now + sv_light_reach(p), std::memory_order_relaxed);
+  s.light_tat_ns.store(now + pace_light_reach(p), std::memory_order_relaxed);
   CHECK(sv_pace_take(s, p, 700, 700, q, true, now).queued);
   // A call-rate bucket: one unit a call.
   BucketParams cp = bucket_params(rule_of(1000, RateUnit::Calls));
