@@ -32,11 +32,22 @@ template <typename Off>
 inline Off at(Off o, size_t off) noexcept { return o == -1 ? o : static_cast<Off>(o + static_cast<Off>(off)); }
 
 // A call with no size to shape (metadata calls, vectored calls): one real call.
-// `call()` makes the real call and returns bytes moved (or -1).
+// `call()` makes the real call and returns bytes moved (or -1). `may_eagain`: EAGAIN is
+// one of the call's own results on a non-blocking descriptor (accept): there it never
+// waits (runtime/pace.h) and the descriptor is held for reading.
 template <typename Ret, typename Call>
-[[gnu::noinline]] Ret simple(CallId id, int fd, bool cancellable, Call&& call, ssize_t (*moved_of)(Ret)) {
+[[gnu::noinline]] Ret simple(CallId id, int fd, bool cancellable, Call&& call, ssize_t (*moved_of)(Ret),
+                             bool may_eagain = false) {
   if (!limiter_active()) [[unlikely]] return call();
   Ticket t = ticket_for(id, fd);
+  if (may_eagain && fd >= 0 && !ticket_covered(t, 0)) [[unlikely]] {
+    bool cuttable = false;
+    if (ticket_try_slow(t, fd, kPaceRead, false, 0, 0, &cuttable) == 0) {
+      ticket_count(t, -1);
+      errno = EAGAIN;
+      return static_cast<Ret>(-1);
+    }
+  }
   ticket_wait(t, cancellable);
   Ret r = call();
   ticket_done(t, moved_of(r));
@@ -238,6 +249,14 @@ template <typename Call>
   errno = err;
   return r;
 }
+
+// The same for a call whose own results include EAGAIN (accept): see `simple`.
+#define BONSAI_SIMPLE_SLOW_NB(id, name, fd, cancellable, params, args)                \
+  [[gnu::noinline]] static int name##_slow params {                                  \
+    return ::bonsai::wrap::simple<int>(::bonsai::CallId::id, fd, cancellable,         \
+                                       [&] { return ::bonsai::real::name args; },     \
+                                       ::bonsai::wrap::moved_none, true);             \
+  }
 
 // The slow path of a call limited by call rate only (metadata calls): `name_slow`,
 // one real call between the wait and the charge. Its wrapper: BONSAI_FAST, then

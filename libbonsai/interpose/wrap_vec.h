@@ -106,6 +106,27 @@ template <typename Call>
   unsigned int count = n < kIovMax ? n : static_cast<unsigned int>(kIovMax);  // the kernel caps vlen the same way
   size_t all = 0;
   for (unsigned int i = 0; v && i < count && all <= chunk; ++i) all += mmsg_bytes(v[i]);
+  // A descriptor that must not wait (runtime/pace.h): whole messages as far as the
+  // bucket allows now (at least the first), or EAGAIN and the descriptor held.
+  if (v && count && !ticket_covered(t, is_write ? mmsg_bytes(v[0]) : 0)) [[unlikely]] {
+    bool cuttable = false;
+    int64_t ok = ticket_try_slow(t, fd, is_write ? kPaceWrite : kPaceRead, f & MSG_DONTWAIT,
+                                 is_write ? mmsg_bytes(v[0]) : 0, chunk, &cuttable);
+    if (ok == 0) {
+      ticket_count(t, -1);
+      errno = EAGAIN;
+      return -1;
+    }
+    if (ok > 0) {
+      unsigned int k = 1;
+      if (!is_write) k = count;  // a receive's size is known after it (charged then)
+      for (size_t sum = mmsg_bytes(v[0]); is_write && k < count && sum + mmsg_bytes(v[k]) <= static_cast<uint64_t>(ok);)
+        sum += mmsg_bytes(v[k++]);
+      int r = call(v, k, f);
+      ticket_done(t, mmsg_moved(r, v));
+      return r;
+    }
+  }
   if (all <= chunk || !v) [[likely]] {
     ticket_wait(t, true, is_write ? all : 0);
     int r = call(v, n, f);
