@@ -161,6 +161,15 @@ int cmd_run(const Args& args) {
     const char* old = std::getenv("LD_PRELOAD");
     setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
     setenv("BONSAI_SERVICE", o.service.c_str(), 1);
+    // Who supervises a static or Go program the tree executes (issue #40): this bonsaictl.
+    char self[4096];
+    if (ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1); n > 0) {
+      self[n] = '\0';
+      setenv("BONSAI_CTL", self, 1);
+    } else {
+      fmt::print(stderr, "bonsaictl run: WARNING: cannot find its own path ({}): a static or Go program the "
+                 "service executes will run WITHOUT LIMITS\n", std::strerror(errno));
+    }
     unsetenv("BONSAI_LEAVE");  // run means join, whatever the caller's shell exports
     // The segment as an inherited descriptor, and its owner: a child that changes uid
     // (setpriv, su, runuser) finds it without a lookup by name or a permission check.

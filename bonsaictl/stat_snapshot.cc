@@ -119,7 +119,8 @@ ServiceStat stat_snapshot(Segment& handle) {
       char comm[sizeof slot.comm];
       for (size_t k = 0; k < sizeof comm; ++k) comm[k] = __atomic_load_n(&slot.comm[k], __ATOMIC_RELAXED);
       p.comm = comm_text(comm, sizeof comm);
-      p.supervised = slot.flags.load(std::memory_order_relaxed) & kSlotSupervised;
+      p.flags = slot.flags.load(std::memory_order_relaxed);
+      p.supervised = p.flags & kSlotSupervised;
       p.lib_version = slot.lib_version.load(std::memory_order_relaxed);
       for (size_t c = 0; c < kCallCount; ++c) {
         CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
@@ -190,6 +191,12 @@ void stat_rates(const ServiceStat& prev, ServiceStat& cur) {
     static const CallStats kZero{};
     rates(before ? before->calls : kZero, p.calls, secs);
   }
+}
+
+std::vector<std::string> not_limited(uint32_t slot_flags) {
+  std::vector<std::string> out;
+  if (slot_flags & kSlotUnlimited) out.emplace_back("static or Go program, no supervisor");
+  return out;
 }
 
 }  // namespace bonsai::ctl

@@ -89,6 +89,9 @@ struct alignas(64) ShmExited {
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
 // which claimed the slot on its behalf and charges its system calls from outside.
 inline constexpr uint32_t kSlotSupervised = 1;
+// The process runs a static or Go program whose supervisor could not start (issue #40):
+// nothing charges its calls; `stat` says "NOT limited". Claimed by `bonsaictl sv-exec`.
+inline constexpr uint32_t kSlotUnlimited = 2;
 
 // ShmSlot::lib_version: the release (the file VERSION) of the library or supervisor
 // that claimed the slot, as (major << 16) | (minor << 8) | patch; 0 if unknown.
