@@ -24,9 +24,10 @@ long pread_raw(int fd, void* buf, size_t n, uint64_t off) {
   return raw_syscall4(SYS_pread64, fd, reinterpret_cast<long>(buf), static_cast<long>(n), static_cast<long>(off));
 }
 
-// A note segment holding the Go toolchain's build id (name "Go", type 4), in its first bytes.
+// A note segment holding the Go toolchain's build id (name "Go\0\0", namesz 4; type 4), in its first
+// 512 bytes (after the GNU build id and ABI tag of a cgo program linked externally).
 bool note_is_go(int fd, const Elf64_Phdr& ph) {
-  alignas(Elf64_Nhdr) unsigned char buf[256];
+  alignas(Elf64_Nhdr) unsigned char buf[512];
   size_t want = ph.p_filesz < sizeof buf ? static_cast<size_t>(ph.p_filesz) : sizeof buf;
   long got = pread_raw(fd, buf, want, ph.p_offset);
   size_t at = 0;
@@ -34,7 +35,7 @@ bool note_is_go(int fd, const Elf64_Phdr& ph) {
     Elf64_Nhdr nh;
     std::memcpy(&nh, buf + at, sizeof nh);
     const unsigned char* name = buf + at + sizeof nh;
-    if (nh.n_namesz == 3 && nh.n_type == 4 && at + sizeof nh + 4 <= static_cast<size_t>(got) &&
+    if ((nh.n_namesz == 3 || nh.n_namesz == 4) && nh.n_type == 4 && at + sizeof nh + 4 <= static_cast<size_t>(got) &&
         std::memcmp(name, "Go", 3) == 0)
       return true;
     at += sizeof nh + ((nh.n_namesz + 3) & ~3u) + ((nh.n_descsz + 3) & ~3u);
