@@ -175,7 +175,7 @@ std::string stat_table(const ServiceStat& s) {
   out += "\n";
   for (const auto& p : s.processes) {
     std::string marks = p.supervised ? " (supervised)" : "";
-    for (const auto& n : not_limited(p.flags)) marks += fmt::format(" (NOT limited: {})", n);
+    for (const auto& n : not_limited(p.flags)) marks += fmt::format(" ({}: NOT limited)", n);
     table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, marks), p.calls, rate, wire, hist, paced);
   }
   if (s.exited_processes)

@@ -26,7 +26,8 @@ struct CallStat {
 using CallStats = std::array<CallStat, kCallCount>;
 
 // What of a process escapes its limits, as its slot says: "static or Go program, no
-// supervisor" (kSlotUnlimited); empty when nothing is known to escape.
+// supervisor" (kSlotUnlimited), "io_uring" (kSlotUring, or a ring among its
+// descriptors: proc_has_uring); empty when nothing is known to escape.
 std::vector<std::string> not_limited(uint32_t slot_flags);
 
 struct ProcStat {

@@ -16,7 +16,7 @@
 namespace bonsai {
 namespace {
 
-constexpr size_t kHead = 1024;   // the ELF header and, nearly always, the program headers
+constexpr size_t kHead = 2048;   // the ELF header, the program headers and, nearly always, the notes
 constexpr unsigned kMaxPhdrs = 64;
 constexpr int kMaxScriptDepth = 2;
 
@@ -26,10 +26,18 @@ long pread_raw(int fd, void* buf, size_t n, uint64_t off) {
 
 // A note segment holding the Go toolchain's build id (name "Go\0\0", namesz 4; type 4), in its first
 // 512 bytes (after the GNU build id and ABI tag of a cgo program linked externally).
-bool note_is_go(int fd, const Elf64_Phdr& ph) {
+// Read from `head` (the file's first `head_len` bytes) when the notes lie there, as they
+// usually do, else with one pread.
+bool note_is_go(int fd, const Elf64_Phdr& ph, const unsigned char* head, size_t head_len) {
   alignas(Elf64_Nhdr) unsigned char buf[512];
   size_t want = ph.p_filesz < sizeof buf ? static_cast<size_t>(ph.p_filesz) : sizeof buf;
-  long got = pread_raw(fd, buf, want, ph.p_offset);
+  long got;
+  if (ph.p_offset + want <= head_len) {
+    std::memcpy(buf, head + ph.p_offset, want);
+    got = static_cast<long>(want);
+  } else {
+    got = pread_raw(fd, buf, want, ph.p_offset);
+  }
   size_t at = 0;
   while (got > 0 && at + sizeof(Elf64_Nhdr) <= static_cast<size_t>(got)) {
     Elf64_Nhdr nh;
@@ -60,7 +68,7 @@ ExecKind judge_elf(int fd, const unsigned char* head, size_t got) {
     Elf64_Phdr ph;
     std::memcpy(&ph, phs + i * sizeof ph, sizeof ph);
     if (ph.p_type == PT_INTERP) dynamic = true;
-    else if (ph.p_type == PT_NOTE && !go) go = note_is_go(fd, ph);
+    else if (ph.p_type == PT_NOTE && !go) go = note_is_go(fd, ph, head, got);
   }
   return go ? ExecKind::Go : dynamic ? ExecKind::Dynamic : ExecKind::Static;
 }
