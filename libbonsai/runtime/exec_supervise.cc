@@ -84,10 +84,13 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
   a[o++] = const_cast<char*>(path);
   for (size_t i = 0; i < na; ++i) a[o++] = argv[i];
   a[o++] = nullptr;
+  // BONSAI_LEAVE=1 first and alone: a library active in the trampoline would find the
+  // program static again and redirect its exec to the trampoline again, forever.
   char** e = a + o;
   size_t k = 0;
-  for (size_t i = 0; i < ne; ++i) e[k++] = envp[i];
   e[k++] = kLeave;
+  for (size_t i = 0; i < ne; ++i)
+    if (std::strncmp(envp[i], "BONSAI_LEAVE=", 13) != 0) e[k++] = envp[i];
   e[k] = nullptr;
   out.path = ctl;
   out.argv = a;

@@ -38,6 +38,12 @@ if [ -n "$BB" ]; then
   timed_run "sh -> busybox sh -> busybox cat" "$CTL" run -s a2 -l "reads=${CAP}B/s" -- \
     sh -c "$BB sh -c '$BB cat $T/in > /dev/null; $BB true'"
   check_rate "busybox cat started by busybox sh, reads cap 2 MiB/s" $((3 * MiB)) "$secs" $CAP
+  # an environment saying BONSAI_LEAVE=0 (not leaving) must not keep the library awake in
+  # the trampoline (it would redirect the exec to itself again)
+  timed_run "env BONSAI_LEAVE=0 busybox cat" timeout 20 "$CTL" run -s a3 -l "reads=${CAP}B/s" -- \
+    env BONSAI_LEAVE=0 "$BB" cat "$T/in"
+  [ "$(stat -c %s "$T/out")" = $((3 * MiB)) ] || fail "env BONSAI_LEAVE=0 busybox cat: $(stat -c %s "$T/out") bytes"
+  check_rate "busybox cat after env BONSAI_LEAVE=0, reads cap 2 MiB/s" $((3 * MiB)) "$secs" $CAP
 fi
 
 # (b) the static C program started by Python's subprocess (a write cap)
