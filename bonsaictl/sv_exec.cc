@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fmt/core.h>
 #include <string>
 #include <unistd.h>
@@ -49,6 +50,17 @@ int sv_exec_main(int argc, char** argv) {
   const char* path = argv[1];
   char** prog_argv = argv + 2;
   std::string service = env_or("BONSAI_SERVICE", "");
+  // A process that changed uid (setpriv, su, runuser) reaches the segment through the
+  // descriptor the library handed down; the program itself does not inherit it.
+  int shm_fd = -1;
+  if (const char* v = std::getenv("BONSAI_SHM_FD")) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (end != v && !*end && n >= 0 && n < (1L << 30) && fcntl(static_cast<int>(n), F_SETFD, FD_CLOEXEC) == 0)
+      shm_fd = static_cast<int>(n);
+  }
+  const char* owner = std::getenv("BONSAI_SHM_UID");
+  bool other_uid = owner && *owner && std::strtoul(owner, nullptr, 10) != static_cast<unsigned long>(geteuid());
   // The tree is supervised from here on: a libbonsai.so in it must not charge the same
   // calls again (as `run --supervise` does).
   if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);
@@ -58,9 +70,15 @@ int sv_exec_main(int argc, char** argv) {
   std::unique_ptr<Segment> seg;
   try {
     if (service.empty()) runtime_error("BONSAI_SERVICE is not set");
-    seg = Segment::open(service, false);
+    if (other_uid) {
+      ctl_target_user(static_cast<unsigned>(std::strtoul(owner, nullptr, 10)), getegid(), "");
+      if (shm_fd < 0) runtime_error("it changed uid and no segment descriptor was handed down");
+      seg = Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
+    } else {
+      seg = Segment::open(service, false);
+    }
     seg->check();
-    SvPlan plan{service, {}, env_or("BONSAI_IO_URING", "") != "allow"};
+    SvPlan plan{service, {}, env_or("BONSAI_IO_URING", "") != "allow", other_uid ? shm_fd : -1};
     uint64_t seq;
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
     if (plan.limits.count > 0) sv_launch(plan);

@@ -3,8 +3,8 @@
 # Static and Go children of real services (issue #40): node's child_process starting
 # busybox (static) and a Go program; Python's subprocess starting Debian's rclone (Go,
 # dynamically linked: told by its build-id note) for a `copyto`. Each holds the
-# service's cap; cases whose program is missing are skipped (make deps installs
-# busybox-static, rclone and nodejs).
+# service's cap; so does busybox started after a uid drop (setpriv). Cases whose
+# program is missing are skipped (make deps installs busybox-static, rclone and nodejs).
 . "$(dirname "$0")/ctl_lib.sh"
 need_cmd python3
 CAP=$((2 * MiB))
@@ -40,6 +40,21 @@ print("secs=%.3f status=%d" % (time.time() - t, r.returncode))' "$T/in" "$T/out"
   grep -q 'WITHOUT LIMITS\|NOT limited' "$T/r.err" && fail "rclone ran unlimited: $(cat "$T/r.err")"
   # rclone's own start (~0.1 s) is in the time: the floor stays the suite's 0.75
   check_rate "rclone copyto started by python3, writes cap 2 MiB/s" $((3 * MiB)) "$(field "$out" secs)" $CAP
+  ran=$((ran + 1))
+fi
+# A child that dropped privileges first (setpriv as nobody, then busybox): the trampoline
+# reaches the segment through the descriptor the library hands down; the static
+# program does not inherit that descriptor.
+if [ -n "$BB" ] && nobody_loads_lib && command -v setpriv > /dev/null; then
+  chmod 755 "$T"
+  chmod 644 "$T/in"
+  t0=$(now_ns)
+  out=$("$CTL" run -s u -l "reads=${CAP}B/s" -- setpriv --reuid=65534 --regid=65534 --clear-groups \
+    "$BB" sh -c "$BB cat $T/in > /dev/null; $BB ls -l /proc/self/fd | $BB grep -c /dev/shm" 2> "$T/u.err") || true
+  secs=$(secs_since "$t0")
+  [ "$out" = 0 ] || fail "after a uid drop: the segment descriptor reached the program, or it failed: $out $(cat "$T/u.err")"
+  grep -q 'WITHOUT LIMITS\|NOT limited' "$T/u.err" && fail "after a uid drop: unlimited: $(cat "$T/u.err")"
+  check_rate "busybox cat after a uid drop, reads cap 2 MiB/s" $((3 * MiB)) "$secs" $CAP
   ran=$((ran + 1))
 fi
 [ "$ran" -gt 0 ] || skip "neither node with a static busybox nor rclone is installed"
