@@ -9,6 +9,10 @@
 // mapped for it when large): these run after vfork() and in forked children of
 // threaded processes. An environment that already carries everything costs one
 // scan and one fstat/fcntl pair before the real call.
+// In a service process, a static or Go program (runtime/exec_kind.h: its ELF headers,
+// read only when the process is in a service) is executed through bonsaictl's
+// supervising trampoline instead (runtime/exec_supervise.h, issue #40); if that exec
+// fails, the program is executed as asked. fexecve and execveat are not redirected.
 // close_range() and closefrom() skip the kept segment descriptor, so a child that
 // closes every descriptor and then changes uid still finds the service.
 #include <atomic>
