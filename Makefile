@@ -170,7 +170,7 @@ test-fuzz: $(FUZZ_BIN)
 
 # ---- packages ----
 DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzstd-dev liblz4-dev \
-                fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace \
+                fio gnuplot-nox trickle pv zstd curl python3 coreutils procps strace busybox-static file rclone \
                 clang-14 libclang-rt-14-dev liburing-dev golang-go \
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \

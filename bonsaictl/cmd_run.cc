@@ -19,6 +19,7 @@
 #include "shm/seqlock.h"
 #include "shm_client.h"
 #include "sv_launch.h"
+#include "uring_deny.h"
 #include "yaml_load.h"
 
 namespace bonsai::ctl {
@@ -86,6 +87,22 @@ void export_compression(const CompressionConfig& c) {
   if (!levels.empty()) setenv("BONSAI_COMPRESS_LEVELS", levels.c_str(), 1);
 }
 
+// io_uring under a data limit, nobody having said allow or deny (uring_deny.h): root
+// denies it here (no no_new_privs needed; --user's drop comes later and keeps the
+// filter), anyone else is told that io_uring users will not be limited.
+void io_uring_default(const std::string& service, bool unset, bool data_limited) {
+  if (!unset || !data_limited) return;
+  std::string why;
+  if (geteuid() == 0 && uring_deny_here(why)) {
+    setenv("BONSAI_IO_URING", "deny", 1);  // the library finds it denied and adds no filter of its own
+    return;
+  }
+  fmt::print(stderr, "bonsaictl run: note: io_uring stays allowed{}: what service '{}' moves through io_uring (fio "
+             "--ioengine=io_uring, liburing programs) is NOT limited; --io-uring=deny makes such programs fall back "
+             "to limited calls{}\n", geteuid() == 0 ? fmt::format(" ({})", why) : "", service,
+             geteuid() == 0 ? "" : " (and sets no_new_privs: setuid programs the service starts gain no privileges)");
+}
+
 int cmd_run(const Args& args) {
   RunOptions o = run_parse(args);
   segment_path(o.service);  // validates the name
@@ -134,8 +151,8 @@ int cmd_run(const Args& args) {
   auto seg = Segment::open(o.service, true, scope);
   if (have_limits) seg->write_limits(limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
-  SvPlan plan{o.service, {}, true};
-  if (supervise) {
+  SvPlan plan{o.service, {}, true};  // the limits in force: what the filter notifies, whether io_uring escapes
+  {
     uint64_t seq;
     seg->check();
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
@@ -161,6 +178,15 @@ int cmd_run(const Args& args) {
     const char* old = std::getenv("LD_PRELOAD");
     setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
     setenv("BONSAI_SERVICE", o.service.c_str(), 1);
+    // Who supervises a static or Go program the tree executes (issue #40): this bonsaictl.
+    char self[4096];
+    if (ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1); n > 0) {
+      self[n] = '\0';
+      setenv("BONSAI_CTL", self, 1);
+    } else {
+      fmt::print(stderr, "bonsaictl run: WARNING: cannot find its own path ({}): a static or Go program the "
+                 "service executes will run WITHOUT LIMITS\n", std::strerror(errno));
+    }
     unsetenv("BONSAI_LEAVE");  // run means join, whatever the caller's shell exports
     // The segment as an inherited descriptor, and its owner: a child that changes uid
     // (setpriv, su, runuser) finds it without a lookup by name or a permission check.
@@ -176,6 +202,8 @@ int cmd_run(const Args& args) {
       fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
     export_compression(compression);
     io_uring_export(o.io_uring, io_uring);  // both checked already
+    io_uring_default(o.service, o.io_uring.empty() && io_uring.empty() && !std::getenv("BONSAI_IO_URING"),
+                     limits_have_data(plan.limits));
   }
   if (ctl_other_user()) become_user();  // --user: the command runs as that user
   std::vector<char*> argv;
@@ -201,7 +229,9 @@ extern const Command kCmdRun{
     "             deny: io_uring_setup fails (ENOSYS) in CMD and its children, so\n"
     "             io_uring users fall back to limited calls (sets no_new_privs\n"
     "             unless root: setuid programs then gain no privileges); default:\n"
-    "             the file's io_uring, else as inherited (BONSAI_IO_URING)\n"
+    "             the file's io_uring, else as inherited (BONSAI_IO_URING), else\n"
+    "             under a data limit deny as root, and a note that io_uring users\n"
+    "             are NOT limited otherwise\n"
     "  --supervise     charge CMD's system calls from a supervisor process (seccomp user\n"
     "                  notification) instead of LD_PRELOAD; the default for statically\n"
     "                  linked and Go programs, which LD_PRELOAD cannot reach. The tree\n"
@@ -210,6 +240,7 @@ extern const Command kCmdRun{
     "  --no-supervise  never supervise (a static or Go CMD then runs WITHOUT LIMITS)\n"
     "Without -c and -l an existing service keeps its limits (a new one has none).\n"
     "Warns when CMD is setuid (or static/Go with --no-supervise): LD_PRELOAD cannot reach it.\n"
+    "A static or Go program the service starts later is supervised the same way.\n"
     "exit status: CMD's own once it runs; 1 runtime failure, 2 usage or configuration error\n",
     cmd_run};
 

@@ -10,6 +10,7 @@
 
 #include "diag.h"
 #include "shm_client.h"
+#include "sv_exec.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -85,6 +86,7 @@ int ctl_main(int argc, char** argv) {
       if (const Command* c = command_find(argv[2])) return fmt::print("usage: bonsaictl {}\n{}", c->synopsis, c->help), kExitOk;
     return usage(stdout), kExitOk;
   }
+  if (name == "sv-exec") return sv_exec_main(argc - 2, argv + 2);  // internal, never parsed as options
   if (name == "version" || name == "--version") return fmt::print("bonsaictl {}\n", kVersion), kExitOk;
   const Command* cmd = command_find(name);
   if (!cmd) {

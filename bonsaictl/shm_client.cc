@@ -204,6 +204,21 @@ std::unique_ptr<Segment> Segment::open(const std::string& service, bool create, 
     }
     runtime_error(fmt::format("cannot open {}: {}", path, std::strerror(e)));
   }
+  return from_fd(service, path, fd, created);
+}
+
+std::unique_ptr<Segment> Segment::adopt(const std::string& service, int fd) {
+  std::string path = segment_path(service);
+  struct stat by_name, by_fd;
+  if (stat(path.c_str(), &by_name) != 0 || fstat(fd, &by_fd) != 0 || by_name.st_dev != by_fd.st_dev ||
+      by_name.st_ino != by_fd.st_ino) {
+    ::close(fd);
+    runtime_error(fmt::format("the inherited descriptor is not {}", path));
+  }
+  return from_fd(service, path, fd, false);
+}
+
+std::unique_ptr<Segment> Segment::from_fd(const std::string& service, const std::string& path, int fd, bool created) {
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int e = errno;

@@ -50,6 +50,10 @@ class Segment {
   // Throws CtlError (exit 1): absent, planted by another user, not a regular file,
   // wrong mode, truncated, or a header this build cannot use.
   static std::unique_ptr<Segment> open(const std::string& service, bool create, ShmScope scope = ShmScope::Process);
+  // Takes `fd` (an inherited descriptor on the segment, BONSAI_SHM_FD: a process that
+  // changed uid cannot open it by name) after the same checks, and that its name
+  // (segment_path: ctl_uid() names the owner) is that very file. Closes `fd` on failure.
+  static std::unique_ptr<Segment> adopt(const std::string& service, int fd);
   ~Segment();
   Segment(const Segment&) = delete;
   Segment& operator=(const Segment&) = delete;
@@ -93,6 +97,7 @@ class Segment {
   unsigned live_processes();
 
  private:
+  static std::unique_ptr<Segment> from_fd(const std::string& service, const std::string& path, int fd, bool created);
   Segment(std::string service, std::string path, ShmSegment* seg, int fd, bool created, dev_t dev, ino_t ino)
       : service_(std::move(service)), path_(std::move(path)), seg_(seg), fd_(fd), created_(created), dev_(dev),
         ino_(ino) {}

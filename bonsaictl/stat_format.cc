@@ -143,7 +143,7 @@ std::string stat_json(const ServiceStat& s) {
   if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
   Json procs = Json::array();
   for (const ProcStat& p : s.processes)
-    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised},
+    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised}, {"not_limited", not_limited(p.flags)},
                      {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
                      {"calls", calls_json(p.calls)}});
   doc["processes"] = std::move(procs);
@@ -173,9 +173,11 @@ std::string stat_table(const ServiceStat& s) {
   if (paced) out += fmt::format(" {:>10} {:>10}", "REFUSED", "HELD");
   if (rate) out += fmt::format(" {:>12} {:>9}", fmt::format("RATE/{:.1f}s", s.interval_s), "CALLS/s");
   out += "\n";
-  for (const auto& p : s.processes)
-    table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, p.supervised ? " (supervised)" : ""), p.calls, rate, wire, hist,
-               paced);
+  for (const auto& p : s.processes) {
+    std::string marks = p.supervised ? " (supervised)" : "";
+    for (const auto& n : not_limited(p.flags)) marks += fmt::format(" ({}: NOT limited)", n);
+    table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, marks), p.calls, rate, wire, hist, paced);
+  }
   if (s.exited_processes)
     table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire, hist, paced);
   table_rows(out, "total", s.total, rate, wire, hist, paced);

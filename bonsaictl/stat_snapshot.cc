@@ -4,6 +4,10 @@
 #include "stat_snapshot.h"
 
 #include <chrono>
+#include <cstdio>
+#include <dirent.h>
+#include <string_view>
+#include <unistd.h>
 #include <cstring>
 #include <fmt/core.h>
 #include <thread>
@@ -16,6 +20,29 @@
 #include "shm_client.h"
 
 namespace bonsai::ctl {
+
+// Does process `pid` hold an io_uring (a descriptor on "anon_inode:[io_uring]")? What
+// moves through a ring is not limited: `stat` says so (issue #40). One readlink per
+// descriptor, up to 4096 of them.
+static bool proc_has_uring(int pid) {
+  char dir[64];
+  std::snprintf(dir, sizeof dir, "/proc/%d/fd", pid);
+  DIR* d = opendir(dir);
+  if (!d) return false;
+  bool found = false;
+  int n = 0;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || ++n > 4096) continue;
+    char link[64];
+    ssize_t len = readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
+    if (len > 0 && std::string_view(link, static_cast<size_t>(len)) == "anon_inode:[io_uring]") {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
+}
 namespace {
 
 void add(CallStat& a, const CallStat& b) {
@@ -119,7 +146,9 @@ ServiceStat stat_snapshot(Segment& handle) {
       char comm[sizeof slot.comm];
       for (size_t k = 0; k < sizeof comm; ++k) comm[k] = __atomic_load_n(&slot.comm[k], __ATOMIC_RELAXED);
       p.comm = comm_text(comm, sizeof comm);
-      p.supervised = slot.flags.load(std::memory_order_relaxed) & kSlotSupervised;
+      p.flags = slot.flags.load(std::memory_order_relaxed);
+      if (!(p.flags & kSlotUring) && proc_has_uring(p.pid)) p.flags |= kSlotUring;
+      p.supervised = p.flags & kSlotSupervised;
       p.lib_version = slot.lib_version.load(std::memory_order_relaxed);
       for (size_t c = 0; c < kCallCount; ++c) {
         CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));
@@ -190,6 +219,13 @@ void stat_rates(const ServiceStat& prev, ServiceStat& cur) {
     static const CallStats kZero{};
     rates(before ? before->calls : kZero, p.calls, secs);
   }
+}
+
+std::vector<std::string> not_limited(uint32_t slot_flags) {
+  std::vector<std::string> out;
+  if (slot_flags & kSlotUnlimited) out.emplace_back("static or Go program, no supervisor");
+  if (slot_flags & kSlotUring) out.emplace_back("io_uring");
+  return out;
 }
 
 }  // namespace bonsai::ctl

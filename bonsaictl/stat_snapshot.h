@@ -25,12 +25,18 @@ struct CallStat {
 };
 using CallStats = std::array<CallStat, kCallCount>;
 
+// What of a process escapes its limits, as its slot says: "static or Go program, no
+// supervisor" (kSlotUnlimited), "io_uring" (kSlotUring, or a ring among its
+// descriptors: proc_has_uring); empty when nothing is known to escape.
+std::vector<std::string> not_limited(uint32_t slot_flags);
+
 struct ProcStat {
   int pid = 0;
   uint64_t start_time = 0;
   std::string comm;
   uint64_t limits_seq = 0;  // the limits this process has installed
   bool supervised = false;  // charged by a supervisor (`run --supervise`), not the library
+  uint32_t flags = 0;       // the slot's kSlot* bits (kSlotUnlimited: see not_limited())
   uint32_t lib_version = 0; // version_code() of the library or supervisor that claimed the slot
   CallStats calls{};
 };

@@ -125,7 +125,7 @@ bool listener_send(int sock, int fd) {
 // The supervisor process: detached from the terminal (a Ctrl-C meant for the command
 // must not take its supervisor away first), stdin/stdout closed, stderr kept for its
 // one-line complaints.
-[[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service,
+[[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service, int shm_fd,
                                      const std::vector<int>& notified) {
   setsid();
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
@@ -143,7 +143,7 @@ bool listener_send(int sock, int fd) {
   }
   std::unique_ptr<Segment> seg;
   try {
-    seg = Segment::open(service, false);
+    seg = shm_fd >= 0 ? Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3)) : Segment::open(service, false);
     seg->check();
   } catch (const std::exception& e) {
     answer_give(answer, 2, e.what());
@@ -183,7 +183,7 @@ void sv_launch(const SvPlan& plan) {
   if (mid == 0) {  // twice, so that the supervisor is not a child of the command
     close(kHandoffFd);
     pid_t sv = fork();
-    if (sv == 0) supervisor_process(sp[1], answer, plan.service, nrs);
+    if (sv == 0) supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs);
     _exit(sv < 0 ? 1 : 0);
   }
   close(sp[1]);

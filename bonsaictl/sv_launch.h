@@ -16,6 +16,7 @@ struct SvPlan {
   std::string service;
   LimitSet limits{};      // the limits in force at launch: they choose the calls notified
   bool deny_io_uring = true;
+  int shm_fd = -1;        // the segment as a descriptor (a process that changed uid), else opened by name
 };
 
 // Does the above. Throws CtlError(1) with one line saying why when the kernel or the

@@ -90,6 +90,13 @@ struct alignas(64) ShmExited {
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
 // which claimed the slot on its behalf and charges its system calls from outside.
 inline constexpr uint32_t kSlotSupervised = 1;
+// The process runs a static or Go program whose supervisor could not start (issue #40):
+// nothing charges its calls; `stat` says "NOT limited". Claimed by `bonsaictl sv-exec`.
+inline constexpr uint32_t kSlotUnlimited = 2;
+// The process set up an io_uring (the library saw io_uring_setup succeed through glibc's
+// syscall()): what moves through the ring is not limited; `stat` says "io_uring: not
+// limited" (it also finds rings made by inline system calls, in /proc/PID/fd).
+inline constexpr uint32_t kSlotUring = 4;
 
 // ShmSlot::lib_version: the release (the file VERSION) of the library or supervisor
 // that claimed the slot, as (major << 16) | (minor << 8) | patch; 0 if unknown.

@@ -9,10 +9,15 @@
 // mapped for it when large): these run after vfork() and in forked children of
 // threaded processes. An environment that already carries everything costs one
 // scan and one fstat/fcntl pair before the real call.
+// In a service process, a static or Go program (runtime/exec_kind.h: its ELF headers,
+// read only when the process is in a service) is executed through bonsaictl's
+// supervising trampoline instead (runtime/exec_supervise.h, issue #40); if that exec
+// fails, the program is executed as asked. fexecve and execveat are not redirected.
 // close_range() and closefrom() skip the kept segment descriptor, so a child that
 // closes every descriptor and then changes uid still finds the service.
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstdarg>
 #include <fcntl.h>
 #include <linux/close_range.h>
@@ -23,6 +28,8 @@
 #include "interpose/real.h"
 #include "log/blog.h"
 #include "runtime/exec_env.h"
+#include "runtime/exec_kind.h"
+#include "runtime/exec_supervise.h"
 #include "shm/shm_fd.h"
 #include "sys/raw_syscall.h"
 
@@ -103,12 +110,54 @@ void unmap_args(void* mapped, size_t len) {
   if (mapped) raw_syscall3(SYS_munmap, reinterpret_cast<long>(mapped), static_cast<long>(len), 0);
 }
 
+constexpr size_t kSvSlots = 256;  // the trampoline's argv and envp on the stack up to this
+
+// A static or Go `path` (the file itself, PATH walked) is executed through bonsaictl's
+// supervising trampoline (runtime/exec_supervise.h); if that exec fails, as asked.
+void exec_supervised(const char* path, char* const* argv, char* const* e) {
+  char* slots[kSvSlots];
+  SvRedirect r;
+  if (!exec_supervise_plan(path, argv, e, slots, kSvSlots, r)) return;
+  real::execve(r.path, r.argv, r.envp);
+  exec_supervise_failed(r, path, errno);
+}
+
 int do_execve(const char* path, char* const* argv, char* const* envp) {
-  return with_plan(envp, [&](char* const* e) { return real::execve(path, argv, e); });
+  return with_plan(envp, [&](char* const* e) {
+    if (exec_supervise_wanted()) exec_supervised(path, argv, e);
+    return real::execve(path, argv, e);
+  });
 }
 
 int do_execvpe(const char* file, char* const* argv, char* const* envp) {
-  return with_plan(envp, [&](char* const* e) { return real::execvpe(file, argv, e); });
+  return with_plan(envp, [&](char* const* e) {
+    if (exec_supervise_wanted()) {
+      char found[PATH_MAX];
+      if (const char* p = exec_path_find(file, exec_supervise_path_env(), found, sizeof found))
+        exec_supervised(p, argv, e);
+    }
+    return real::execvpe(file, argv, e);
+  });
+}
+
+// posix_spawn(p) of a static or Go program: the trampoline is spawned instead (the
+// file actions and attributes apply to it, and it execs the program in the same child).
+template <typename Spawn>
+int spawn_supervised(const char* path, char* const* argv, char* const* e, Spawn&& spawn, bool& done) {
+  done = false;
+  char* slots[kSvSlots];
+  SvRedirect r;
+  if (!path || !exec_supervise_plan(path, argv, e, slots, kSvSlots, r)) return 0;
+  int rc = spawn(r.path, r.argv, r.envp);
+  if (rc == 0) {
+    done = true;
+    if (r.mapped) raw_syscall3(SYS_munmap, reinterpret_cast<long>(r.mapped), static_cast<long>(r.mapped_len), 0);
+    return 0;
+  }
+  int saved = errno;
+  exec_supervise_failed(r, path, rc);
+  errno = saved;
+  return rc;
 }
 
 }  // namespace
@@ -185,12 +234,28 @@ int execle(const char* path, const char* arg, ...) noexcept {
 
 int posix_spawn(pid_t* pid, const char* path, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
                 char* const argv[], char* const envp[]) {
-  return spawn_with_plan(envp, [&](char* const* e) { return real::posix_spawn(pid, path, fa, attr, argv, e); });
+  return spawn_with_plan(envp, [&](char* const* e) {
+    if (exec_supervise_wanted()) {
+      bool done;
+      auto sv = [&](const char* p, char* const* a, char* const* en) { return real::posix_spawn(pid, p, fa, attr, a, en); };
+      if (spawn_supervised(path, argv, e, sv, done) == 0 && done) return 0;
+    }
+    return real::posix_spawn(pid, path, fa, attr, argv, e);
+  });
 }
 
 int posix_spawnp(pid_t* pid, const char* file, const posix_spawn_file_actions_t* fa, const posix_spawnattr_t* attr,
                  char* const argv[], char* const envp[]) {
-  return spawn_with_plan(envp, [&](char* const* e) { return real::posix_spawnp(pid, file, fa, attr, argv, e); });
+  return spawn_with_plan(envp, [&](char* const* e) {
+    if (exec_supervise_wanted()) {
+      char found[PATH_MAX];
+      const char* p = exec_path_find(file, exec_supervise_path_env(), found, sizeof found);
+      bool done;
+      auto sv = [&](const char* tp, char* const* a, char* const* en) { return real::posix_spawn(pid, tp, fa, attr, a, en); };
+      if (spawn_supervised(p, argv, e, sv, done) == 0 && done) return 0;
+    }
+    return real::posix_spawnp(pid, file, fa, attr, argv, e);
+  });
 }
 
 // A "close everything" keeps the segment descriptor (it is close-on-exec, so an

@@ -17,6 +17,8 @@
 #include "interpose/pace_ready.h"
 #include "interpose/real.h"
 #include "interpose/wrap_vec.h"
+#include "log/blog.h"
+#include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
 
 using namespace bonsai;
@@ -137,6 +139,25 @@ bool framed_syscall(long nr, long a, long b, long c, long d, long e, long f, lon
 // Address `off` bytes into the caller's buffer (or file offset) `base`.
 using wrap::at;
 
+#ifndef __NR_io_uring_setup
+#define __NR_io_uring_setup 425
+#endif
+
+// A ring set up through glibc's syscall() (liburing built on libc, QEMU, older fio):
+// what moves through it is unseen. Never silent (issue #40): once on stderr, and in the
+// slot for `stat`. Rings made by inline system calls are found by `stat` in /proc.
+[[gnu::noinline]] long uring_setup_seen(long r) {
+  if (r >= 0 && limiter_active()) {
+    int saved = errno;
+    shm_mark_flag(kSlotUring);
+    BONSAI_LOG_ONCE(LogLevel::Warn, "this process set up an io_uring: what it moves through the ring is NOT "
+                    "limited (BONSAI_IO_URING=deny or bonsaictl run --io-uring=deny makes programs fall back to "
+                    "calls that are)");
+    errno = saved;
+  }
+  return r;
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
@@ -151,6 +172,7 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
   if (nr == SYS_close && shm_fd_protected(static_cast<int>(a))) [[unlikely]] return 0;
   if (nr == SYS_close_range) [[unlikely]]
     return close_range(static_cast<unsigned>(a), static_cast<unsigned>(b), static_cast<int>(c));
+  if (nr == __NR_io_uring_setup) [[unlikely]] return uring_setup_seen(call());
   if (compress::g_on) [[unlikely]] {
     long r;
     if (framed_syscall(nr, a, b, c, d, e, f, r)) return r;

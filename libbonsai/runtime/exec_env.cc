@@ -104,6 +104,13 @@ void exec_env_capture() noexcept {
   }
 }
 
+const char* exec_env_kept(const char* name_eq) noexcept {
+  size_t len = std::strlen(name_eq);
+  for (size_t k = 0; k < g_kept_n; ++k)
+    if (g_kept[k].name_len == len && starts(g_kept[k].entry, name_eq, len)) return g_kept[k].entry + len;
+  return nullptr;
+}
+
 ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
   ExecPlan plan{envp, -1, false, nullptr, 0};
   if (g_kept_n == 0) return plan;  // nothing to hand down (no settings, or leaving)

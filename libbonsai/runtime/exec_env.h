@@ -22,6 +22,10 @@ bool exec_env_leaving(const char* leave_value) noexcept;
 // environment into static memory. Called once from set-up.
 void exec_env_capture() noexcept;
 
+// The value of a BONSAI_* setting captured at set-up (`name_eq`: "BONSAI_CTL="), or
+// nullptr. The service this process is in: exec_env_kept("BONSAI_SERVICE=").
+const char* exec_env_kept(const char* name_eq) noexcept;
+
 // The environment for a new image: `envp` itself when it already carries
 // everything (the usual case: a quick scan), else an array built in `buf` (or in
 // memory mapped for it when `buf` is too small: `*mapped`/`*mapped_len` are then

@@ -131,6 +131,10 @@ ShmSlot* shm_wait_begin() noexcept {
 
 void shm_wait_end(ShmSlot* slot) noexcept { slot_wait_leave(slot); }
 
+void shm_mark_flag(uint32_t bit) noexcept {
+  if (ShmSlot* slot = __atomic_load_n(&g_slot, __ATOMIC_RELAXED)) slot->flags.fetch_or(bit, std::memory_order_relaxed);
+}
+
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept {
   if (!g_seg) return current;
   uint64_t seen = g_slot ? g_slot->seen_seq.load(std::memory_order_relaxed) : 0;

@@ -48,6 +48,9 @@ void shm_mark_seen(uint64_t seq) noexcept;
 ShmSlot* shm_wait_begin() noexcept;
 void shm_wait_end(ShmSlot* slot) noexcept;
 
+// Sets `bit` (a kSlot* flag) in this process's slot, if it has one.
+void shm_mark_flag(uint32_t bit) noexcept;
+
 // In a forked child (atfork handler): claims a slot of its own.
 // @return its counters; `fallback` if no slot was free; `current` if not attached.
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept;

@@ -18,6 +18,18 @@ inline long raw_syscall3(long nr, long a, long b, long c) noexcept {
 #endif
 }
 
+inline long raw_syscall4(long nr, long a, long b, long c, long d) noexcept {
+#if defined(__x86_64__)
+  long ret;
+  register long r10 asm("r10") = d;
+  asm volatile("syscall" : "=a"(ret) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
+  return ret;
+#else
+  long ret = ::syscall(nr, a, b, c, d);
+  return ret < 0 ? -errno : ret;
+#endif
+}
+
 inline long raw_write(int fd, const void* buf, size_t n) noexcept {
   return raw_syscall3(SYS_write, fd, reinterpret_cast<long>(buf), static_cast<long>(n));
 }

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: MIT
+// A static or Go program executed by a service process is supervised (issue #40):
+// LD_PRELOAD cannot reach it, so the exec is turned into an exec of bonsaictl's
+// trampoline (`BONSAI_CTL sv-exec -- PATH ARGV...`, set by `bonsaictl run`), which, in
+// the same process, starts a supervisor for the service, loads the seccomp filter,
+// hands the listener over and execs PATH with ARGV: the program keeps its pid, its
+// parent, its signal dispositions and mask, its descriptors and its exit status.
+// Everything that needs libseccomp, fork, sockets or memory happens in bonsaictl,
+// after the exec, never in the host process nor after a vfork().
+//
+// Async-signal-safe, allocation-free (arrays on the caller's stack, or in memory
+// mapped for them when large), no global written but the once-flags of its messages.
+#pragma once
+#include <cstddef>
+
+namespace bonsai {
+
+struct SvRedirect {
+  const char* path;   // the trampoline to exec instead
+  char* const* argv;
+  char* const* envp;
+  void* mapped;       // unmapped by exec_supervise_undo
+  size_t mapped_len;
+};
+
+// Is this process in a service (BONSAI_SERVICE captured at set-up)? One scan of a
+// few captured settings: when false, nothing else here is worth calling.
+bool exec_supervise_wanted() noexcept;
+
+// Should the exec of `path` (the file to run, PATH already walked) go through the
+// trampoline? Only in a service process (BONSAI_SERVICE captured), for a static or Go
+// target, when the new environment does not leave (BONSAI_LEAVE). Says once when a
+// setuid/setgid target is left alone, or when there is no trampoline (BONSAI_CTL unset).
+// @return true with `out` set: argv = [ctl, "sv-exec", "--", path, argv...], envp =
+// `envp` with BONSAI_LEAVE=1 (the library does nothing in the trampoline).
+bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp, char** stack, size_t stack_slots,
+                         SvRedirect& out) noexcept;
+
+// After the trampoline's exec failed (`err`): says so once; the caller then runs the
+// program as asked, unsupervised. Unmaps. errno kept.
+void exec_supervise_failed(const SvRedirect& r, const char* path, int err) noexcept;
+
+// The PATH of the current environment (execvp and posix_spawnp look there), or nullptr.
+const char* exec_supervise_path_env() noexcept;
+
+}  // namespace bonsai
