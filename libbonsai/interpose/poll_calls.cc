@@ -112,21 +112,31 @@ int poll_merged(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
   }
 }
 
+// select's sets as the caller gave them: a call made again starts from them.
+struct SavedSets {
+  fd_set r, w, e;
+  SavedSets(const fd_set* rd, const fd_set* wr, const fd_set* ex) {
+    if (rd) r = *rd;
+    if (wr) w = *wr;
+    if (ex) e = *ex;
+  }
+  void restore(fd_set* rd, fd_set* wr, fd_set* ex) const {
+    if (rd) *rd = r;
+    if (wr) *wr = w;
+    if (ex) *ex = e;
+  }
+};
+
 // select/pselect the same way (`call(rd, wr, ex, ns)`).
 template <typename Call>
 int select_merged(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout, Call&& call) {
   if (nfds > FD_SETSIZE) nfds = FD_SETSIZE;
-  fd_set r0, w0, e0, wl;
-  if (rd) r0 = *rd;
-  if (wr) w0 = *wr;
-  if (ex) e0 = *ex;
+  SavedSets saved(rd, wr, ex);
+  const fd_set &r0 = saved.r, &w0 = saved.w, &e0 = saved.e;
+  fd_set wl;
   uint64_t t0 = mono_ns();
   for (bool again = false;; again = true) {
-    if (again) {
-      if (rd) *rd = r0;
-      if (wr) *wr = w0;
-      if (ex) *ex = e0;
-    }
+    if (again) saved.restore(rd, wr, ex);
     int pend[64];
     int np = 0;
     for (int fd = 0; rd && fd < nfds && np < 64; ++fd)
@@ -280,17 +290,10 @@ int poll_paced(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
 template <typename Call>
 int select_paced(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout, Call&& call) {
   if (!pace::any_held()) return call(timeout);
-  fd_set r0, w0, e0;
-  if (rd) r0 = *rd;
-  if (wr) w0 = *wr;
-  if (ex) e0 = *ex;
+  SavedSets saved(rd, wr, ex);
   uint64_t t0 = mono_ns();
   for (bool again = false;; again = true) {
-    if (again) {
-      if (rd) *rd = r0;
-      if (wr) *wr = w0;
-      if (ex) *ex = e0;
-    }
+    if (again) saved.restore(rd, wr, ex);
     uint64_t now = mono_ns();
     uint64_t due = pace::select_strip(nfds, rd, wr, now);
     int r = call(until_due(left_ns(timeout, t0), due, now));

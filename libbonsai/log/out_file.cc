@@ -13,26 +13,16 @@
 #include <unistd.h>
 
 #include "log/blog.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {
 
-// Direct system calls (never our own interposed symbols, never a cancellation
-// point); a negative result is -errno and errno is left alone on x86-64.
-long sys4(long nr, long a, long b, long c, long d) noexcept {
-#if defined(__x86_64__)
-  long ret;
-  register long r10 asm("r10") = d;
-  asm volatile("syscall" : "=a"(ret) : "0"(nr), "D"(a), "S"(b), "d"(c), "r"(r10) : "rcx", "r11", "memory");
-  return ret;
-#else
-  long ret = ::syscall(nr, a, b, c, d);
-  return ret < 0 ? -errno : ret;
-#endif
-}
+// Direct system calls (sys/raw_syscall.h: never our own interposed symbols, never a
+// cancellation point); a negative result is -errno and errno is left alone on x86-64.
 template <class A, class B = long, class C = long, class D = long>
 long sys(long nr, A a, B b = 0, C c = 0, D d = 0) noexcept {
-  return sys4(nr, (long)a, (long)b, (long)c, (long)d);
+  return raw_syscall4(nr, (long)a, (long)b, (long)c, (long)d);
 }
 
 void close_fd(long fd) noexcept {
