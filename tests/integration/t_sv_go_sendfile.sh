@@ -10,13 +10,10 @@
 # bounded a sendfile to one chunk, such a server got 2.2x its cap.
 . "$(dirname "$0")/ctl_lib.sh"
 need_cmd go curl
-here=$(cd "$(dirname "$0")" && pwd)
-GOSRV=$BONSAI_BUILD/go/fileserver
-if [ ! -x "$GOSRV" ] || [ "$here/go/fileserver.go" -nt "$GOSRV" ]; then
-  mkdir -p "$BONSAI_BUILD/go"
-  (cd "$here/go" && CGO_ENABLED=0 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
-    go build -o "$GOSRV" fileserver.go) > "$T/gobuild.log" 2>&1 || skip "go cannot build the file server: $(tail -3 "$T/gobuild.log")"
-fi
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$ROOT/bench/lib/eventloop_servers.sh"  # el_build_go: the Go file server the streaming bench measures
+el_build_go "$BONSAI_BUILD/bench/bin" 2> "$T/gobuild.log" || skip "go cannot build the file server: $(tail -3 "$T/gobuild.log")"
+GOSRV=$BONSAI_BUILD/bench/bin/fileserver
 mkdir -p "$T/www"
 truncate -s 256M "$T/www/big"   # sparse: sendfile reads zero pages, no disk
 head -c 1024 /dev/urandom > "$T/www/small"
@@ -25,13 +22,12 @@ CAP=$((4 * MiB)) SECS=5 CLIENTS=8
 # run_case NAME LIMITS: the server under LIMITS, CLIENTS downloads for SECS s, one small request.
 run_case() {
   local name=$1 limits=$2 port i total=0 n small
-  rm -f "$T/port"
-  "$CTL" run -s "$name" -l "$limits" -- "$GOSRV" "$T/www" "$T/port" > "$T/$name.out" 2> "$T/$name.err" &
+  port=$(free_port)
+  "$CTL" run -s "$name" -l "$limits" -- "$GOSRV" "127.0.0.1:$port" "$T/www" > "$T/$name.out" 2> "$T/$name.err" &
   local srv=$!
   cleanup_hooks+=("kill $srv 2>/dev/null")
-  for i in $(seq 1 100); do [ -s "$T/port" ] && break; sleep 0.05; done
-  [ -s "$T/port" ] || fail "$name: the server did not start: $(cat "$T/$name.err")"
-  port=$(cat "$T/port")
+  for i in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$port/small" && break; sleep 0.05; done
+  curl -s -o /dev/null "http://127.0.0.1:$port/small" || fail "$name: the server did not start: $(cat "$T/$name.err")"
   grep -q 'NO LIMITS' "$T/$name.err" && fail "$name: run did not supervise the static Go server"
   local pids=()
   for i in $(seq 1 $CLIENTS); do
