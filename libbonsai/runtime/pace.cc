@@ -61,9 +61,15 @@ PaceSlot* pace_slot_if(int fd) noexcept {
 }
 
 bool pace_lock(PaceSlot& s) noexcept {
+  int32_t me = g_limiter.pid.load(std::memory_order_relaxed);
+  if (me <= 0) me = 1;
   for (int i = 0; i < 4096; ++i) {
-    if (!s.lock.exchange(1, std::memory_order_acquire)) return true;
+    int32_t cur = s.lock.load(std::memory_order_relaxed);
+    // Free, or held at a fork by a thread of the parent (it will never let it go).
+    if (cur != me && s.lock.compare_exchange_weak(cur, me, std::memory_order_acquire)) return true;
+#if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
+#endif
   }
   return false;
 }

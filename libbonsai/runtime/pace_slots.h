@@ -4,8 +4,10 @@
 // can be taken out of the kernel's interest and put back when due). One table of
 // kPaceFds slots, mapped on first use (MAP_NORESERVE: untouched slots cost nothing), and
 // a two-level bitmap of the held descriptors, so readiness calls look only at those.
-// A slot is changed under its own try-lock (a byte; never waited for long, never across
-// a system call other than epoll_ctl). Process memory: a forked child inherits a copy.
+// A slot is changed under its own try-lock (the holder's pid; never waited for long,
+// never across a system call other than epoll_ctl). Process memory: a forked child
+// inherits a copy, and a lock a parent's thread held at the fork (another pid) is free
+// to take in the child.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -24,7 +26,7 @@ struct PaceReservation {
 };
 
 struct PaceSlot {
-  std::atomic<uint8_t> lock;
+  std::atomic<int32_t> lock;  // 0, or the pid of the process whose thread holds it
   uint8_t held;           // bit d: direction d has a reservation not yet granted
   uint8_t masked;         // bit d: direction d is out of the kernel's epoll interest
   uint8_t kick;           // bit d: a call in direction d was shortened: an edge-triggered

@@ -26,7 +26,7 @@ timed_run() {
   t0=$(now_ns)
   "$@" > "$T/out" 2> "$T/err" || fail "$what failed: $(cat "$T/err")"
   secs=$(secs_since "$t0")
-  grep -q 'WITHOUT LIMITS\|NOT limited' "$T/err" && fail "$what: said it runs unlimited: $(cat "$T/err")"
+  said "$T/err" | grep -q 'WITHOUT LIMITS\|NOT limited' && fail "$what: said it runs unlimited: $(cat "$T/err")"
   return 0
 }
 
@@ -77,10 +77,12 @@ fi
 
 # (e) exit status and a signal reach the parent unchanged (posix_spawnp walks PATH)
 if [ -n "$BB" ]; then
-  out=$("$CTL" run -s e -l 'reads=100MiB/s' -- "$S" spawnp busybox sh -c 'exit 7' 2>&1) || fail "spawnp: $out"
-  [ "$(head -1 <<<"$out")" = status=7 ] || fail "exit status 7 seen as: $out"
-  out=$("$CTL" run -s e -l 'reads=100MiB/s' -- "$S" vfork "$BB" sh -c 'kill -TERM $$' 2>&1) || fail "vfork: $out"
-  [ "$(head -1 <<<"$out")" = signal=15 ] || fail "SIGTERM seen as: $out"
+  out=$("$CTL" run -s e -l 'reads=100MiB/s' -- "$S" spawnp busybox sh -c 'exit 7' 2> "$T/e.err") ||
+    fail "spawnp: $out $(cat "$T/e.err")"
+  [ "$(head -1 <<<"$out")" = status=7 ] || fail "exit status 7 seen as: $out $(cat "$T/e.err")"
+  out=$("$CTL" run -s e -l 'reads=100MiB/s' -- "$S" vfork "$BB" sh -c 'kill -TERM $$' 2> "$T/e.err") ||
+    fail "vfork: $out $(cat "$T/e.err")"
+  [ "$(head -1 <<<"$out")" = signal=15 ] || fail "SIGTERM seen as: $out $(cat "$T/e.err")"
   rc=0; "$CTL" run -s e -l 'reads=100MiB/s' -- sh -c "$BB sh -c 'exit 3'" || rc=$?
   [ "$rc" = 3 ] || fail "sh saw exit status $rc, not 3"
 fi
