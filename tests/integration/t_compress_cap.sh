@@ -46,12 +46,16 @@ note "call accounting: $app application bytes, $wb wire bytes"
 # covers a zstd:9 chunk): two levels on the sender's two zstd streams (wire v3), each
 # with its history; the receiver maps its second decoder when the first such frame
 # arrives. Byte-exact (rate() compares). Measured: 87-89 MiB/s, 28-56 of 128 chunks
-# at zstd:9.
-r=$(rate "$T/text" BONSAI_COMPRESS_LEVELS=none,zstd:1,zstd:9 BONSAI_LIMITS=writes=20MiB/s:burst=256KiB)
-chunks=$(grep -o '"level_chunks":\[[0-9,]*' "$T/stats" | tail -1 | cut -d[ -f2)
-note "text, datarate over zstd:1 and zstd:9 at 20 MiB/s: $((r / 100)).$((r % 100)) MiB/s, chunks per level (none, zstd:1, zstd:9): $chunks"
-[ "$(echo "$chunks" | cut -d, -f2)" -gt 0 ] && [ "$(echo "$chunks" | cut -d, -f3)" -gt 0 ] ||
-  fail "datarate over zstd:1 and zstd:9 did not send chunks at both: $chunks"
+# at zstd:9. The spare CPU is what the mix needs: on a machine busy with other work the
+# sender may find none in a run (0 chunks at zstd:9, seen under a concurrent build), so
+# up to 3 runs, one of which must use both levels.
+for try in 1 2 3; do
+  r=$(rate "$T/text" BONSAI_COMPRESS_LEVELS=none,zstd:1,zstd:9 BONSAI_LIMITS=writes=20MiB/s:burst=256KiB)
+  chunks=$(grep -o '"level_chunks":\[[0-9,]*' "$T/stats" | tail -1 | cut -d[ -f2)
+  note "text, datarate over zstd:1 and zstd:9 at 20 MiB/s (run $try): $((r / 100)).$((r % 100)) MiB/s, chunks per level (none, zstd:1, zstd:9): $chunks"
+  [ "$(echo "$chunks" | cut -d, -f2)" -gt 0 ] && [ "$(echo "$chunks" | cut -d, -f3)" -gt 0 ] && break
+  [ "$try" = 3 ] && fail "datarate over zstd:1 and zstd:9 did not send chunks at both in 3 runs: $chunks"
+done
 r0=$(rate "$T/rand" BONSAI_COMPRESS_POLICY=fixed:none)
 r1=$(rate "$T/rand")
 note "random bytes: none $r0, datarate $r1 (MiB/s x100)"
