@@ -66,7 +66,10 @@ bool pace_lock(PaceSlot& s) noexcept {
   for (int i = 0; i < 4096; ++i) {
     int32_t cur = s.lock.load(std::memory_order_relaxed);
     // Free, or held at a fork by a thread of the parent (it will never let it go).
-    if (cur != me && s.lock.compare_exchange_weak(cur, me, std::memory_order_acquire)) return true;
+    if (cur != me && s.lock.compare_exchange_weak(cur, me, std::memory_order_acquire)) {
+      BONSAI_TSAN_ACQUIRE(&s.lock);
+      return true;
+    }
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif

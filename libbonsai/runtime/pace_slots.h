@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "runtime/pace.h"
+#include "sys/tsan_annotate.h"
 
 namespace bonsai {
 
@@ -44,7 +45,11 @@ PaceSlot* pace_slot(int fd) noexcept;
 PaceSlot* pace_slot_if(int fd) noexcept;
 
 bool pace_lock(PaceSlot& s) noexcept;  // false: busy for too long (a signal handler's call)
-inline void pace_unlock(PaceSlot& s) noexcept { s.lock.store(0, std::memory_order_release); }
+// Slots are locked inside readiness calls too: annotated for ThreadSanitizer (sys/tsan_annotate.h).
+inline void pace_unlock(PaceSlot& s) noexcept {
+  BONSAI_TSAN_RELEASE(&s.lock);
+  s.lock.store(0, std::memory_order_release);
+}
 
 // Held descriptors: marked when a reservation is made, cleared when it is granted,
 // dropped, or its descriptor closed.

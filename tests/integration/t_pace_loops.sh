@@ -10,12 +10,7 @@
 # sanitized: yes
 . "$(dirname "$0")/lib.sh"
 need_prog nb_loop
-modes=(et lt oneshot poll select "et pipe" threads)
-# Under TSan the threads mode is left out: TSan reports a race between a slot's
-# reservation written by a writing thread and read by another thread's epoll_wait, both
-# under the slot's lock as the code reads; not understood yet (see the session note).
-[ "${BONSAI_SANITIZER:-}" = tsan ] && modes=(et lt oneshot poll select "et pipe")
-for mode in "${modes[@]}"; do
+for mode in et lt oneshot poll select "et pipe" threads; do
   set -- $mode
   out=$(limited 'write=4MiB/s' "$T/s.json" timeout 60 "$PRE/nb_loop" "$1" 8 512K ${2:-unix}) || fail "$mode: nb_loop failed"
   note "$mode: $out"

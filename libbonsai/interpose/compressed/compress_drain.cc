@@ -14,18 +14,9 @@
 #include "log/blog.h"
 #include "sys/clock.h"
 
-// ThreadSanitizer runs the real function of a blocking call (poll, select, epoll_wait:
-// our wrappers) with its interceptors ignored, so it does not see the connection lock
-// that tx_flush_now takes there and reports false races. The lock is annotated for it.
-#if defined(__SANITIZE_THREAD__)
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#define BONSAI_TSAN_ACQUIRE(p) __tsan_acquire(p)
-#define BONSAI_TSAN_RELEASE(p) __tsan_release(p)
-#else
-#define BONSAI_TSAN_ACQUIRE(p) static_cast<void>(p)
-#define BONSAI_TSAN_RELEASE(p) static_cast<void>(p)
-#endif
+// tx_flush_now takes the connection lock inside readiness calls: annotated for
+// ThreadSanitizer (sys/tsan_annotate.h).
+#include "sys/tsan_annotate.h"
 
 namespace bonsai::compress {
 namespace {
