@@ -38,7 +38,7 @@ CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbo
 # Library modules only the unit tests link (compression, the runtime limiter, the wrapper
 # shapes' fd classification: nothing that defines a glibc name).
 UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% $(OBJ)/libbonsai/runtime/% \
-                  $(OBJ)/libbonsai/interpose/shape.o,$(LIB_OBJ))
+                  $(OBJ)/libbonsai/interpose/shape.o $(OBJ)/libbonsai/interpose/next_symbol.o,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
@@ -51,7 +51,9 @@ UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohtt
 # (LGPL) is opened with dlopen by the io_uring guard when BONSAI_IO_URING=deny asks for
 # it (libbonsai/runtime/uring_guard.cc); libstdc++ is not linked at all
 # (interpose/cxx_runtime.cc); libm goes with -fno-math-errno (sqrt inline: math sets no
-# errno in the host's process either) and --as-needed.
+# errno in the host's process either) and --as-needed. -Bsymbolic-functions: the
+# library's calls to its own exported names (its wrappers) bind at link time, 19 fewer
+# symbol lookups at every exec.
 LIB_LDLIBS  := -Wl,--as-needed -ldl -lpthread -lrt
 LIB_LDLIBS  += -Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -llz4 -Wl,-Bdynamic
 LIB_CXXFLAGS += -fno-math-errno
@@ -72,7 +74,7 @@ $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
-	  -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
+	  -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
 
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)

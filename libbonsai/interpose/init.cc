@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The library's one constructor and destructor, and the order of set-up: the few glibc
-// functions needed where dlsym must not run (interpose/real.h BONSAI_REAL_EAGER; the
-// rest resolve on first use), the limiter (runtime/limiter.h; it also runs lazily from
+// The library's one constructor and destructor, and the order of set-up: the objects
+// glibc's functions are looked up in (interpose/next_symbol.h: lock-free lookups on
+// first use; only if they cannot be noted, the few needed where dlsym must not run are
+// resolved now, interpose/real.h BONSAI_REAL_EAGER), the limiter (runtime/limiter.h; it also runs lazily from
 // the first wrapper call: another library's constructor may call write() before ours
 // runs), then compression (interpose/compressed/compress_hooks.h). The environment is read here
 // because some workers (nginx) lose theirs later. Every exec of a service pays for
@@ -11,22 +12,28 @@
 #include <atomic>
 
 #include "interpose/compressed/compress_hooks.h"
+#include "interpose/next_symbol.h"
 #include "interpose/real.h"
 #include "interpose/process_exit.h"
 #include "runtime/stats_dump.h"
 #include "runtime/limiter.h"
 #include "runtime/options.h"
 #include "shm/shm_attach.h"
+#include "sys/startup.h"
+#include "sys/raw_syscall.h"
 
 namespace {
 
 __attribute__((constructor(101))) void bonsai_constructor() {
-  bonsai::real::resolve_eager();
+  // Lock-free lookups: every function resolves on first use, wherever that is. Else the
+  // few that must not meet dlsym's lock are resolved now.
+  bool lock_free = bonsai::real::next_objects_note();
+  if (!lock_free) bonsai::real::resolve_eager();
   bonsai::limiter_init_once();
   bonsai::compress::hooks_init();
   // Compression calls glibc under its connection locks: no dlsym there (real.h).
   auto set = [](bonsai::Opt o) { const char* v = bonsai::option_env(o); return v && *v; };
-  if (set(bonsai::Opt::compress_to) || set(bonsai::Opt::compress_accept)) bonsai::real::resolve_all();
+  if (!lock_free && (set(bonsai::Opt::compress_to) || set(bonsai::Opt::compress_accept))) bonsai::real::resolve_all();
 }
 
 // At exit: the limiter's hooks (also run by _exit(), interpose/exit_calls.cc), then
@@ -43,11 +50,11 @@ namespace bonsai {
 // At exit (a destructor, or _exit()): the stats line, then the service slot is given
 // back with its counts folded into the service's totals (counting stops first, so
 // none is lost or doubled). Runs once.
-void process_exit_hooks() noexcept {
+BONSAI_STARTUP void process_exit_hooks() noexcept {
   // A vfork()ed child shares our memory: it must neither dump nor give back the
   // parent's slot, nor mark the hooks as done for the parent.
-  if (g_limiter.state.load() != kActive || g_limiter.pid.load() != static_cast<int>(getpid())) return;
-  static std::atomic<bool> done{false};
+  if (g_limiter.state.load() != kActive || g_limiter.pid.load() != raw_getpid()) return;
+  BONSAI_STARTUP_DATA static constinit std::atomic<bool> done{false};
   if (done.exchange(true)) return;
   stats_dump_at_exit();
   if (shm_attached()) {

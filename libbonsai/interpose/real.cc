@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
-// Resolution of glibc's functions (see real.h). A missing symbol resolves to a stub
-// that fails with ENOSYS, so a wrapper never calls through a null pointer.
+// Resolution of glibc's functions (see real.h): by hand (next_symbol.h) once the
+// constructor has noted the objects behind ours, else with dlsym. A missing symbol
+// resolves to a stub that fails with ENOSYS, so a wrapper never calls through a null
+// pointer.
 #include "interpose/real.h"
 
 #include <cerrno>
 #include <dlfcn.h>
 #include <type_traits>
 
+#include "interpose/next_symbol.h"
 #include "log/blog.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
@@ -31,7 +34,8 @@ Ret enosys_result() {
   }                                                                                  \
   name##_fn resolve_##name() noexcept {                                              \
     int saved_errno = errno; /* the first call of a wrapper: the caller's errno */   \
-    auto f = reinterpret_cast<name##_fn>(dlsym(RTLD_NEXT, #name));                   \
+    void* p = next_symbol(#name); /* no lock; before the constructor, dlsym */       \
+    auto f = reinterpret_cast<name##_fn>(p ? p : dlsym(RTLD_NEXT, #name));           \
     if (!f) {                                                                        \
       BONSAI_LOG_ONCE(LogLevel::Info, "glibc has no %s: calls to it fail with ENOSYS", #name); \
       f = name##_missing;                                                            \

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // glibc's own functions, behind the names we interpose: real::write is glibc's
-// write, never ours. Each pointer is resolved once with dlsym(RTLD_NEXT) on first use
-// (wrappers can run before our constructor), so a process pays only for the calls it
-// makes (issue #34: one dlsym is ~700 instructions, the table ~130 of them); the
-// constructor resolves only BONSAI_REAL_EAGER. A symbol this libc lacks makes the call
-// fail with ENOSYS.
+// write, never ours. Each pointer is resolved once, on first use (wrappers can run
+// before our constructor), so a process pays only for the calls it makes: by a
+// lock-free lookup in the objects behind ours (next_symbol.h) once the constructor has
+// noted them, else with dlsym(RTLD_NEXT) (issue #34: one dlsym is ~700 instructions and,
+// cold, ~2 us of every exec). A symbol this libc lacks makes the call fail with ENOSYS.
 #pragma once
 #include <atomic>
 #include <csignal>
@@ -178,8 +178,9 @@ namespace bonsai::real {
 BONSAI_REAL_SYMBOLS(BONSAI_X)
 #undef BONSAI_X
 
-// Resolved by the constructor, not on first use: the calls made where dlsym (which
-// takes the loader's lock) had better not run: in a vfork()ed child or a child forked
+// Resolved by the constructor when the lock-free lookup is not available (then every
+// name needs dlsym): the calls made where dlsym (which takes the loader's lock) had
+// better not run: in a vfork()ed child or a child forked
 // from threads, between fork and exec (exec, dup2, close_range, closefrom, _exit); in
 // signal handlers (write, _exit); under a lock of ours or of the application's, where
 // a thread inside dlopen (holding the loader's lock) running a constructor that waits

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 namespace {
@@ -16,7 +17,7 @@ constinit std::atomic<int> g_printed{0};
 constexpr int kMaxMessages = 100;  // a broken setup must not flood the host's stderr
 }  // namespace
 
-void blog_set_level(const char* text) noexcept {
+BONSAI_STARTUP void blog_set_level(const char* text) noexcept {
   if (!text) return;
   static constexpr struct { const char* name; LogLevel level; } kNames[] = {
       {"off", LogLevel::Off}, {"error", LogLevel::Error}, {"warn", LogLevel::Warn},

@@ -14,6 +14,7 @@
 
 #include "log/blog.h"
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 namespace {
@@ -79,7 +80,7 @@ bool expand(const char* tmpl, char* out, size_t cap) noexcept {
 
 }  // namespace
 
-bool out_path_copy(const char* what, const char* value, char (&dst)[kOutPathMax]) noexcept {
+BONSAI_STARTUP bool out_path_copy(const char* what, const char* value, char (&dst)[kOutPathMax]) noexcept {
   dst[0] = '\0';
   if (!value || !*value) return false;
   size_t len = std::strlen(value);

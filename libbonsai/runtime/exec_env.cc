@@ -19,6 +19,7 @@
 #include "shm/shm_fd.h"
 #include "sys/env.h"
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 namespace {
@@ -31,10 +32,10 @@ struct Kept {
 };
 
 constinit char g_store[16384] = {};
-constinit size_t g_store_used = 0;
-constinit Kept g_kept[kMaxKept] = {};
-constinit size_t g_kept_n = 0;
-constinit const char* g_service = nullptr;  // our BONSAI_SERVICE value (in g_store)
+BONSAI_STARTUP_DATA constinit size_t g_store_used = 0;
+BONSAI_STARTUP_DATA constinit Kept g_kept[kMaxKept] = {};
+BONSAI_STARTUP_DATA constinit size_t g_kept_n = 0;
+BONSAI_STARTUP_DATA constinit const char* g_service = nullptr;  // our BONSAI_SERVICE value (in g_store)
 constinit char g_lib[PATH_MAX] = {};        // absolute path of libbonsai.so
 constinit char g_lib_as_loaded[PATH_MAX] = {};
 
@@ -60,7 +61,7 @@ bool preload_has_lib(const char* v) {
   return false;
 }
 
-void capture_one(const char* e, void*) {
+BONSAI_STARTUP void capture_one(const char* e, void*) {
   if (!STARTS(e, "BONSAI_") || STARTS(e, "BONSAI_SHM_FD=") || STARTS(e, "BONSAI_LEAVE=")) return;
   const char* eq = std::strchr(e, '=');
   if (!eq) return;
@@ -86,9 +87,9 @@ size_t put(char* out, const char* s) {
 
 }  // namespace
 
-bool exec_env_leaving(const char* v) noexcept { return v && *v && !(v[0] == '0' && v[1] == '\0'); }
+BONSAI_STARTUP bool exec_env_leaving(const char* v) noexcept { return v && *v && !(v[0] == '0' && v[1] == '\0'); }
 
-void exec_env_capture() noexcept {
+BONSAI_STARTUP void exec_env_capture() noexcept {
   env_each(capture_one, nullptr);
   // The library's path is looked for only when there is something to hand down
   // (exec_plan); else no dladdr and no realpath (3 readlink calls) at every start.

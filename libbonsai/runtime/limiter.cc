@@ -23,6 +23,9 @@
 #include "shm/shm_clock.h"
 #include "sys/clock.h"
 #include "sys/env.h"
+#include "sys/startup.h"
+#include "sys/atfork.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 
@@ -46,18 +49,18 @@ constinit std::atomic<uint64_t> g_last_gen{0};  // even; each install takes the 
 
 constinit std::atomic<unsigned> g_lanes_used{0};
 
-void after_fork_in_child() {
+BONSAI_STARTUP void after_fork_in_child() {
   // Attached to a service: the child counts in a slot of its own (the parent's slot
   // must keep the parent's counts); else its inherited counters start from zero.
   g_limiter.counters = shm_fork_counters(g_limiter.counters, &g_local_counters);
   if (g_limiter.counters) counters_reset(*g_limiter.counters);
   g_lanes_used.store(0, std::memory_order_relaxed);
   t_thread.lane_plus1 = 0;  // the only thread: takes lane 1 again
-  g_limiter.pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  g_limiter.pid.store(raw_getpid(), std::memory_order_relaxed);
   limiter_update_fast_view();
 }
 
-void limits_from_env() {
+BONSAI_STARTUP void limits_from_env() {
   const char* text = option_env(Opt::limits);
   if (!text || !*text) return;
   static LimitSet set;  // zero-initialised; the constructor runs once
@@ -129,7 +132,7 @@ void limiter_uninstall() noexcept {
   limiter_update_fast_view();
 }
 
-void limiter_update_fast_view() noexcept {
+BONSAI_STARTUP void limiter_update_fast_view() noexcept {
   static constinit LimitsView unlimited = [] {
     LimitsView v{};
     for (auto& row : v.table.bucket_of)
@@ -145,12 +148,12 @@ void limiter_update_fast_view() noexcept {
   g_limiter.fast_view.store(fast, std::memory_order_release);
 }
 
-bool limiter_init_once() noexcept {
+BONSAI_STARTUP bool limiter_init_once() noexcept {
   int expected = kUninit;
   if (!g_limiter.state.compare_exchange_strong(expected, kIniting, std::memory_order_acq_rel))
     return expected == kActive;  // another thread (or this one, re-entered) is setting up
   int saved_errno = errno;
-  g_limiter.pid.store(static_cast<int>(getpid()), std::memory_order_relaxed);
+  g_limiter.pid.store(raw_getpid(), std::memory_order_relaxed);
   blog_set_level(option_env(Opt::log));
   g_limiter.buckets = g_local_buckets;
   options_load(g_limiter.opts);
@@ -198,7 +201,7 @@ bool limiter_init_once() noexcept {
       blog(LogLevel::Warn, "%s; running without service limits", why);
     }
   }
-  pthread_atfork(nullptr, nullptr, after_fork_in_child);
+  at_fork_child(after_fork_in_child);
   errno = saved_errno;
   g_limiter.state.store(kActive, std::memory_order_release);
   limiter_update_fast_view();

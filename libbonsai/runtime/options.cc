@@ -5,6 +5,7 @@
 #include "abi/limit_parse.h"
 #include "bucket/limits_view.h"
 #include "log/blog.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 
@@ -13,7 +14,7 @@ static_assert(option_default_u64(Opt::debt_ns) == kDefaultSlackNs, "BONSAI_DEBT_
 
 namespace {
 
-void duration_load(Opt o, uint64_t& ns) noexcept {
+BONSAI_STARTUP void duration_load(Opt o, uint64_t& ns) noexcept {
   const char* v = option_env(o);
   if (v && !duration_parse(v, ns))
     blog(LogLevel::Warn, "%s='%s' is not a duration (like 1000000, 500us, 2ms); using %llu ns", option_row(o).name,
@@ -22,7 +23,7 @@ void duration_load(Opt o, uint64_t& ns) noexcept {
 
 }  // namespace
 
-void options_load(Options& opts) noexcept {
+BONSAI_STARTUP void options_load(Options& opts) noexcept {
   duration_load(Opt::spin_ns, opts.spin_ns);
   duration_load(Opt::debt_ns, opts.debt_ns);
 }

@@ -14,6 +14,7 @@
 #include "runtime/limiter.h"
 #include "sys/env.h"
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 namespace {
@@ -21,7 +22,7 @@ constinit ExitLine g_stats{Opt::stats, {}};
 constinit char g_json[16384] = {};
 }  // namespace
 
-bool exit_line_setup(ExitLine& line) noexcept {
+BONSAI_STARTUP bool exit_line_setup(ExitLine& line) noexcept {
   return out_path_copy(option_row(line.opt).name, option_env(line.opt), line.path);
 }
 
@@ -33,7 +34,7 @@ void exit_line_write(const ExitLine& line, char* json, size_t len) noexcept {
   errno = saved;
 }
 
-bool stats_path_from_env() noexcept { return exit_line_setup(g_stats); }
+BONSAI_STARTUP bool stats_path_from_env() noexcept { return exit_line_setup(g_stats); }
 
 size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t cap) noexcept {
   size_t used = 0;
@@ -63,7 +64,7 @@ size_t stats_format_json(const ProcessCounters& pc, int pid, char* buf, size_t c
   return used < cap ? used : 0;
 }
 
-void stats_dump_at_exit() noexcept {
+BONSAI_STARTUP void stats_dump_at_exit() noexcept {
   if (!g_stats.path[0] || !g_limiter.counters) return;
   int saved = errno;
   size_t len = stats_format_json(*g_limiter.counters, static_cast<int>(getpid()), g_json, sizeof g_json - 1);

@@ -15,6 +15,7 @@
 #include "log/blog.h"
 #include "runtime/options.h"
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 #ifndef __NR_io_uring_setup
 #define __NR_io_uring_setup 425
@@ -109,7 +110,7 @@ UringPolicy uring_policy_parse(const char* value, bool* bad) noexcept {
   return UringPolicy::Allow;
 }
 
-bool uring_guard_from_env() noexcept {
+BONSAI_STARTUP bool uring_guard_from_env() noexcept {
   const char* value = option_env(Opt::io_uring);
   bool bad = false;
   if (uring_policy_parse(value, &bad) == UringPolicy::Allow) {

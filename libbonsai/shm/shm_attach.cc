@@ -18,11 +18,12 @@
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
 #include "sys/raw_open.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 namespace {
 
-constinit ShmSegment* g_seg = nullptr;
+BONSAI_STARTUP_DATA constinit ShmSegment* g_seg = nullptr;  // read at every exit
 constinit ShmSlot* g_slot = nullptr;
 constinit std::atomic<uint64_t> g_installed_seq{0};
 constexpr int kReadTries = 1000;

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 
@@ -19,8 +20,8 @@ namespace {
 
 int& g_fd = detail::g_kept_fd;
 
-constinit const char* g_fd_value = nullptr;
-constinit const char* g_uid_value = nullptr;
+BONSAI_STARTUP_DATA constinit const char* g_fd_value = nullptr;
+BONSAI_STARTUP_DATA constinit const char* g_uid_value = nullptr;
 
 constinit dev_t g_dev = 0;
 constinit ino_t g_ino = 0;
@@ -56,7 +57,7 @@ long shm_parse_uint(const char* s, long max) noexcept {
   return v;
 }
 
-void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept {
+BONSAI_STARTUP void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept {
   g_fd_value = fd_value;
   g_uid_value = uid_value;
 }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 namespace {
@@ -33,7 +34,7 @@ void snapshot_read() {
 
 }  // namespace
 
-const char* env_get(const char* name) noexcept {
+BONSAI_STARTUP const char* env_get(const char* name) noexcept {
   if (environ) return std::getenv(name);
   if (g_snapshot_len < 0) snapshot_read();
   size_t len = std::strlen(name);
@@ -46,7 +47,7 @@ const char* env_get(const char* name) noexcept {
   return nullptr;
 }
 
-void env_each(void (*fn)(const char* entry, void* ctx), void* ctx) noexcept {
+BONSAI_STARTUP void env_each(void (*fn)(const char* entry, void* ctx), void* ctx) noexcept {
   if (environ) {
     for (char** e = environ; *e; ++e) fn(*e, ctx);
     return;

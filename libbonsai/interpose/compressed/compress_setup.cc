@@ -8,12 +8,15 @@
 
 #include "interpose/compressed/compress_glue.h"
 #include "interpose/compressed/compress_hooks.h"
+#include "runtime/options.h"
+#include "sys/startup.h"
+#include "sys/atfork.h"
 
 namespace bonsai::compress {
 
-constinit bool g_tx_on = false;
-constinit bool g_rx_on = false;
-constinit bool g_on = false;
+BONSAI_STARTUP_DATA constinit bool g_tx_on = false;  // read at every exit
+BONSAI_STARTUP_DATA constinit bool g_rx_on = false;
+BONSAI_STARTUP_DATA constinit bool g_on = false;
 constinit CompressConfig g_cfg{};
 
 namespace {
@@ -25,7 +28,10 @@ void after_fork_in_child() {
 
 }  // namespace
 
-void hooks_init() noexcept {
+BONSAI_STARTUP void hooks_init() noexcept {
+  // Nothing to read (or touch) unless compression is asked for: every start runs this.
+  auto set = [](bonsai::Opt o) { const char* v = bonsai::option_env(o); return v && *v; };
+  if (!set(bonsai::Opt::compress_to) && !set(bonsai::Opt::compress_accept)) return;
   int saved = errno;
   if (config_from_env(g_cfg)) {
     // The descriptor table and the connection records are mapped as they are needed.
@@ -34,12 +40,12 @@ void hooks_init() noexcept {
     g_tx_on = g_cfg.nto > 0;
     g_rx_on = g_cfg.accept;
     g_on = true;
-    pthread_atfork(nullptr, nullptr, after_fork_in_child);
+    at_fork_child(after_fork_in_child);
   }
   errno = saved;
 }
 
-void hooks_at_exit() noexcept {
+BONSAI_STARTUP void hooks_at_exit() noexcept {
   if (g_tx_on) tx_drain_all();
   stats_at_exit();
 }

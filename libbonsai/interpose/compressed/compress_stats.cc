@@ -10,6 +10,7 @@
 #include "interpose/compressed/compress_hooks.h"
 #include "log/blog.h"
 #include "runtime/stats_dump.h"
+#include "sys/startup.h"
 
 namespace bonsai::compress {
 namespace {
@@ -18,7 +19,7 @@ constinit ExitLine g_stats_line{Opt::compress_stats, {}};  // copied at start-up
 
 void stats_setup() noexcept { exit_line_setup(g_stats_line); }
 
-void stats_at_exit() noexcept {
+BONSAI_STARTUP void stats_at_exit() noexcept {
   if (!g_on) return;
   ConnTotals t;
   pool_totals(t);

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// pthread_atfork(nullptr, nullptr, child), without the call. pthread_atfork is a stub
+// from libc_nonshared.a that the linker puts at the far end of the library's code, a
+// page no other start-up code shares: one more page fault at every exec (issue #34,
+// sys/startup.h). It only forwards to glibc's exported __register_atfork with this
+// object's __dso_handle (so the handler goes when a dlclose unloads us), as this does.
+#pragma once
+
+extern "C" {
+extern void* __dso_handle;  // from crtbegin.o: this shared object
+int __register_atfork(void (*prepare)(), void (*parent)(), void (*child)(), void* dso_handle);
+}
+
+namespace bonsai {
+
+// Runs `child` in the child after every fork(). @return 0, or an errno value.
+inline int at_fork_child(void (*child)()) noexcept { return __register_atfork(nullptr, nullptr, child, __dso_handle); }
+
+}  // namespace bonsai

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: MIT
+// Code and data every process start touches, kept on few pages (issue #34). Every exec
+// of a limited program runs the constructor and the exit hooks; each page of the
+// library they touch first costs a page fault (2-5 us on a virtual machine, against
+// ~750 us for a whole start of /bin/true), and the library's 1 MiB of code (zstd)
+// scattered them over a dozen pages. Functions that run at every start go to
+// .text.startup, where the linker also puts constructors (one run of pages); globals
+// they write go to .data, whose pages the loader has written already.
+// Measured by bench/startup.sh; docs/benchmarks.md "Start-up".
+#pragma once
+
+#define BONSAI_STARTUP __attribute__((section(".text.startup")))
+#define BONSAI_STARTUP_DATA __attribute__((section(".data.bonsai_startup")))
