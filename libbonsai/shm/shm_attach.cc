@@ -7,6 +7,7 @@
 #include <ctime>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include "shm/shm_slots.h"
 #include "sys/raw_open.h"
 #include "sys/startup.h"
+#include "sys/raw_syscall.h"
 
 namespace bonsai {
 namespace {
@@ -42,8 +44,10 @@ bool fail(char* why, size_t cap, const char* fmt, const char* a, const char* b =
 ShmSlot* claim_for(int pid, uint64_t seen_seq) {
   uint64_t start;
   if (proc_status(pid, start) != ProcStatus::Alive) return nullptr;
-  char comm[16];
-  proc_comm(pid, comm, sizeof comm);
+  char comm[16] = {};
+  // Our own name without /proc (a start of every service member pays for this).
+  if (prctl(PR_GET_NAME, comm) != 0) proc_comm(pid, comm, sizeof comm);
+  comm[sizeof comm - 1] = '\0';
   return slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns());
 }
 
@@ -101,7 +105,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (!out.limits_problem) g_installed_seq.store(out.limits_seq, std::memory_order_relaxed);
   if (seg->header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
     out.shared_buckets = seg->buckets;
-  g_slot = claim_for(static_cast<int>(getpid()), out.limits_problem ? 0 : out.limits_seq);
+  g_slot = claim_for(raw_getpid(), out.limits_problem ? 0 : out.limits_seq);
   out.counters = g_slot ? &g_slot->counters : nullptr;
   out.wait_hist = &seg->wait_hist;
   return true;

@@ -93,7 +93,7 @@ void shm_keep_fd(int fd, const struct stat& st, const char* path) noexcept {
       kept = static_cast<int>(high);
     }
   }
-  raw_fcntl(kept, F_SETFD, FD_CLOEXEC);
+  if (kept == fd) raw_fcntl(kept, F_SETFD, FD_CLOEXEC);  // F_DUPFD_CLOEXEC set it on a copy
   std::strcpy(g_path, path);
   g_dev = st.st_dev;
   g_ino = st.st_ino;

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "abi/shm_abi.h"
+#include "sys/str_build.h"
 
 namespace bonsai {
 namespace {
@@ -33,10 +34,7 @@ bool shm_prefix_valid(std::string_view prefix) noexcept { return prefix.size() <
 size_t shm_segment_name(char* buf, size_t cap, std::string_view prefix, unsigned uid,
                         std::string_view service) noexcept {
   if (!shm_prefix_valid(prefix) || !shm_service_name_valid(service) || cap == 0) return 0;
-  int n = std::snprintf(buf, cap, "/%.*sbonsai.%u.%.*s", static_cast<int>(prefix.size()), prefix.data(), uid,
-                        static_cast<int>(service.size()), service.data());
-  if (n < 0 || static_cast<size_t>(n) >= cap) return 0;
-  return static_cast<size_t>(n);
+  return StrBuild(buf, cap).put("/").put(prefix).put("bonsai.").put_uint(uid).put(".").put(service).done();
 }
 
 size_t shm_segment_path(char* buf, size_t cap, std::string_view prefix, unsigned uid,

@@ -2,11 +2,11 @@
 // /proc readers for slot identity (see shm_proc.h). Raw system calls, no allocation.
 #include "shm/shm_proc.h"
 
-#include <cstdio>
 #include <fcntl.h>
 
 #include "sys/raw_open.h"
 #include "sys/raw_syscall.h"
+#include "sys/str_build.h"
 
 namespace bonsai {
 namespace {
@@ -28,7 +28,8 @@ ProcStatus proc_status(int pid, uint64_t& start_time) noexcept {
   start_time = 0;
   if (pid <= 0) return ProcStatus::Dead;
   char path[48];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  if (!StrBuild(path, sizeof path).put("/proc/").put_uint(static_cast<unsigned>(pid)).put("/stat").done())
+    return ProcStatus::Dead;
   char buf[1024];
   long n = read_small(path, buf, sizeof buf);
   if (n <= 0) return ProcStatus::Dead;
@@ -64,7 +65,7 @@ void proc_comm(int pid, char* out, size_t cap) noexcept {
   if (cap == 0) return;
   out[0] = '\0';
   char path[48];
-  std::snprintf(path, sizeof path, "/proc/%d/comm", pid);
+  if (!StrBuild(path, sizeof path).put("/proc/").put_uint(static_cast<unsigned>(pid)).put("/comm").done()) return;
   char buf[64];
   long n = read_small(path, buf, sizeof buf);
   if (n <= 0) return;
