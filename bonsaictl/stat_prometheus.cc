@@ -126,7 +126,7 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
                         : f == &kLent   ? fmt::format("{}", sh.host_lent)
                         : f == &kHeldRate ? fmt::format("{:.9f}", static_cast<double>(sh.held_rate_ns) / 1e9)
                                           : fmt::format("{:.9f}", static_cast<double>(sh.held_ceil_ns) / 1e9);
-        out += fmt::format("{}{} {}\n", f->name, labels(s, "rule=\"" + prom_label_escape(sh.text) + "\""), v);
+        out += fmt::format("{}{} {}\n", f->name, labels(s, ",rule=\"" + prom_label_escape(sh.text) + "\""), v);
       }
   }
   head(out, kProcs);

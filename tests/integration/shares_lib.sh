@@ -6,7 +6,8 @@ need_cmd dd python3
 cleanup_hooks+=('rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai-host.*')
 CAP=$((16 * MiB)) RATE_A=$((4 * MiB)) RATE_B=$((8 * MiB))
 
-# shares_yaml CAP_MIB RATE_A_MIB RATE_B_MIB: a capacity on writes and two sharing services.
+# shares_yaml CAP_MIB RATE_A_MIB RATE_B_MIB: a capacity on writes and two sharing services
+# (both ceilings at the capacity), loaded.
 shares_yaml() {
   cat > "$T/shares.yaml" <<YAML
 version: 1
@@ -36,6 +37,7 @@ YAML
 writer() {
   local svc=$1 kind=$2
   case $kind in
+    null) "$CTL" run -s "$svc" -- dd if=/dev/zero of=/dev/null bs=64k count=10000000 status=none & ;;
     file) "$CTL" run -s "$svc" -- dd if=/dev/zero of="$T/$svc.out" bs=64k count=100000 status=none & ;;
     pipe) "$CTL" run -s "$svc" -- sh -c 'dd if=/dev/zero bs=64k count=100000 status=none | cat >/dev/null' & ;;
     socket) "$CTL" run -s "$svc" -- python3 -c '
