@@ -47,7 +47,10 @@ inline constexpr uint64_t kMinAheadNs = 10'000'000'000ull;       // 10 s
 inline constexpr uint64_t kMaxAheadNs = 86'400'000'000'000ull;   // 1 day
 
 // Forgets all debt: the next take starts from `now`.
-inline void bucket_reset_clock(BucketState& s) noexcept { s.tat_ns.store(0, std::memory_order_relaxed); }
+inline void bucket_reset_clock(BucketState& s) noexcept {
+  s.tat_ns.store(0, std::memory_order_relaxed);
+  s.ceil_tat_ns.store(0, std::memory_order_relaxed);  // shares: the rule's ceiling too
+}
 
 // Derives params from a rule (rate 0 is treated as 1).
 BucketParams bucket_params(const Rule& rule) noexcept;

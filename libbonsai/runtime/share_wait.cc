@@ -38,7 +38,7 @@ bool share_lookup(const Ticket& t, ShareCache*& out) noexcept {
   ShmHost* host = shm_host();
   ShareCache& c = t_share;
   uint64_t hseq = host ? host->capacity.seq.load(std::memory_order_acquire) : 0;
-  if (c.gen != t.gen || c.bucket != t.bucket || c.host_seq != hseq || !host) {
+  if (c.gen != t.gen || c.bucket != t.bucket || c.host_seq != hseq) {
     c = ShareCache{};
     Rule rule;
     words_load(&rule, &t.view->set.rules[t.bucket], sizeof rule);
