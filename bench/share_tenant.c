@@ -2,8 +2,12 @@
 // A tenant of the shares bench (bench/shares.sh): writes BS-byte blocks to /dev/null while
 // busy, sleeps while idle, on a schedule relative to a common start (CLOCK_MONOTONIC ns,
 // so that two tenants share one time line), and prints the bytes moved per 5 ms bin.
-// usage: share_tenant T0_NS DURATION_MS BS BUSY_FROM_MS-BUSY_TO_MS[,FROM-TO]...
+// usage: share_tenant T0_NS DURATION_MS BS BUSY_FROM_MS-BUSY_TO_MS[,FROM-TO]... [PORT]
+// With PORT it sends to 127.0.0.1:PORT instead (the tc HTB comparison: no bonsai).
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,7 +25,7 @@ static long long now_ns(void) {
 static long long bins[kMaxBins];
 
 int main(int argc, char** argv) {
-  if (argc != 5) {
+  if (argc != 5 && argc != 6) {
     fprintf(stderr, "usage: share_tenant T0_NS DURATION_MS BS FROM-TO[,FROM-TO]...\n");
     return 2;
   }
@@ -36,7 +40,15 @@ int main(int argc, char** argv) {
   }
   if (dur / kBinNs >= kMaxBins || bs == 0 || bs > (1 << 24)) return 2;
   char* buf = calloc(1, bs);
-  int fd = open("/dev/null", O_WRONLY);
+  int fd;
+  if (argc == 6) {
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((unsigned short)atoi(argv[5]))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0 || connect(fd, (struct sockaddr*)&sa, sizeof sa) != 0) return 1;
+  } else {
+    fd = open("/dev/null", O_WRONLY);
+  }
   if (!buf || fd < 0) return 1;
   for (;;) {
     long long t = now_ns() - t0;

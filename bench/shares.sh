@@ -7,12 +7,14 @@
 # Reports work conservation (a tenant alone / min(ceil, capacity)), isolation (each with
 # both busy / its rate) and B's first 20 ms back from idle / its rate; writes
 # $RES/shares.csv (one row per mode and metric), $RES/shares_<mode>_<tenant>.csv and
-# $RES/shares.png. Env: SHARES_CAP_MIB (32), SHARES_SECS (quick 9, full 30).
+# $RES/shares.png. Env: SHARES_CAP_MIB (32), SHARES_RATE_A_MIB and SHARES_RATE_B_MIB (half
+# the capacity each; smaller rates leave spare capacity to lend with both busy),
+# SHARES_SECS (quick 9, full 30).
 source "$(dirname "$0")/lib/common.sh"
 service_bench shares
 gcc -std=gnu11 -O2 -Wall -Wextra -o "$HELP/share_tenant" "$BENCH_DIR/share_tenant.c" || die "cannot build share_tenant"
 CAP=${SHARES_CAP_MIB:-32}
-RATE=$((CAP / 2))
+RATE_A=${SHARES_RATE_A_MIB:-$((CAP / 2))} RATE_B=${SHARES_RATE_B_MIB:-$((CAP / 2))}
 if [ "$BENCH" = full ]; then SECS=30; else SECS=9; fi
 SECS=${SHARES_SECS:-$SECS}
 MS=$((SECS * 1000)) THIRD=$((SECS * 1000 / 3))
@@ -28,12 +30,11 @@ host:
       rate: ${CAP}MiB/s
 services:
 YAML
-  for t in a b; do
-    printf '  %s:\n    scope: service\n    limits:\n      - calls: [writes]\n        rate: %sMiB/s\n%s\n' "$t" "$RATE" "$ceil"
-  done
+  printf '  %s:\n    scope: service\n    limits:\n      - calls: [writes]\n        rate: %sMiB/s\n%s\n' a "$RATE_A" "$ceil"
+  printf '  %s:\n    scope: service\n    limits:\n      - calls: [writes]\n        rate: %sMiB/s\n%s\n' b "$RATE_B" "$ceil"
 }
 
-note "shares ($BENCH): capacity ${CAP} MiB/s, rates ${RATE} MiB/s each; A busy 0-$((2 * THIRD)) ms, B busy $THIRD-$MS ms"
+note "shares ($BENCH): capacity ${CAP} MiB/s, rates ${RATE_A} and ${RATE_B} MiB/s; A busy 0-$((2 * THIRD)) ms, B busy $THIRD-$MS ms"
 for mode in shares hard; do
   yaml "$mode" >"$BENCH_TMP/$mode.yaml"
   "$CTL" load "$BENCH_TMP/$mode.yaml" >/dev/null || die "load $mode"
@@ -47,6 +48,7 @@ for mode in shares hard; do
   "$CTL" rm --force a >/dev/null 2>&1; "$CTL" rm --force b >/dev/null 2>&1
 done
 rm -f "/dev/shm/${BONSAI_SHM_PREFIX}bonsai-host.$(id -u)"
-python3 "$BENCH_DIR/shares_report.py" "$RES" "$CAP" "$RATE" "$THIRD" "$MS" || die "report"
-command -v gnuplot >/dev/null && gnuplot -e "RES='$RES'" "$BENCH_DIR/plots/shares.gp" 2>/dev/null
+python3 "$BENCH_DIR/shares_report.py" "$RES" "$CAP" "$RATE_A" "$RATE_B" "$THIRD" "$MS" || die "report"
+command -v gnuplot >/dev/null &&
+  gnuplot -e "RES='$RES'; TITLE='capacity $CAP MiB/s, rates $RATE_A and $RATE_B MiB/s'" "$BENCH_DIR/plots/shares.gp" 2>/dev/null
 echo "shares: $RES/shares.csv $RES/shares.png" >&2

@@ -9,7 +9,7 @@ set grid
 set xlabel "time (s)"
 set ylabel "MiB/s"
 set yrange [0:*]
-set multiplot layout 2,1 title "bonsai shares: A busy, then both, then B (capacity 32 MiB/s, rates 16 MiB/s)"
+set multiplot layout 2,1 title "bonsai shares: A busy, then both, then B (".TITLE.")"
 set title "shares (ceil = capacity)"
 plot RES."/shares_plot.csv" every ::1 using ($1/1000):2 with lines lw 1.5 title "A", "" every ::1 using ($1/1000):3 with lines lw 1.5 title "B"
 set title "hard caps (ceil = rate)"
