@@ -6,6 +6,7 @@
 // its rate at once.
 #include <catch2/catch.hpp>
 
+#include <random>
 #include <vector>
 
 #include "abi/limit_parse.h"
@@ -225,4 +226,26 @@ TEST_CASE("shares: the ceiling bounds a borrower; spare capacity is split, guara
   CHECK(a_both <= 1.02 * 50 * MB);
   CHECK(a_both + b_both <= 1.03 * 100 * MB);
   CHECK(a_both + b_both >= 0.95 * 100 * MB);  // the spare 50 MB/s is lent, not wasted
+}
+
+TEST_CASE("shares: any clock values (another user's garbage) neither hang nor hold for long", "[shares]") {
+  std::mt19937_64 rng(38);
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  const uint64_t now = kUptime;
+  const uint64_t specials[] = {0, 1, now - 1, now, now + 1, UINT64_MAX, UINT64_MAX - 1, uint64_t{1} << 63};
+  for (int i = 0; i < 20000; ++i) {
+    BucketState own{}, host{};
+    auto pick = [&] { return rng() % 3 == 0 ? specials[rng() % 8] : now + (rng() % (uint64_t{1} << 40)); };
+    own.tat_ns.store(pick());
+    own.ceil_tat_ns.store(pick());
+    host.tat_ns.store(pick());
+    uint64_t units = rng() % (uint64_t{1} << (rng() % 40));
+    ShareStep st = share_take(own, host, p, units, now, kDebtNs, nullptr);
+    uint64_t bound = now + p.rate.max_ahead_ns + p.ceil.max_ahead_ns + bucket_cost_ns(p.rate, units) + kSec;
+    CHECK(st.ceil_at <= bound);
+    CHECK(st.go_at <= bound);
+    if (st.way == ShareWay::Wait) CHECK(st.go_at > now);
+    share_take_late(own, host, p, units, now);  // never waits: must simply return
+  }
 }
