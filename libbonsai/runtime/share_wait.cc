@@ -147,10 +147,11 @@ bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* wait
 }
 
 bool share_settle_slow(const Ticket& t, uint64_t units) noexcept {
-  ShareCache* c;
-  if (!share_lookup(t, c)) return false;
+  // Settles follow every read beyond the credit: without a host segment, nothing to look up.
   ShmHost* host = shm_host();
   if (!host) return false;
+  ShareCache* c;
+  if (!share_lookup(t, c)) return false;
   uint64_t now = mono_ns() - limiter_clock_offset();
   ShareWay way = share_take_late(g_limiter.buckets[t.bucket], host->buckets[c->host1 - 1], c->p, units, now);
   if (way == ShareWay::Borrow && g_limiter.shares)
