@@ -6,7 +6,9 @@
 // its rate at once.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "abi/limit_parse.h"
@@ -248,4 +250,29 @@ TEST_CASE("shares: any clock values (another user's garbage) neither hang nor ho
     if (st.way == ShareWay::Wait) CHECK(st.go_at > now);
     share_take_late(own, host, p, units, now);  // never waits: must simply return
   }
+}
+
+TEST_CASE("shares: threads racing on one rule and one host lose no take", "[shares]") {
+  // Four threads refill a rule and its host at once (the same clock for all: what moves is
+  // the CAS loops' races, not time); every unit taken lands on exactly the clocks it must.
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  BucketState own{}, host{};
+  const uint64_t now = kUptime;
+  std::atomic<uint64_t> rate_units{0}, borrow_units{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 2000; ++k) {
+        ShareStep st = share_take(own, host, p, 1000, now, kDebtNs, nullptr);
+        if (st.way == ShareWay::Rate) rate_units += 1000;
+        if (st.way == ShareWay::Borrow) borrow_units += 1000;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(own.ceil_tat_ns.load() == now + bucket_cost_ns(p.ceil, 1000) * 8000);
+  CHECK(own.tat_ns.load() == now + bucket_cost_ns(p.rate, 1000) * (rate_units / 1000));
+  CHECK(host.tat_ns.load() == now + bucket_cost_ns(p.host, 1000) * ((rate_units + borrow_units) / 1000));
+  CHECK(rate_units <= 10 * MB / 100 + 1000);  // within the rate's depth (10 ms)
+  CHECK(rate_units + borrow_units <= 10 * MB / 100 + 100 * MB / 100 + 2000);  // and the host's
 }
