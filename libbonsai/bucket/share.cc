@@ -62,4 +62,13 @@ ShareWay share_take_late(BucketState& own, BucketState& host, const ShareParams&
   return ShareWay::Borrow;
 }
 
+bool share_borrow_now(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units,
+                      uint64_t now) noexcept {
+  uint64_t tat = 0, due = 0;
+  if (!clock_try_take(host.tat_ns, p.host, units, now, &tat, &due)) return false;
+  if (clock_try_take(own.ceil_tat_ns, p.ceil, units, now, &tat, &due)) return true;
+  bucket_give_back(host, p.host, units, now);
+  return false;
+}
+
 }  // namespace bonsai

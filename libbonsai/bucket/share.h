@@ -59,4 +59,11 @@ uint64_t share_take_rate(BucketState& own, BucketState& host, const ShareParams&
 ShareWay share_take_late(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units,
                          uint64_t now) noexcept;
 
+// A call that must not wait (a non-blocking descriptor): borrows `units` from the host
+// only if the host and the ceiling both let them go now (else takes nothing). Two
+// CAS loops, a third to give the host back its units when the ceiling says no.
+// @return true if borrowed.
+bool share_borrow_now(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units,
+                      uint64_t now) noexcept;
+
 }  // namespace bonsai

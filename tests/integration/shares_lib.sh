@@ -33,13 +33,25 @@ YAML
 }
 
 # writer SERVICE KIND: a writer under the service, in the background ($! its pid): to a
-# file, into a pipe, or to a socket on 127.0.0.1 (a sink outside bonsai reads it).
+# file, /dev/null, into a pipe, or to a socket on 127.0.0.1 (a sink outside bonsai reads
+# it), blocking or not (nbsocket: an event loop's select and send).
 writer() {
   local svc=$1 kind=$2
   case $kind in
     null) "$CTL" run -s "$svc" -- dd if=/dev/zero of=/dev/null bs=64k count=10000000 status=none & ;;
     file) "$CTL" run -s "$svc" -- dd if=/dev/zero of="$T/$svc.out" bs=64k count=100000 status=none & ;;
     pipe) "$CTL" run -s "$svc" -- sh -c 'dd if=/dev/zero bs=64k count=100000 status=none | cat >/dev/null' & ;;
+    nbsocket) "$CTL" run -s "$svc" -- python3 -c '
+import select, socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.setblocking(False)
+buf = bytes(65536)
+while True:
+    select.select([], [s], [])
+    try:
+        s.send(buf)
+    except BlockingIOError:
+        pass' "$(cat "$T/port")" & ;;
     socket) "$CTL" run -s "$svc" -- python3 -c '
 import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))

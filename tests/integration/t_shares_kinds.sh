@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Shares (issue 38) on files, pipes and sockets: two services in one namespace under one
+# Shares (issue 38) on files, pipes and sockets (blocking, and non-blocking in a select loop): two services in one namespace under one
 # 16 MiB/s capacity, a guaranteed 4 and 8 MiB/s, ceilings at the capacity. A alone takes
 # the capacity (work conserving); with B busy too, each keeps its rate and together they
 # stay within the capacity. (Tolerances for a busy 2-core machine; bench/ measures tight.)
@@ -8,7 +8,7 @@
 . "$(dirname "$0")/shares_lib.sh"
 shares_yaml 16 4 8
 sink
-for kind in file pipe socket; do
+for kind in file pipe socket nbsocket; do
   note "--- $kind"
   writer a "$kind"; pa=$!
   wait_attached a 1
