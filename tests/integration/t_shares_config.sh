@@ -54,4 +54,14 @@ grep -q '^bonsai_share_borrowed_bytes_total{service="a",rule="writes=4MiB/s:ceil
 "$CTL" top --batch -n 2 -d 0.3 > "$T/top" || fail "top"
 grep -q "BORROW/s" "$T/top" || fail "top: no BORROW/s column: $(cat "$T/top")"
 stop_writer $pa
+
+# The environment form: :ceil= borrows from the capacity load installed (else its rate).
+envrate() {  # envrate LIMITS: bytes/s of a dd under them for ~1.5 s
+  LD_PRELOAD="$LIB" BONSAI_LIMITS="$1" timeout -s INT 1.5 dd if=/dev/zero of=/dev/null bs=64k count=1000000 2>&1 |
+    awk '/copied/ { print int($1 / $(NF-3)) }'
+}
+ratio "BONSAI_LIMITS with :ceil= / ceil" "$(envrate 'writes=2MiB/s:ceil=8MiB/s')" $((8 * MiB)) 0.80 1.10
+out=$(BONSAI_SHM_PREFIX=nohost.$$. LD_PRELOAD="$LIB" BONSAI_LIMITS='writes=2MiB/s:ceil=8MiB/s' \
+  timeout -s INT 1.5 dd if=/dev/zero of=/dev/null bs=64k count=1000000 2>&1)
+grep -q "no usable host capacity" <<<"$out" || fail "no host: not said: $out"
 exit 0
