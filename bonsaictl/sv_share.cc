@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "shm/shm_host.h"
+#include "sys/clock.h"
 #include "shm_client.h"
 #include "sv_loop.h"
 
@@ -61,6 +62,27 @@ bool Loop::share_pay(Thread& th, Proc& p, Debt& d, uint64_t now) {
   if (st.way == ShareWay::Borrow && !lost_)
     seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
   return true;
+}
+
+SvTurn Loop::share_turn(Proc& p, uint8_t b, uint64_t need, bool cuttable) {
+  ShmHost* h = shm_host();
+  const BucketParams* bp = view_.params(b);
+  if (!h || !bp || b >= kMaxRules || !view_.host1[b] || need == 0) return {};
+  uint64_t now = mono_ns();
+  BucketState& own = state(p, b);
+  if (own.tat_ns.load(std::memory_order_relaxed) <= now) return {};  // the rate has room: no queue to wait in
+  uint64_t units = cuttable ? std::min(need, sv_place_quantum(*bp)) : need;
+  if (!share_borrow_now(own, h->buckets[view_.host1[b] - 1], view_.share[b], units, now)) return {};
+  if (!lost_) seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
+  return SvTurn{units, 0, false};
+}
+
+void Loop::share_charge(Proc& p, uint8_t b, uint64_t units, uint64_t now) {
+  ShmHost* h = shm_host();
+  if (!h || !units || units == UINT64_MAX || b >= kMaxRules || !view_.host1[b]) return;
+  (void)p;
+  clock_take(h->buckets[view_.host1[b] - 1].tat_ns, view_.share[b].host, units, now);
+  clock_take(state(p, b).ceil_tat_ns, view_.share[b].ceil, units, now);
 }
 
 }  // namespace bonsai::ctl
