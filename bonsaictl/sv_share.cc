@@ -70,8 +70,10 @@ SvTurn Loop::share_turn(Proc& p, uint8_t b, uint64_t need, bool cuttable) {
   if (!h || !bp || b >= kMaxRules || !view_.host1[b] || need == 0) return {};
   uint64_t now = mono_ns();
   BucketState& own = state(p, b);
-  if (own.tat_ns.load(std::memory_order_relaxed) <= now) return {};  // the rate has room: no queue to wait in
   uint64_t units = cuttable ? std::min(need, sv_place_quantum(*bp)) : need;
+  // The rate first, when it lets the call go now; a call it would hold borrows instead.
+  uint64_t tat = std::max(own.tat_ns.load(std::memory_order_relaxed), now);
+  if (tat + bucket_cost_ns(*bp, units) <= now + bp->depth_ns) return {};
   if (!share_borrow_now(own, h->buckets[view_.host1[b] - 1], view_.share[b], units, now)) return {};
   if (!lost_) seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
   return SvTurn{units, 0, false};
