@@ -59,6 +59,7 @@ buf = bytes(65536)
 while True:
     s.sendall(buf)' "$(cat "$T/port")" & ;;
   esac
+  cleanup_hooks+=("stop_writer $!")  # a test that fails leaves no writer behind
 }
 
 # stop_writer PID: the writer and its children (a pipe's dd and cat) stopped.
