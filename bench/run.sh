@@ -65,6 +65,9 @@ if [ "$BENCH" = full ]; then other cotenant_socket cotenant.sh socket; fi
 other ctl_targets ctl_targets.sh
 other ctl_churn ctl_churn.sh
 other supervised supervised.sh
+# Shares (issue 38): two tenants under one capacity, shares against hard caps, and tc HTB
+# in a network namespace of its own (root); full only (quick stays within its 300 s).
+if [ "$BENCH" = full ]; then other shares shares.sh; other shares_htb shares_htb.sh; fi
 # The whole grid of a full run is kept (compress_grid_full.csv / .txt). Quick: the uncapped
 # cells twice each, not three times (8 s: the quick run came to 305 s against its 300).
 [ "$BENCH" = full ] && OTHER_ENV=(OUT_KEEP="$RES/compress_grid_full.csv")

@@ -2,12 +2,14 @@
 // `bonsaictl load [FILE]`: create or update every service in FILE (default
 // /etc/bonsai/bonsai.yaml), all or nothing: nothing is written unless the whole file is
 // valid and every segment could be opened.
+#include <algorithm>
 #include <fmt/core.h>
 #include <memory>
 #include <string>
 #include <unistd.h>
 
 #include "commands.h"
+#include "host_client.h"
 #include "shm/shm_name.h"
 #include "shm_client.h"
 #include "yaml_load.h"
@@ -47,7 +49,20 @@ int cmd_load(const Args& args) {
     fmt::print(stderr, "bonsaictl load: nothing was changed\n");
     throw;
   }
-  // Phase 2: publish.
+  // Phase 2: publish; the host capacity first, so that processes re-reading their
+  // limits find what their ceilings borrow from. One host segment per user of the file.
+  if (cfg.has_host) {
+    std::vector<std::string> users;
+    for (const auto& s : cfg.services)
+      if (std::find(users.begin(), users.end(), s.user) == users.end()) users.push_back(s.user);
+    if (users.empty()) users.push_back("");
+    for (const auto& u : users) {
+      TargetUserScope as(u);
+      host_install(cfg.capacity);
+      fmt::print("host capacity: {} rule{}{}\n", cfg.capacity.count, cfg.capacity.count == 1 ? "" : "s",
+                 u.empty() ? "" : fmt::format(", for user {}", u));
+    }
+  }
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "abi/limit_parse.h"
+#include "host_client.h"
 #include "commands.h"
 #include "launch_kind.h"
 #include "run_env.h"
@@ -124,6 +125,7 @@ int cmd_run(const Args& args) {
     io_uring = s->io_uring;
     // `user:` (root): the segment is that user's and CMD runs as that user, unless --user said otherwise.
     if (!s->user.empty() && !ctl_other_user()) ctl_target_user_named(s->user);
+    if (cfg.has_host) host_install(cfg.capacity);  // shares: what the file's ceilings borrow from
   }
   if (!o.limits.empty()) {
     std::string text;
@@ -149,6 +151,8 @@ int cmd_run(const Args& args) {
     if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
   auto seg = Segment::open(o.service, true, scope);
+  if (have_limits && host_resolve(limits))
+    fmt::print(stderr, "bonsaictl run: WARNING: a ceil has no host capacity over its calls: held to its rate\n");
   if (have_limits) seg->write_limits(limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
   SvPlan plan{o.service, {}, true};  // the limits in force: what the filter notifies, whether io_uring escapes

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "abi/limit_parse.h"
+#include "host_client.h"
 #include "commands.h"
 #include "run_env.h"
 #include "shm/shm_slots.h"
@@ -93,6 +94,9 @@ uint64_t apply(Segment& seg, LimitSet set, bool merge) {
     if (!limits_merge(current, set, why)) usage_error(why);
     set = current;
   }
+  if (host_resolve(set))  // shares: `:ceil=` borrows from the installed host capacity
+    fmt::print(stderr, "bonsaictl set: WARNING: a ceil has no host capacity over its calls (bonsaictl load a "
+                       "file with 'host: capacity:'): held to its rate\n");
   return seg.write_limits(set);
 }
 

@@ -150,6 +150,17 @@ std::string stat_json(const ServiceStat& s) {
   doc["uncounted_processes"] = s.uncounted_processes;
   doc["exited"] = {{"processes", s.exited_processes}, {"calls", calls_json(s.exited)}};
   doc["total"] = {{"processes", s.processes.size() + s.exited_processes}, {"calls", calls_json(s.total)}};
+  if (!s.shares.empty()) {  // rules with a ceiling (docs/shares.md)
+    Json shares = Json::array();
+    for (const ShareStat& sh : s.shares) {
+      Json one = {{"rule", sh.text}, {"capacity", sh.capacity}, {"borrowed_bytes", sh.borrowed},
+                  {"host_lent_bytes", sh.host_lent}, {"held_rate_ns", sh.held_rate_ns},
+                  {"held_ceil_ns", sh.held_ceil_ns}};
+      if (sh.borrowed_per_s >= 0) one["borrowed_per_s"] = one_decimal(sh.borrowed_per_s);
+      shares.push_back(std::move(one));
+    }
+    doc["shares"] = std::move(shares);
+  }
   return json_dump(doc);
 }
 
@@ -181,6 +192,16 @@ std::string stat_table(const ServiceStat& s) {
   if (s.exited_processes)
     table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire, hist, paced);
   table_rows(out, "total", s.total, rate, wire, hist, paced);
+  for (const ShareStat& sh : s.shares) {
+    if (sh.capacity.empty()) {
+      out += fmt::format("  shares {}: no host capacity over it: held to its rate\n", sh.text);
+      continue;
+    }
+    out += fmt::format("  shares {} under {}: borrowed {}, host lent {}, held by rate {}, by ceil {}\n", sh.text,
+                       sh.capacity, human_bytes(static_cast<double>(sh.borrowed)),
+                       human_bytes(static_cast<double>(sh.host_lent)), human_ns(sh.held_rate_ns),
+                       human_ns(sh.held_ceil_ns));
+  }
   return out;
 }
 

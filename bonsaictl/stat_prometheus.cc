@@ -13,6 +13,14 @@ struct Family {
   const char* help;
 };
 
+constexpr Family kBorrowed{"bonsai_share_borrowed_bytes_total", "counter",
+                           "Bytes (or calls) a rule with a ceiling borrowed from the host's idle capacity."};
+constexpr Family kLent{"bonsai_share_host_lent_bytes_total", "counter",
+                       "What the host lent under the rule's capacity rule, all of the user's services together."};
+constexpr Family kHeldRate{"bonsai_share_held_rate_seconds_total", "counter",
+                           "Time calls of a rule with a ceiling waited for its rate (or the host)."};
+constexpr Family kHeldCeil{"bonsai_share_held_ceil_seconds_total", "counter",
+                           "Time calls of a rule with a ceiling waited for the ceiling."};
 constexpr Family kCalls{"bonsai_calls_total", "counter", "Calls made, by service and call name."};
 constexpr Family kBytes{"bonsai_bytes_total", "counter", "Application bytes moved, by service and call name."};
 constexpr Family kWire{"bonsai_wire_bytes_total", "counter",
@@ -110,6 +118,17 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
       out += fmt::format("{}_sum{} {:.9f}\n", kWaitHist.name, labels(s, call_label(c)), static_cast<double>(cs.wait_ns) / 1e9);
       out += fmt::format("{}_count{} {}\n", kWaitHist.name, labels(s, call_label(c)), n);
     }
+  for (const Family* f : {&kBorrowed, &kLent, &kHeldRate, &kHeldCeil}) {
+    head(out, *f);
+    for (const auto& s : services)
+      for (const ShareStat& sh : s.stat->shares) {
+        std::string v = f == &kBorrowed ? fmt::format("{}", sh.borrowed)
+                        : f == &kLent   ? fmt::format("{}", sh.host_lent)
+                        : f == &kHeldRate ? fmt::format("{:.9f}", static_cast<double>(sh.held_rate_ns) / 1e9)
+                                          : fmt::format("{:.9f}", static_cast<double>(sh.held_ceil_ns) / 1e9);
+        out += fmt::format("{}{} {}\n", f->name, labels(s, ",rule=\"" + prom_label_escape(sh.text) + "\""), v);
+      }
+  }
   head(out, kProcs);
   for (const auto& s : services) out += fmt::format("{}{} {}\n", kProcs.name, labels(s), s.stat->processes.size());
   head(out, kExited);

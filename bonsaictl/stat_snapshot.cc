@@ -185,6 +185,7 @@ ServiceStat stat_snapshot(Segment& handle) {
     s.total[c].wait_hist = hist;
     for (const auto& p : s.processes) add(s.total[c], p.calls[c]);
   }
+  shares_snapshot(handle, s);
   return s;
 }
 
@@ -212,6 +213,10 @@ void stat_rates(const ServiceStat& prev, ServiceStat& cur) {
   cur.interval_s = secs;
   rates(prev.total, cur.total, secs);
   rates(prev.exited, cur.exited, secs);
+  for (auto& sh : cur.shares)
+    for (const auto& b : prev.shares)
+      if (b.rule == sh.rule && b.text == sh.text && sh.borrowed >= b.borrowed)
+        sh.borrowed_per_s = static_cast<double>(sh.borrowed - b.borrowed) / secs;
   for (auto& p : cur.processes) {
     const ProcStat* before = nullptr;
     for (const auto& q : prev.processes)

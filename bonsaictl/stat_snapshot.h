@@ -41,6 +41,17 @@ struct ProcStat {
   CallStats calls{};
 };
 
+// Shares (docs/shares.md), per rule with a ceiling: what it borrowed from the host, how
+// long its calls waited for the rate (or the host) and for the ceiling, and what the host
+// lent under its capacity rule (all of this user's services' borrowing together).
+struct ShareStat {
+  uint32_t rule = 0;
+  std::string text;          // the rule, "write=5MiB/s:ceil=20MiB/s"
+  std::string capacity;      // its capacity rule, "" if none installed (held to its rate)
+  uint64_t borrowed = 0, held_rate_ns = 0, held_ceil_ns = 0, host_lent = 0;
+  double borrowed_per_s = -1;
+};
+
 struct ServiceStat {
   std::string service;
   ShmScope scope = ShmScope::Process;
@@ -54,7 +65,11 @@ struct ServiceStat {
   uint64_t uncounted_processes = 0;  // found every slot taken: counted nowhere
   CallStats exited{};
   CallStats total{};
+  std::vector<ShareStat> shares;  // rules with a ceiling (stat_shares.cc)
 };
+
+// Fills `s.shares` from the segment and the host's (stat_shares.cc).
+void shares_snapshot(Segment& seg, ServiceStat& s);
 
 // Checks the segment (Segment::check), reclaims dead processes' slots, then copies
 // the accounting. Throws CtlError with the damage (exit 1) if anything read is out

@@ -38,7 +38,7 @@ void Loop::pay(Thread& th, Proc& p, uint64_t now) {
     if (!d.units) continue;
     const BucketParams* bp = view_.params(d.bucket);
     if (!bp) d = Debt{};
-    else debt_take_piece(d, state(p, d.bucket), *bp, now);
+    else if (!share_pay(th, p, d, now)) debt_take_piece(d, state(p, d.bucket), *bp, now);
   }
 }
 
@@ -47,18 +47,25 @@ void Loop::pay(Thread& th, Proc& p, uint64_t now) {
 uint64_t Loop::hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now) {
   for (int round = 0; round < 64; ++round) {
     pay(th, p, now);
-    uint64_t at = eligible_at(p, bucket, now);
+    uint64_t at = eligible_at(th, p, bucket, now);
     if (at) return at;
     if (!th.debt.owes(bucket[0]) && !th.debt.owes(bucket[1])) return 0;
   }
   return now + 1'000'000;  // a huge debt on an idle bucket: look again in 1 ms
 }
 
-uint64_t Loop::eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now) {
+uint64_t Loop::eligible_at(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now) {
   uint64_t at = 0;
-  for (int i = 0; i < 2; ++i)
-    if (const BucketParams* bp = view_.params(bucket[i]))
-      at = std::max(at, bucket_due(state(p, bucket[i]), *bp, now, kDefaultSlackNs));
+  for (int i = 0; i < 2; ++i) {
+    const BucketParams* bp = view_.params(bucket[i]);
+    if (!bp) continue;
+    if (view_.host1[bucket[i]]) {  // shares: a borrower's rate may be in debt; its steps say when
+      for (const Debt& d : th.debt.slot)
+        if (d.bucket == bucket[i] && d.share_at > now) at = std::max(at, d.share_at);
+      continue;
+    }
+    at = std::max(at, bucket_due(state(p, bucket[i]), *bp, now, kDefaultSlackNs));
+  }
   return at;
 }
 

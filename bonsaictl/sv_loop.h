@@ -18,6 +18,7 @@
 #include "abi/limits_abi.h"
 #include "bucket/debt.h"
 #include "bucket/limits_view.h"
+#include "bucket/share.h"
 #include "shm/shm_slots.h"
 #include "shm_client.h"
 #include "supervisor.h"
@@ -36,6 +37,11 @@ struct SvView {
   LimitsView lim{};
   uint64_t seq = 0;
   bool usable = false;
+  // Shares: per rule with a ceiling and a usable host capacity rule, its parameters
+  // (host1 = 0: held to its rate), as of the host's capacity sequence `host_seq`.
+  ShareParams share[kMaxRules]{};
+  uint8_t host1[kMaxRules]{};
+  uint64_t host_seq = 0;
   // The bucket's parameters if `bucket` is one of the view's, else nullptr.
   const BucketParams* params(uint8_t bucket) const {
     return usable && bucket < lim.set.count ? &lim.params[bucket] : nullptr;
@@ -131,7 +137,17 @@ class Loop {
   void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
   void pay(Thread& th, Proc& p, uint64_t now);
   uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
-  uint64_t eligible_at(Proc& p, const uint8_t bucket[2], uint64_t now);
+  uint64_t eligible_at(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
+  // Shares: the rules' share parameters from the host segment (again when its capacity changed).
+  void shares_refresh();
+  // Takes the next piece of a sharing rule's debt (bucket/share.h). @return false if the
+  // rule does not share (the caller takes it from the rate alone).
+  bool share_pay(Thread& th, Proc& p, Debt& d, uint64_t now);
+  // A paced write (sv_pace.cc) on a sharing rule whose rate has no room: a turn borrowed
+  // from the host if the host and the ceiling let it go now (moves 0: not borrowed).
+  SvTurn share_turn(Proc& p, uint8_t bucket, uint64_t need, bool cuttable);
+  // What a paced write took from a sharing rule's rate, charged to its host and ceiling.
+  void share_charge(Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
   void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
   BucketState& state(Proc& p, uint8_t bucket);
   // sv_pace.cc: a write on a descriptor that must not wait takes a place in its

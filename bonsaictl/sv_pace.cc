@@ -105,7 +105,11 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   if (bytes == 1) {  // its turn, with the descriptor's credit in that bucket
     uint8_t b = h.bucket[byte_i];
     if (d.bucket != b || d.seq != view_.seq) d.credit = 0, d.bucket = b, d.seq = view_.seq;
-    SvTurn t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now);
+    SvTurn t = share_turn(p, b, need, cuttable);  // shares: a busy rate borrows first
+    if (!t.moves) {
+      t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now);
+      share_charge(p, b, t.moves, now);  // the host and the ceiling see what the rate let go
+    }
     queued |= t.queued;
     h.deadline = t.due;
     h.reserved[byte_i] = bound = t.moves;

@@ -36,6 +36,7 @@ void Loop::view_refresh() {
     for (auto& [pid, p] : procs_) p.slot = nullptr;
   }
   if (lost_) return;
+  shares_refresh();  // a capacity changed by `load` (cheap when nothing shares)
   uint64_t seq_now = s.limits.seq.load(std::memory_order_acquire);
   if (view_.seq == seq_now && view_.seq) return;
   LimitSet set{};
@@ -85,6 +86,7 @@ void Loop::view_refresh() {
     if (p.slot) p.slot->seen_seq.store(seq, std::memory_order_release);
   }
   view_ = v;
+  shares_refresh();
   for (Held& h : held_) {
     for (uint8_t& b : h.bucket) b = renumber(b);
     if (h.paced) {  // its place was taken in the old clock: kept (a removed rule lets it go)

@@ -42,6 +42,13 @@ std::vector<TopRow> top_rows(const ServiceStat& prev, const ServiceStat& cur) {
     row.per_call = rule.unit == RateUnit::Calls;
     row.processes = cur.processes.size();
     fill(row, rule.calls);
+    for (const ShareStat& sh : cur.shares)  // shares: what the rule borrowed over the interval
+      if (sh.rule == r) {
+        row.borrowed_per_s = 0;
+        for (const ShareStat& b : prev.shares)
+          if (b.rule == r && b.text == sh.text && sh.borrowed >= b.borrowed && secs > 0)
+            row.borrowed_per_s = static_cast<double>(sh.borrowed - b.borrowed) / secs;
+      }
     covered |= rule.calls;
     rows.push_back(row);
   }
@@ -72,14 +79,21 @@ void top_sort(std::vector<TopRow>& rows, TopSort key) {
 }
 
 std::string top_render(const std::vector<TopRow>& rows, double interval_s, size_t width) {
-  std::string out = fmt::format("{:<16} {:<30} {:>12} {:>9} {:>12} {:>6} {:>9} {:>9} {:>5}\n", "SERVICE", "LIMIT/CALL",
-                                "RATE", "CALLS/s", "CAP", "%CAP", "HELD/s", "WAIT ms", "PROCS");
+  bool shares = false;  // a BORROW/s column when some rule has a ceiling
+  for (const TopRow& r : rows) shares = shares || r.borrowed_per_s >= 0;
+  std::string out = fmt::format("{:<16} {:<30} {:>12} {:>9} {:>12} {:>6} {:>9} {:>9} {:>5}{}\n", "SERVICE", "LIMIT/CALL",
+                                "RATE", "CALLS/s", "CAP", "%CAP", "HELD/s", "WAIT ms", "PROCS",
+                                shares ? fmt::format(" {:>12}", "BORROW/s") : "");
   for (const TopRow& r : rows) {
     std::string rate = r.per_call ? fmt::format("{:.0f}/s", r.rate) : human_bytes(r.rate) + "/s";
     std::string cap = r.cap <= 0 ? "-" : r.per_call ? fmt::format("{:.0f}/s", r.cap) : human_bytes(r.cap) + "/s";
     std::string pct = r.cap > 0 ? fmt::format("{:.0f}%", 100 * r.rate / r.cap) : "-";
     std::string line = fmt::format("{:<16} {:<30} {:>12} {:>9.0f} {:>12} {:>6} {:>9.0f} {:>9.2f} {:>5}", r.service,
                                    r.what, rate, r.calls_per_s, cap, pct, r.throttled_per_s, r.wait_avg_ms, r.processes);
+    if (shares)
+      line += fmt::format(" {:>12}", r.borrowed_per_s < 0 ? "-"
+                                     : r.per_call     ? fmt::format("{:.0f}/s", r.borrowed_per_s)
+                                                      : human_bytes(r.borrowed_per_s) + "/s");
     if (width && line.size() > width) line.resize(width);
     out += line + "\n";
   }

@@ -20,6 +20,7 @@ struct TopRow {
   double throttled_per_s = 0;
   double wait_avg_ms = 0;  // per held call over the interval
   size_t processes = 0;
+  double borrowed_per_s = -1;  // shares: a rule with a ceiling, what it borrowed (< 0: no ceiling)
 };
 
 enum class TopSort { Rate, Calls, Cap, Throttled, Wait, Name };

@@ -155,16 +155,17 @@ struct Loader {
   // One rule, checked against the service's `claims` so far.
   void rule(const YAML::Node& node, ServiceConfig& svc, Claims& claims) {
     if (!node.IsMap()) return error(node.Mark(), "a limit must be a mapping (calls, rate, burst, fd)");
-    static const std::vector<std::string_view> kKeys = {"calls", "rate", "burst", "fd"};
+    static const std::vector<std::string_view> kKeys = {"calls", "rate", "ceil", "burst", "fd"};
     Rule r{};
     r.fd_mask = kAnyFd;
-    YAML::Node calls, rate, burst;  // a default Node is a null node: track presence apart
-    bool has_calls = false, has_rate = false, has_burst = false;
+    YAML::Node calls, rate, burst, ceil;  // a default Node is a null node: track presence apart
+    bool has_calls = false, has_rate = false, has_burst = false, has_ceil = false;
     for (const auto& kv : node) {
       std::string key = kv.first.Scalar();
       if (key == "calls") calls.reset(kv.second), has_calls = true;
       else if (key == "rate") rate.reset(kv.second), has_rate = true;
       else if (key == "burst") burst.reset(kv.second), has_burst = true;
+      else if (key == "ceil") ceil.reset(kv.second), has_ceil = true;
       else if (key == "fd") fd(kv.second, r);
       else unknown_key(kv.first, "a limit", kKeys);
     }
@@ -179,6 +180,7 @@ struct Loader {
       if (!size_parse(b, r.burst) || r.burst == 0)
         ok = false, error(burst.Mark(), fmt::format("bad burst '{}' (a size like 256KiB, or a count, > 0)", b));
     }
+    if (has_ceil && ok) ceil_of(ceil, r, ok);
     if (!ok) return;
     if (svc.limits.count == kMaxRules)
       return error(node.Mark(), fmt::format("service '{}' has more than {} limits", svc.name, kMaxRules));
@@ -245,6 +247,45 @@ struct Loader {
         }
   }
 
+  // Shares: the most a rule may reach borrowing (>= its rate, in its unit).
+  void ceil_of(const YAML::Node& node, Rule& r, bool& ok) {
+    if (capacity_) return ok = false, error(node.Mark(), "a capacity rule has no 'ceil' (it is the host's whole rate)");
+    std::string text = node.IsScalar() ? node.Scalar() : "";
+    ParseError err;
+    RateUnit unit;
+    if (!rate_parse(text, r.ceil, unit, err)) return ok = false, error(node.Mark(), fmt::format("ceil: {}", err.message));
+    if (unit != r.unit) return ok = false, error(node.Mark(), fmt::format("ceil '{}' is not in the rate's unit", text));
+    if (r.ceil < r.rate)
+      return ok = false, error(node.Mark(), fmt::format("ceil '{}' is below the rate (a ceiling is at least the "
+                                                        "guaranteed rate)", text));
+  }
+
+  // `host: capacity:` (shares): the capacity rules, checked as a service's limits are.
+  void host(const YAML::Node& node, Config& cfg) {
+    cfg.has_host = true;
+    if (!node.IsMap()) return error(node.Mark(), "'host' must be a mapping with 'capacity:'");
+    static const std::vector<std::string_view> kKeys = {"capacity"};
+    for (const auto& kv : node) {
+      if (kv.first.Scalar() != "capacity") {
+        unknown_key(kv.first, "'host'", kKeys);
+        continue;
+      }
+      if (!kv.second.IsSequence()) {
+        error(kv.second.Mark(), "'capacity' must be a list of rules (calls, rate, burst, fd)");
+        continue;
+      }
+      ServiceConfig pseudo;
+      pseudo.name = "host capacity";
+      Claims claims;
+      capacity_ = true;
+      for (const auto& item : kv.second) rule(item, pseudo, claims);
+      capacity_ = false;
+      cfg.capacity = pseudo.limits;
+      cfg.capacity_marks = pseudo.rule_marks;
+    }
+  }
+  bool capacity_ = false;  // parsing `host: capacity:` rules
+
   void fd(const YAML::Node& v, Rule& r) {
     std::string k = v.IsScalar() ? v.Scalar() : "";
     if (k == "socket") r.fd_mask = 1u << static_cast<unsigned>(FdKind::Socket);
@@ -306,7 +347,7 @@ struct Loader {
     if (!root.IsDefined() || root.IsNull())
       return error(YAML::Mark{}, "the file is empty: it must be a mapping with 'version: 1' and 'services:'");
     if (!root.IsMap()) return error(root.Mark(), "the file must be a mapping with 'version: 1' and 'services:'");
-    static const std::vector<std::string_view> kKeys = {"version", "services"};
+    static const std::vector<std::string_view> kKeys = {"version", "services", "host"};
     bool version = false;
     for (const auto& kv : root) {
       std::string k = kv.first.Scalar();
@@ -323,11 +364,14 @@ struct Loader {
         cfg.services.reserve(cfg.services.size() + kv.second.size());  // a ServiceConfig is ~2 KiB: no regrowth
         service_names.reserve(cfg.services.capacity());
         for (const auto& s : kv.second) service(s.first, s.second, cfg);
+      } else if (k == "host") {
+        host(kv.second, cfg);
       } else {
         unknown_key(kv.first, "the top level", kKeys);
       }
     }
     if (!version) error(root.Mark(), "missing 'version: 1'");
+    shares_check(cfg, diags);
   }
 };
 

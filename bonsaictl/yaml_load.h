@@ -45,6 +45,10 @@ inline constexpr size_t kMaxConfigDiags = 100;
 struct Config {
   std::string file;
   std::vector<ServiceConfig> services;
+  // Shares (docs/shares.md): `host: capacity:`, a list of rules like `limits:` (no ceil).
+  bool has_host = false;
+  LimitSet capacity{};
+  std::vector<YAML::Mark> capacity_marks;  // one per capacity rule
   const ServiceConfig* find(std::string_view name) const;
 };
 
@@ -57,6 +61,11 @@ Config yaml_load_string(const std::string& text, const std::string& file, std::v
 // Reads and parses `path` (a missing or unreadable file, a directory, or more than
 // kMaxConfigBytes are diagnostics too; pipes and devices are read with that bound).
 Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
+
+// Shares: checks the services' rates against the host capacity (the sum of the rates under
+// each capacity rule at most its rate; a ceil with no capacity over it) and gives each
+// sharing rule its capacity rule (shares_resolve). Problems go to `diags`. (yaml_shares.cc)
+void shares_check(Config& cfg, std::vector<Diag>& diags);
 
 // ---- pieces shared with yaml_compression.cc ----
 Diag diag_at(const std::string& file, const YAML::Mark& mark, std::string message);

@@ -17,7 +17,9 @@ struct alignas(64) BucketState {
                                   // behind tat shift by what it grew while they slept
   std::atomic<uint64_t> light_tat_ns;  // the clock of the writes let ahead of the queue
                                        // (bucket_take_light): bounds their burst
-  char pad_[40];
+  std::atomic<uint64_t> ceil_tat_ns;  // shares: the clock of the rule's ceiling (bucket/share.h),
+                                      // at the ceil rate; unused without a ceiling
+  char pad_[32];
 };
 static_assert(sizeof(BucketState) == 64);
 

@@ -47,3 +47,22 @@ bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* 
 }
 
 }  // namespace bonsai
+
+namespace bonsai {
+
+void shares_resolve(LimitSet& set, const LimitSet& capacity) noexcept {
+  uint32_t n = set.count < kMaxRules ? set.count : kMaxRules;
+  uint32_t m = capacity.count < kMaxRules ? capacity.count : kMaxRules;
+  for (uint32_t r = 0; r < n; ++r) {
+    Rule& rule = set.rules[r];
+    rule.host1 = 0;
+    if (rule.ceil <= rule.rate) continue;
+    for (uint32_t h = 0; h < m && !rule.host1; ++h) {
+      const Rule& cap = capacity.rules[h];
+      if (cap.unit == rule.unit && (cap.calls & rule.calls) && (cap.fd_mask & rule.fd_mask))
+        rule.host1 = static_cast<uint8_t>(h + 1);
+    }
+  }
+}
+
+}  // namespace bonsai

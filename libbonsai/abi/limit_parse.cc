@@ -78,6 +78,7 @@ bool unit_factor(std::string_view unit, uint64_t& factor) {
 struct Parser {
   std::string_view text;
   ParseError& err;
+  std::string_view ceil_text_{};  // where the last rule's ceil= was written (for its error)
 
   bool fail(std::string_view at, const char* fmt, std::string_view arg = {}) {
     err.offset = at.data() >= text.data() && at.data() <= text.data() + text.size()
@@ -133,13 +134,13 @@ struct Parser {
     return true;
   }
 
-  // `seen` collects the options already given in this rule (bit 0 burst, bit 1 fd):
+  // `seen` collects the options already given in this rule (bit 0 burst, bit 1 fd, bit 2 ceil):
   // a second one is an error, never "the last wins".
   bool parse_option(std::string_view opt, Rule& rule, unsigned& seen) {
     size_t eq = opt.find('=');
     std::string_view key = trim(opt.substr(0, eq));
     std::string_view val = eq == std::string_view::npos ? std::string_view{} : trim(opt.substr(eq + 1));
-    unsigned bit = key == "burst" ? 1u : key == "fd" ? 2u : 0u;
+    unsigned bit = key == "burst" ? 1u : key == "fd" ? 2u : key == "ceil" ? 4u : 0u;
     if (bit && (seen & bit)) return fail(opt, "option '%.*s' given twice in one rule", key);
     seen |= bit;
     if (key == "burst") {
@@ -154,7 +155,15 @@ struct Parser {
       else return fail(val.empty() ? opt : val, "bad fd kind '%.*s' (socket, file or pipe)", val);
       return true;
     }
-    return fail(key.empty() ? opt : key, "unknown option '%.*s' (burst= or fd=)", key);
+    if (key == "ceil") {  // shares: checked against the rate once the rule is whole
+      Rule c{};
+      if (!parse_rate(val, c)) return false;
+      if (c.unit != rule.unit) return fail(val.empty() ? opt : val, "ceil '%.*s' is not in the rate's unit", val);
+      rule.ceil = c.rate;
+      ceil_text_ = val.empty() ? opt : val;
+      return true;
+    }
+    return fail(key.empty() ? opt : key, "unknown option '%.*s' (burst=, ceil= or fd=)", key);
   }
 
   bool parse_rule(std::string_view s, Rule& rule) {
@@ -172,6 +181,9 @@ struct Parser {
       colon = rest.find(':');
       if (!parse_option(trim(rest.substr(0, colon)), rule, seen)) return false;
     }
+    if (rule.ceil && rule.ceil < rule.rate)
+      return fail(ceil_text_, "ceil '%.*s' is below the rule's rate (a ceiling is at least the guaranteed rate)",
+                  ceil_text_);
     if (rule.unit == RateUnit::Bytes) {
       for (size_t c = 0; c < kCallCount; ++c) {
         auto id = static_cast<CallId>(c);
@@ -307,6 +319,12 @@ size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept {
     put(":burst=");
     with_unit(rule.burst, rule.unit == RateUnit::Bytes);
     put(num);
+  }
+  if (rule.ceil > rule.rate) {
+    put(":ceil=");
+    with_unit(rule.ceil, rule.unit == RateUnit::Bytes);
+    put(num);
+    put("/s");
   }
   if (rule.fd_mask != kAnyFd)
     for (unsigned k = 0; k < 3; ++k)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The limit language of BONSAI_LIMITS and `bonsaictl set`:
-//   RULE[,RULE]...   RULE = CALLS=RATE[:burst=SIZE][:fd=socket|file|pipe]
+//   RULE[,RULE]...   RULE = CALLS=RATE[:burst=SIZE][:ceil=RATE][:fd=socket|file|pipe]
+//   (ceil: shares, the most the rule may reach borrowing a host's idle capacity, >= RATE)
 //   (at most kMaxRules rules; each option at most once per rule)
 //   CALLS = name or group (reads, writes), several joined by '+' share one bucket
 //   RATE  = NUMBER UNIT/s (B KB MB GB TB powers of 1000, KiB MiB GiB TiB of 1024)

@@ -25,20 +25,27 @@ enum class RateUnit : uint8_t { Bytes = 0, Calls = 1 };
 // One rule: a set of calls sharing one bucket.
 struct Rule {
   CallMask calls;   // calls sharing this bucket
-  uint64_t rate;    // units per second, > 0
+  uint64_t rate;    // units per second, > 0: the guaranteed rate under a host capacity
   uint64_t burst;   // bucket depth in units; 0 = default depth (see token_bucket.h)
   RateUnit unit;    // bytes moved or calls made
   uint8_t fd_mask;  // bit (1 << FdKind) per kind the rule applies to; kAnyFd if no `fd=`
-  uint8_t pad_[6];
+  uint8_t host1;    // shares: 1 + the host capacity rule it borrows from (0: none; see
+                    // shares_resolve); set by whoever knows the host's capacity
+  uint8_t pad_[5];
+  uint64_t ceil;    // shares: the most it may reach borrowing idle capacity; 0 or <= rate:
+                    // no borrowing (a hard cap at `rate`, today's meaning)
 };
-static_assert(sizeof(Rule) == 32 && std::is_trivially_copyable_v<Rule>);
+static_assert(sizeof(Rule) == 40 && std::is_trivially_copyable_v<Rule>);
+
+// True if the rule may borrow: a ceiling above its rate and a host rule to borrow from.
+inline bool rule_shares(const Rule& r) noexcept { return r.ceil > r.rate && r.host1 != 0; }
 
 struct LimitSet {
   uint32_t count;  // rules in use
   uint32_t pad_;
   Rule rules[kMaxRules];
 };
-static_assert(sizeof(LimitSet) == 8 + 32 * kMaxRules);
+static_assert(sizeof(LimitSet) == 8 + sizeof(Rule) * kMaxRules);
 
 // Which rule (bucket) a call on a descriptor of a kind is charged to:
 // a table lookup on the fast path, never a search.
@@ -56,6 +63,11 @@ struct TableConflict {
 // Builds the lookup table of `set`.
 // @return true, or false with `conflict` filled when a (call, fd kind) pair is
 // claimed by two rules. Never allocates.
+// Shares: gives each rule of `set` with a ceiling above its rate the host capacity rule
+// it borrows from (Rule::host1): the first rule of `capacity` with the same unit whose
+// calls and fd kinds overlap its own; 0 if none (it is then held to its rate).
+void shares_resolve(LimitSet& set, const LimitSet& capacity) noexcept;
+
 bool bucket_table_build(const LimitSet& set, BucketTable& table, TableConflict* conflict) noexcept;
 
 // The overlap check, one rule at a time (bucket_table_build is these two in a loop;

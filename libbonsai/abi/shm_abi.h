@@ -13,7 +13,7 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 8  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 10 // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
@@ -21,6 +21,9 @@
                               // 7: BucketState::late_ns
                               // 8: ProcessCounters, ShmExited: refused, shortened, held_ns;
                               //    BucketState::light_tat_ns
+                              // 10: shares (issue 38): Rule::ceil, Rule::host1 (Rule is 40
+                              //    bytes), BucketState::ceil_tat_ns, ShmSegment::shares;
+                              //    the host segment (abi/host_abi.h)
 
 namespace bonsai {
 
@@ -35,13 +38,22 @@ enum class ShmScope : uint32_t { Process = 0, Service = 1 };
 // Live -> Folding (CAS by whoever reclaims or releases it) -> Free.
 enum class SlotState : uint32_t { Free = 0, Claiming = 1, Live = 2, Folding = 3 };
 
+// Shares accounting per rule (bucket/share.h), the service's processes together:
+// relaxed adds on the refill path only (never per call).
+struct alignas(64) ShmShares {
+  std::atomic<uint64_t> borrowed[kMaxRules];     // units taken from the host beyond the rate
+  std::atomic<uint64_t> held_rate_ns[kMaxRules]; // time calls waited for the rate (or host)
+  std::atomic<uint64_t> held_ceil_ns[kMaxRules]; // time calls waited for the ceiling
+};
+
 // A fingerprint of everything whose size the layout depends on: a reader built
 // against other sizes refuses the segment even if someone forgot to bump the version.
 inline constexpr uint64_t shm_layout_fingerprint() {
   return (uint64_t{kCallCount} << 0) ^ (uint64_t{kCounterLanes} << 8) ^ (uint64_t{kMaxRules} << 16) ^
          (uint64_t{kMaxSlots} << 24) ^ (uint64_t{sizeof(ProcessCounters)} << 32) ^
          (uint64_t{sizeof(LimitSet)} << 48) ^
-         (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40);
+         (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40) ^
+         (uint64_t{sizeof(ShmShares)} << 12) ^ (uint64_t{sizeof(Rule)} << 4);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -125,6 +137,7 @@ struct ShmSegment {
   ShmLimits limits;
   BucketState buckets[kMaxRules];   // scope `service`: shared by every attached process
   ShmExited exited;
+  ShmShares shares;
   WaitHist wait_hist;               // the service's held calls, all processes together
   ShmSlot slots[kMaxSlots];
 };
@@ -144,7 +157,8 @@ static_assert(sizeof(ShmSlot) % 64 == 0 && sizeof(ShmExited) % 64 == 0);
 static_assert(offsetof(ShmSegment, limits) == 64);
 static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));
 static_assert(offsetof(ShmSegment, exited) == offsetof(ShmSegment, buckets) + 64 * kMaxRules);
-static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
+static_assert(offsetof(ShmSegment, shares) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
+static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, shares) + sizeof(ShmShares));
 static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
 static_assert(sizeof(WaitHist) % 64 == 0);
 static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));

@@ -19,6 +19,10 @@ struct Debt {
   uint8_t bucket = kNoBucket;
   uint64_t units = 0;
   uint64_t late = 0;  // of units: what has moved already
+  // Shares (bucket/share.h): a piece waiting for its rate or the host (its ceiling is
+  // charged: the step is handed back to share_take), and when the last piece may go.
+  bool share_wait = false;
+  uint64_t share_ceil_at = 0, share_at = 0;
 };
 
 struct DebtList {

@@ -77,6 +77,7 @@ void buckets_carry(const LimitsView& prev, BucketState* prev_states, const Limit
     uint8_t j = from[i];
     if (j == kNoBucket) {
       s.tat_ns.store(np ? bucket_fresh_tat(next.params[i], now) : 0, std::memory_order_relaxed);
+      s.ceil_tat_ns.store(0, std::memory_order_relaxed);  // a ceiling starts afresh (it only holds back)
       continue;
     }
     if (&s == &prev_states[j]) {  // in place: a take meanwhile is converted too
@@ -91,7 +92,7 @@ void buckets_carry(const LimitsView& prev, BucketState* prev_states, const Limit
   }
   // Buckets past the new rules are free: a later rule there starts afresh.
   if (next_states == prev_states)
-    for (uint32_t i = nn; i < np; ++i) next_states[i].tat_ns.store(0, std::memory_order_relaxed);
+    for (uint32_t i = nn; i < np; ++i) bucket_reset_clock(next_states[i]);
 }
 
 }  // namespace bonsai

@@ -49,20 +49,46 @@ BucketParams bucket_params(const Rule& rule) noexcept {
 }
 
 uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
+  return clock_take(s.tat_ns, p, units, now_ns);
+}
+
+uint64_t clock_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept {
   // An idle bucket's clock restarts at `now` (not earlier): together with going
   // `depth` ahead of tat in bucket_eligible, that bounds a burst to the depth.
   uint64_t cost = bucket_cost_ns(p, units);
   uint64_t floor = now_ns;
   uint64_t ceiling = now_ns + p.max_ahead_ns;  // both < 2^63: no overflow
   if (ceiling < now_ns) ceiling = UINT64_MAX;
-  uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
+  uint64_t tat = clock.load(std::memory_order_relaxed);
   uint64_t next;
   do {
     // Garbage, or a clock from another time base: forgotten, not waited for.
     uint64_t base = tat > floor && tat <= ceiling ? tat : floor;
     next = base + cost < base ? UINT64_MAX : base + cost;
-  } while (!s.tat_ns.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+  } while (!clock.compare_exchange_weak(tat, next, std::memory_order_relaxed));
   return next;
+}
+
+bool clock_try_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units, uint64_t now_ns,
+                    uint64_t* tat_out, uint64_t* due) noexcept {
+  uint64_t cost = bucket_cost_ns(p, units);
+  // Within the depth: the take goes now. Units costing more than the depth go only on an
+  // idle clock (the most room there is), or they could never be taken this way.
+  uint64_t room = cost < p.depth_ns ? p.depth_ns - cost : 0;
+  uint64_t ceiling = now_ns + p.max_ahead_ns;
+  if (ceiling < now_ns) ceiling = UINT64_MAX;
+  uint64_t tat = clock.load(std::memory_order_relaxed);
+  uint64_t next;
+  do {
+    uint64_t base = tat > now_ns && tat <= ceiling ? tat : now_ns;  // garbage: forgotten
+    if (base > now_ns + room) {
+      *due = base - room;
+      return false;
+    }
+    next = base + cost < base ? UINT64_MAX : base + cost;
+  } while (!clock.compare_exchange_weak(tat, next, std::memory_order_relaxed));
+  *tat_out = next;
+  return true;
 }
 
 uint64_t bucket_take_or_queue(BucketState& s, const BucketParams& p, uint64_t units_free, uint64_t units_queued,

@@ -47,7 +47,10 @@ inline constexpr uint64_t kMinAheadNs = 10'000'000'000ull;       // 10 s
 inline constexpr uint64_t kMaxAheadNs = 86'400'000'000'000ull;   // 1 day
 
 // Forgets all debt: the next take starts from `now`.
-inline void bucket_reset_clock(BucketState& s) noexcept { s.tat_ns.store(0, std::memory_order_relaxed); }
+inline void bucket_reset_clock(BucketState& s) noexcept {
+  s.tat_ns.store(0, std::memory_order_relaxed);
+  s.ceil_tat_ns.store(0, std::memory_order_relaxed);  // shares: the rule's ceiling too
+}
 
 // Derives params from a rule (rate 0 is treated as 1).
 BucketParams bucket_params(const Rule& rule) noexcept;
@@ -59,6 +62,16 @@ uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept;
 // counts as now (see kMaxAheadNs). @return the new tat, at most
 // now + max_ahead_ns + cost. Cost: one CAS loop on the shared line.
 uint64_t bucket_take(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
+
+// bucket_take on any clock of the same form (a share's ceiling, a host's bucket).
+uint64_t clock_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units, uint64_t now_ns) noexcept;
+
+// Takes `units` only if the clock lets them go now: tat = max(tat, now) + cost stays within
+// the depth of now, or, for units costing more than the depth, the clock is idle (they then
+// wait the rest: bucket_eligible). One CAS loop, no write when refused.
+// @return true with `*tat_out` the new tat; false with `*due` the earliest time it could.
+bool clock_try_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units, uint64_t now_ns,
+                    uint64_t* tat_out, uint64_t* due) noexcept;
 
 // Returns `units` taken earlier that were not used (a write that moved less than it
 // paid for): tat goes back by their cost, never below `now` (an idle bucket's clock

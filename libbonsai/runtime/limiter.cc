@@ -20,6 +20,7 @@
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
+#include "shm/shm_host.h"
 #include "shm/shm_clock.h"
 #include "sys/clock.h"
 #include "sys/env.h"
@@ -36,6 +37,7 @@ namespace {
 
 constinit BucketState g_local_buckets[kMaxRules]{};
 constinit ProcessCounters g_local_counters{};
+constinit ShmShares g_local_shares{};
 
 // Views live in a ring of slots, each rewritten under a new generation (odd while it
 // is written, sys/word_copy.h for the words): a reader holding a view across a call
@@ -70,6 +72,13 @@ BONSAI_STARTUP void limits_from_env() {
          err.message, err.offset, text);
     return;
   }
+  // `:ceil=` borrows from this user's host capacity, if one is installed.
+  LimitSet capacity;
+  char why[320];
+  if (shm_host_attach(option_env(Opt::shm_prefix), why, sizeof why) && shm_host_capacity(capacity))
+    shares_resolve(set, capacity);
+  else if (why[0])
+    blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", why);
   limiter_install(set);
 }
 
@@ -156,6 +165,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
   g_limiter.pid.store(raw_getpid(), std::memory_order_relaxed);
   blog_set_level(option_env(Opt::log));
   g_limiter.buckets = g_local_buckets;
+  g_limiter.shares = &g_local_shares;
   options_load(g_limiter.opts);
   // BONSAI_LEAVE=1: this process (and what it executes) left the service on purpose.
   if (exec_env_leaving(option_env(Opt::leave))) {
@@ -182,6 +192,10 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
       if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
       g_limiter.counters = att.counters ? att.counters : &g_local_counters;
       g_limiter.wait_hist = att.wait_hist;
+      if (att.shares) g_limiter.shares = att.shares;
+      char host_why[320];
+      if (!shm_host_attach(option_env(Opt::shm_prefix), host_why, sizeof host_why) && host_why[0])
+        blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
       if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
       limiter_uninstall();
       if (att.limits_problem) blog(LogLevel::Warn, "service '%s': %s; running unlimited", service, att.limits_problem);
@@ -191,6 +205,9 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
                            LimitSet fresh;  // one installer per sequence (shm_limits_fetch)
                            uint64_t seq;
                            const char* problem;
+                           // A capacity installed since set-up (bonsaictl load makes it first).
+                           char quiet[8];
+                           if (!shm_host()) (void)shm_host_attach(option_env(Opt::shm_prefix), quiet, sizeof quiet);
                            if (shm_limits_fetch(fresh, seq, problem)) {
                              if (limiter_install(fresh)) shm_mark_seen(seq);
                            } else if (problem) {
@@ -366,6 +383,7 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept {
   uint64_t late_seen = b.late_ns.load(std::memory_order_relaxed);  // before the take: never owes a wait
   uint64_t now = mono_ns();
   uint64_t units = credit_refill_units(p, t_thread.credit[t.bucket], need);
+  if (share_wait_slow(t, cancellable, units, &waited)) return waited;
   // bucket_take bounds tat (max_ahead_ns), so a garbage clock cannot make this wait long.
   uint64_t tat = bucket_take(b, p, units, now - offset);
   uint64_t deadline = bucket_eligible(p, tat, now - offset, slack);
@@ -412,6 +430,7 @@ void ticket_settle_slow(const Ticket& t) noexcept {
   int64_t owed = -credit;
   if (owed <= 0) return;
   lane_add(credit, owed);
+  if (share_settle_slow(t, static_cast<uint64_t>(owed))) return;
   bucket_take_late(g_limiter.buckets[t.bucket], t.params, static_cast<uint64_t>(owed), mono_ns() - clock_offset());
 }
 

@@ -10,6 +10,7 @@
 
 #include "abi/counters_abi.h"
 #include "abi/limits_abi.h"
+#include "abi/shm_abi.h"
 #include "abi/wait_hist.h"
 #include "bucket/limits_view.h"
 #include "bucket/token_bucket.h"
@@ -32,6 +33,7 @@ struct Limiter {
   std::atomic<const LimitsView*> view;  // limits in force, or nullptr
   BucketState* buckets;                 // kMaxRules states (process memory or shm)
   WaitHist* wait_hist;                  // the service's histogram of waits (shm), or nullptr
+  ShmShares* shares;                    // shares accounting per rule (shm, or process memory)
   ProcessCounters* counters;            // this process's counters (process memory or shm);
                                         // nullptr when nobody reads them (nothing is counted)
   LimitsWatch watch;
@@ -143,6 +145,18 @@ inline Ticket ticket_in_view(const Ticket& t, CallId call, int fd) noexcept {
 // Limits changed while it slept: the ticket moves to the new view (its bucket the one
 // that continues its rule, kNoBucket if the rule was removed).
 uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept __attribute__((noinline));
+// Shares (bucket/share.h, runtime/share_wait.cc): the refill of a rule with a ceiling
+// above its rate and a usable host bucket. @return false (nothing taken) if the rule does
+// not share or the host is unusable: the caller then holds it to its rate alone.
+bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* waited) noexcept;
+// A read's overdraft on a sharing rule. @return false if the rule does not share.
+bool share_settle_slow(const Ticket& t, uint64_t units) noexcept;
+// Calls that must not wait (runtime/pace.cc) on a sharing rule: `units` borrowed now if
+// the host and the ceiling allow (@return true), and units taken from the rate charged
+// to the host and the ceiling as well (no-ops if the rule does not share).
+bool share_borrow_slow(const Ticket& t, uint64_t units) noexcept;
+void share_charge_host(const Ticket& t, uint64_t units) noexcept;
+
 // Takes a deficit the last call left (see credit_needs_settle) at once.
 void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));
 // Charges a call whose thread's credit moved to another view meanwhile (a signal

@@ -187,6 +187,16 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   if (light && queue_ns) {
     uint64_t units = need > held_credit ? need - held_credit : 1;
     if (bucket_take_light(bucket, p, units, host_now)) {
+      share_charge_host(t, units);
+      add_credit(t, static_cast<int64_t>(units));
+      return granted(t);
+    }
+  }
+  // Shares: a rate with no room now borrows the host's idle capacity before it queues
+  // (HTB: its own rate first, then the host's spare, up to the ceiling).
+  {
+    uint64_t units = queue_units ? queue_units : free_units;
+    if (tat_seen > host_now + p.depth_ns / 2 && share_borrow_slow(t, units)) {
       add_credit(t, static_cast<int64_t>(units));
       return granted(t);
     }
@@ -195,9 +205,11 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   bool queued = false;
   uint64_t tat = bucket_take_or_queue(bucket, p, free_units, queue_units, host_now, &queued, 0, p.depth_ns);
   if (!queued) {
+    share_charge_host(t, free_units);
     add_credit(t, static_cast<int64_t>(free_units));
     return granted(t);
   }
+  share_charge_host(t, queue_units);  // its place in the rate's queue: the host sees it now
   if (queue_units == 0) return granted(t);  // shortened to the credit in hand
   uint64_t due = bucket_place_due(p, tat, queue_units, host_now);
   if (due == 0) {  // the place is due now
@@ -234,12 +246,17 @@ void ticket_pace_next(const Ticket& t, int fd, PaceDir dir, uint64_t rest, uint6
   uint64_t offset = limiter_clock_offset();
   uint64_t now = mono_ns();
   uint64_t host_now = now - offset;
-  uint64_t tat = bucket_take(g_limiter.buckets[t.bucket], p, units, host_now);
-  uint64_t due = bucket_place_due(p, tat, units, host_now);
+  // Shares: a rate with no room lends from the host first (a place due at once); else a
+  // place in the rate's queue, which the host sees now.
+  BucketState& b = g_limiter.buckets[t.bucket];
+  bool borrowed = b.tat_ns.load(std::memory_order_relaxed) > host_now + p.depth_ns / 2 && share_borrow_slow(t, units);
+  uint64_t due = 0;
+  if (!borrowed) due = bucket_place_due(p, bucket_take(b, p, units, host_now), units, host_now);
   if (!pace_lock(*s)) {  // cannot keep the place: give it back
-    bucket_give_back(g_limiter.buckets[t.bucket], p, units, host_now);
+    if (!borrowed) bucket_give_back(b, p, units, host_now);
     return;
   }
+  if (!borrowed) share_charge_host(t, units);
   __atomic_store_n(&s->last_place[dir], now, __ATOMIC_RELAXED);
   s->res[dir] = PaceReservation{due ? due + offset : now, static_cast<int64_t>(units), t.view, t.gen, t.bucket, true};
   __atomic_store_n(&s->held, static_cast<uint8_t>(s->held | (1u << dir)), __ATOMIC_RELAXED);

@@ -108,6 +108,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   g_slot = claim_for(raw_getpid(), out.limits_problem ? 0 : out.limits_seq);
   out.counters = g_slot ? &g_slot->counters : nullptr;
   out.wait_hist = &seg->wait_hist;
+  out.shares = &seg->shares;
   return true;
 }
 

@@ -276,3 +276,72 @@ TEST_CASE("yaml: a service's user is a name or uid, checked where it stands") {
   REQUIRE(bad.diags.size() == 1);
   CHECK(diag_format(bad.diags[0]) == "services.yaml:4:11: bad user 'a b' (a user name or uid)");
 }
+
+TEST_CASE("yaml: shares: host capacity, ceil, and the checks against them (issue 38)") {
+  Loaded ok = load(
+      "version: 1\n"
+      "host:\n"
+      "  capacity:\n"
+      "    - calls: [writes]\n"
+      "      rate: 16MiB/s\n"
+      "services:\n"
+      "  a:\n"
+      "    limits:\n"
+      "      - calls: [write]\n"
+      "        rate: 4MiB/s\n"
+      "        ceil: 16MiB/s\n"
+      "      - calls: [read]\n"
+      "        rate: 1MiB/s\n");
+  REQUIRE(ok.diags.empty());
+  CHECK(ok.cfg.has_host);
+  REQUIRE(ok.cfg.capacity.count == 1);
+  const Rule& w = ok.cfg.services[0].limits.rules[0];
+  CHECK(w.ceil == 16 * 1048576u);
+  CHECK(w.host1 == 1);
+  CHECK(ok.cfg.services[0].limits.rules[1].ceil == 0);  // no ceil: a hard cap, as before
+  CHECK(ok.cfg.services[0].limits.rules[1].host1 == 0);
+
+  Loaded bad = load(
+      "version: 1\n"
+      "host:\n"
+      "  capacity:\n"
+      "    - calls: [writes]\n"
+      "      rate: 10MiB/s\n"
+      "      ceil: 20MiB/s\n"
+      "services:\n"
+      "  a:\n"
+      "    limits:\n"
+      "      - calls: [write]\n"
+      "        rate: 8MiB/s\n"
+      "        ceil: 4MiB/s\n"
+      "  b:\n"
+      "    limits:\n"
+      "      - calls: [writes]\n"
+      "        rate: 8MiB/s\n"
+      "        ceil: 100/s\n"
+      "  c:\n"
+      "    limits:\n"
+      "      - calls: [send]\n"
+      "        rate: 6MiB/s\n"
+      "  d:\n"
+      "    limits:\n"
+      "      - calls: [read]\n"
+      "        rate: 1MiB/s\n"
+      "        ceil: 2MiB/s\n");
+  std::string all;
+  for (const auto& d : bad.diags) all += diag_format(d) + "\n";
+  CHECK(all.find("services.yaml:6:13: a capacity rule has no 'ceil'") != std::string::npos);
+  CHECK(all.find("services.yaml:12:15: ceil '4MiB/s' is below the rate") != std::string::npos);
+  CHECK(all.find("services.yaml:17:15: ceil '100/s' is not in the rate's unit") != std::string::npos);
+  CHECK(all.find("service 'd': a ceil needs a 'host: capacity:' rule") != std::string::npos);
+
+  Loaded over = load(
+      "version: 1\n"
+      "host: {capacity: [{calls: [writes], rate: 10MiB/s}]}\n"
+      "services:\n"
+      "  a: {limits: [{calls: [writes], rate: 8MiB/s, ceil: 10MiB/s}]}\n"
+      "  b: {limits: [{calls: [write], rate: 4MiB/s}]}\n");
+  REQUIRE(over.diags.size() == 1);
+  CHECK(diag_format(over.diags[0]).find("the rates under this capacity add up to 12MiB/s, more than its 10MiB/s "
+                                        "(a 8MiB/s, b 4MiB/s)") != std::string::npos);
+}

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+// Shares: the three-state refill (see share.h).
+#include "bucket/share.h"
+
+#include "abi/limit_parse.h"
+
+namespace bonsai {
+
+bool share_params(const Rule& rule, const Rule& capacity, ShareParams& out) noexcept {
+  if (rule.ceil <= rule.rate || rule.ceil > kMaxRate) return false;
+  if (capacity.rate == 0 || capacity.rate > kMaxRate || capacity.unit != rule.unit) return false;
+  out.rate = bucket_params(rule);
+  Rule c = rule;
+  c.rate = rule.ceil;
+  out.ceil = bucket_params(c);
+  Rule h = capacity;
+  if (h.burst > (uint64_t{1} << 50)) h.burst = 0;  // untrusted: a nonsense depth is the default one
+  out.host = bucket_params(h);
+  return true;
+}
+
+ShareStep share_take(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
+                     uint64_t slack, const ShareStep* retry) noexcept {
+  ShareStep step{ShareWay::Wait, retry ? retry->ceil_at : 0, 0};
+  if (step.ceil_at <= now) step.ceil_at = 0;
+  if (!retry) step.ceil_at = bucket_eligible(p.ceil, clock_take(own.ceil_tat_ns, p.ceil, units, now), now, slack);
+  uint64_t tat = 0, rate_due = 0, host_due = 0;
+  if (clock_try_take(own.tat_ns, p.rate, units, now, &tat, &rate_due)) {
+    clock_take(host.tat_ns, p.host, units, now);  // the host sees every unit its takers move
+    step.way = ShareWay::Rate;
+    uint64_t at = bucket_eligible(p.rate, tat, now, slack);
+    step.go_at = at > step.ceil_at ? at : step.ceil_at;
+    return step;
+  }
+  if (clock_try_take(host.tat_ns, p.host, units, now, &tat, &host_due)) {
+    step.way = ShareWay::Borrow;
+    uint64_t at = bucket_eligible(p.host, tat, now, slack);
+    step.go_at = at > step.ceil_at ? at : step.ceil_at;
+    return step;
+  }
+  step.go_at = rate_due < host_due ? rate_due : host_due;
+  if (step.go_at <= now) step.go_at = now + 1;  // raced: try again at once, never in the past
+  return step;
+}
+
+uint64_t share_take_rate(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
+                         uint64_t slack) noexcept {
+  uint64_t tat = clock_take(own.tat_ns, p.rate, units, now);
+  clock_take(host.tat_ns, p.host, units, now);
+  return bucket_eligible(p.rate, tat, now, slack);
+}
+
+ShareWay share_take_late(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units,
+                         uint64_t now) noexcept {
+  clock_take(own.ceil_tat_ns, p.ceil, units, now);
+  uint64_t tat = 0, due = 0;
+  if (clock_try_take(own.tat_ns, p.rate, units, now, &tat, &due)) {
+    clock_take(host.tat_ns, p.host, units, now);
+    return ShareWay::Rate;
+  }
+  clock_take(host.tat_ns, p.host, units, now);
+  return ShareWay::Borrow;
+}
+
+bool share_borrow_now(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units,
+                      uint64_t now) noexcept {
+  uint64_t tat = 0, due = 0;
+  if (!clock_try_take(host.tat_ns, p.host, units, now, &tat, &due)) return false;
+  if (clock_try_take(own.ceil_tat_ns, p.ceil, units, now, &tat, &due)) return true;
+  bucket_give_back(host, p.host, units, now);
+  return false;
+}
+
+}  // namespace bonsai

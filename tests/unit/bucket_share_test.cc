@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: MIT
+// Unit tests of shares (issue 38): the three-state refill of bucket/share.h (the
+// ceiling, the guaranteed rate, borrowing from the host) under a fake clock, and a
+// simulated two-tenant timeline: a busy tenant takes the idle one's capacity up to its
+// ceiling, both keep their rates when both are busy, and a tenant back from idle has
+// its rate at once.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "abi/limit_parse.h"
+#include "bucket/share.h"
+#include "token_bucket_sim.h"
+
+using namespace bonsai;
+using namespace bonsai::test;
+
+namespace {
+
+constexpr uint64_t MB = 1'000'000;
+
+Rule share_rule(uint64_t rate, uint64_t ceil) {
+  Rule r = rule_of(rate);
+  r.ceil = ceil;
+  r.host1 = 1;
+  return r;
+}
+
+// A tenant as the library drives it: writes of 64 KiB, each refill what is missing plus
+// a batch, a perfect sleep to go_at, busy in [busy_from, busy_to).
+struct Tenant {
+  BucketState own{};
+  ShareParams p{};
+  uint64_t busy_from, busy_to;
+  uint64_t now;
+  bool retry = false;
+  ShareStep last{};
+  std::vector<std::pair<uint64_t, uint64_t>> moved;  // (time, units)
+  uint64_t borrowed = 0;
+
+  uint64_t in(uint64_t from, uint64_t to) const {
+    uint64_t sum = 0;
+    for (auto& [t, u] : moved)
+      if (t >= from && t < to) sum += u;
+    return sum;
+  }
+};
+
+void simulate(std::vector<Tenant*> ts, BucketState& host, uint64_t end) {
+  for (;;) {
+    Tenant* t = nullptr;
+    for (Tenant* c : ts)
+      if (c->now < end && (!t || c->now < t->now)) t = c;
+    if (!t) return;
+    if (t->now < t->busy_from) {
+      t->now = t->busy_from;
+      continue;
+    }
+    if (t->now >= t->busy_to) {
+      t->now = end;
+      continue;
+    }
+    uint64_t units = credit_refill_units(t->p.rate, 0, 64 * KiB);
+    ShareStep st = share_take(t->own, host, t->p, units, t->now, kDebtNs, t->retry ? &t->last : nullptr);
+    if (st.way == ShareWay::Wait) {
+      t->retry = true;
+      t->last = st;
+      t->now = st.go_at > st.ceil_at ? st.go_at : st.ceil_at;
+      continue;
+    }
+    t->retry = false;
+    uint64_t go = st.go_at > t->now ? st.go_at : t->now;
+    t->moved.emplace_back(go, units);
+    if (st.way == ShareWay::Borrow) t->borrowed += units;
+    t->now = go + 1000;  // the call itself: 1 us
+  }
+}
+
+double rate_in(const Tenant& t, uint64_t from, uint64_t to) {
+  return static_cast<double>(t.in(from, to)) * kSec / static_cast<double>(to - from);
+}
+
+}  // namespace
+
+TEST_CASE("shares: a rule without a ceiling above its rate does not share", "[shares]") {
+  ShareParams p;
+  Rule cap = rule_of(100 * MB);
+  CHECK_FALSE(share_params(rule_of(10 * MB), cap, p));
+  Rule r = share_rule(10 * MB, 10 * MB);
+  CHECK_FALSE(share_params(r, cap, p));
+  r.ceil = 20 * MB;
+  CHECK(share_params(r, cap, p));
+  cap.unit = RateUnit::Calls;
+  CHECK_FALSE(share_params(r, cap, p));  // another unit: unusable, held to its rate
+  cap = rule_of(0);
+  CHECK_FALSE(share_params(r, cap, p));
+}
+
+TEST_CASE("shares: the grammar's :ceil=, checked against the rate", "[shares]") {
+  LimitSet set{};
+  ParseError err;
+  REQUIRE(limit_parse("reads=10MB/s:ceil=40MB/s", set, err));
+  CHECK(set.rules[0].rate == 10 * MB);
+  CHECK(set.rules[0].ceil == 40 * MB);
+  char buf[128];
+  rule_format(set.rules[0], buf, sizeof buf);
+  CHECK(std::string(buf) == "reads=10MB/s:ceil=40MB/s");
+  CHECK_FALSE(limit_parse("reads=10MB/s:ceil=5MB/s", set, err));
+  CHECK(std::string(err.message).find("below the rule's rate") != std::string::npos);
+  CHECK(err.offset == 18);
+  CHECK_FALSE(limit_parse("reads=10MB/s:ceil=40/s", set, err));
+  CHECK_FALSE(limit_parse("reads=10MB/s:ceil=40MB/s:ceil=50MB/s", set, err));
+}
+
+TEST_CASE("shares: shares_resolve finds the capacity rule of a rule's calls", "[shares]") {
+  LimitSet cap{}, set{};
+  ParseError err;
+  REQUIRE(limit_parse("writes=100MB/s,reads=200MB/s", cap, err));
+  REQUIRE(limit_parse("read=10MB/s:ceil=50MB/s,write=10MB/s,openat=10/s", set, err));
+  shares_resolve(set, cap);
+  CHECK(set.rules[0].host1 == 2);
+  CHECK(set.rules[1].host1 == 0);  // no ceiling: nothing to borrow
+  CHECK(set.rules[2].host1 == 0);
+}
+
+TEST_CASE("shares: the three states of a refill", "[shares]") {
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  BucketState own{}, host{};
+  uint64_t now = kUptime;
+  uint64_t units = 100'000;  // 10 ms at the rate, 2.5 ms at the ceiling, 1 ms of the host
+
+  // Everything idle: the rate takes them and charges the host.
+  ShareStep st = share_take(own, host, p, units, now, kDebtNs, nullptr);
+  CHECK(st.way == ShareWay::Rate);
+  CHECK(st.go_at == 0);
+  CHECK(host.tat_ns.load() == now + bucket_cost_ns(p.host, units));
+
+  // The rate is spent (10 ms ahead, its depth): the host lends.
+  st = share_take(own, host, p, units, now, kDebtNs, nullptr);
+  CHECK(st.way == ShareWay::Borrow);
+
+  // The host is in debt beyond its depth too (a busy neighbour): wait for the earlier.
+  host.tat_ns.store(now + 50'000'000);
+  st = share_take(own, host, p, units, now, kDebtNs, nullptr);
+  CHECK(st.way == ShareWay::Wait);
+  CHECK(st.go_at > now);
+  CHECK(st.go_at <= now + 10'000'000);  // the rate comes back within a depth, before the host
+
+  // The ceiling binds: its debt holds the units even with an idle host and rate.
+  BucketState own2{}, host2{};
+  own2.ceil_tat_ns.store(now + 30'000'000);
+  st = share_take(own2, host2, p, units, now, kDebtNs, nullptr);
+  CHECK(st.way == ShareWay::Rate);
+  CHECK(st.ceil_at > now);
+  CHECK(st.go_at == st.ceil_at);
+}
+
+TEST_CASE("shares: a garbage host clock is forgotten, not waited for", "[shares]") {
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  BucketState own{}, host{};
+  uint64_t now = kUptime;
+  own.tat_ns.store(now + 9'500'000);  // 1 ms more would pass the depth
+  host.tat_ns.store(UINT64_MAX - 5);
+  ShareStep st = share_take(own, host, p, 10'000, now, kDebtNs, nullptr);
+  CHECK(st.way == ShareWay::Borrow);
+  CHECK(host.tat_ns.load() < now + 1'000'000);
+}
+
+TEST_CASE("shares: a read's overdraft charges the ceiling and the rate or the host", "[shares]") {
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  BucketState own{}, host{};
+  uint64_t now = kUptime;
+  CHECK(share_take_late(own, host, p, 50'000, now) == ShareWay::Rate);
+  CHECK(own.ceil_tat_ns.load() > now);
+  CHECK(share_take_late(own, host, p, 200'000, now) == ShareWay::Borrow);
+  CHECK(host.tat_ns.load() == now + bucket_cost_ns(p.host, 250'000));
+}
+
+TEST_CASE("shares: two tenants on a timeline: work conserving, isolated, quick back from idle", "[shares]") {
+  BucketState host{};
+  Rule cap = rule_of(100 * MB);
+  Tenant a, b;
+  REQUIRE(share_params(share_rule(50 * MB, 100 * MB), cap, a.p));
+  REQUIRE(share_params(share_rule(50 * MB, 100 * MB), cap, b.p));
+  uint64_t t0 = kUptime;
+  a.busy_from = t0, a.busy_to = t0 + 2 * kSec, a.now = t0;
+  b.busy_from = t0 + kSec, b.busy_to = t0 + 2 * kSec, b.now = t0;
+  simulate({&a, &b}, host, t0 + 2 * kSec);
+
+  // B idle: A has the whole capacity (its ceiling), most of it borrowed.
+  double a_alone = rate_in(a, t0 + 100'000'000, t0 + kSec);
+  CHECK(a_alone >= 0.95 * 100 * MB);
+  CHECK(a_alone <= 1.02 * 100 * MB);
+  CHECK(a.borrowed > 30 * MB);
+  // Both busy: each keeps its rate, together no more than the capacity.
+  double a_both = rate_in(a, t0 + 1'100'000'000, t0 + 2 * kSec);
+  double b_both = rate_in(b, t0 + 1'100'000'000, t0 + 2 * kSec);
+  CHECK(a_both >= 0.98 * 50 * MB);
+  CHECK(b_both >= 0.98 * 50 * MB);
+  CHECK(a_both + b_both <= 1.03 * 100 * MB);
+  // B back from idle: 95% of its rate within 20 ms.
+  CHECK(rate_in(b, t0 + kSec, t0 + kSec + 20'000'000) >= 0.95 * 50 * MB);
+}
+
+TEST_CASE("shares: the ceiling bounds a borrower; spare capacity is split, guarantees kept", "[shares]") {
+  BucketState host{};
+  Rule cap = rule_of(100 * MB);
+  Tenant a, b;
+  REQUIRE(share_params(share_rule(20 * MB, 50 * MB), cap, a.p));
+  REQUIRE(share_params(share_rule(30 * MB, 100 * MB), cap, b.p));
+  uint64_t t0 = kUptime;
+  a.busy_from = t0, a.busy_to = t0 + 2 * kSec, a.now = t0;
+  b.busy_from = t0 + kSec, b.busy_to = t0 + 2 * kSec, b.now = t0;
+  simulate({&a, &b}, host, t0 + 2 * kSec);
+  double a_alone = rate_in(a, t0 + 100'000'000, t0 + kSec);
+  CHECK(a_alone >= 0.95 * 50 * MB);  // min(ceil, capacity) = 50 MB/s
+  CHECK(a_alone <= 1.02 * 50 * MB);
+  double a_both = rate_in(a, t0 + 1'100'000'000, t0 + 2 * kSec);
+  double b_both = rate_in(b, t0 + 1'100'000'000, t0 + 2 * kSec);
+  CHECK(a_both >= 0.98 * 20 * MB);
+  CHECK(b_both >= 0.98 * 30 * MB);
+  CHECK(a_both <= 1.02 * 50 * MB);
+  CHECK(a_both + b_both <= 1.03 * 100 * MB);
+  CHECK(a_both + b_both >= 0.95 * 100 * MB);  // the spare 50 MB/s is lent, not wasted
+}
+
+TEST_CASE("shares: any clock values (another user's garbage) neither hang nor hold for long", "[shares]") {
+  std::mt19937_64 rng(38);
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  const uint64_t now = kUptime;
+  const uint64_t specials[] = {0, 1, now - 1, now, now + 1, UINT64_MAX, UINT64_MAX - 1, uint64_t{1} << 63};
+  for (int i = 0; i < 20000; ++i) {
+    BucketState own{}, host{};
+    auto pick = [&] { return rng() % 3 == 0 ? specials[rng() % 8] : now + (rng() % (uint64_t{1} << 40)); };
+    own.tat_ns.store(pick());
+    own.ceil_tat_ns.store(pick());
+    host.tat_ns.store(pick());
+    uint64_t units = rng() % (uint64_t{1} << (rng() % 40));
+    ShareStep st = share_take(own, host, p, units, now, kDebtNs, nullptr);
+    uint64_t bound = now + p.rate.max_ahead_ns + p.ceil.max_ahead_ns + bucket_cost_ns(p.rate, units) + kSec;
+    CHECK(st.ceil_at <= bound);
+    CHECK(st.go_at <= bound);
+    if (st.way == ShareWay::Wait) CHECK(st.go_at > now);
+    share_take_late(own, host, p, units, now);  // never waits: must simply return
+  }
+}
+
+TEST_CASE("shares: threads racing on one rule and one host lose no take", "[shares]") {
+  // Four threads refill a rule and its host at once (the same clock for all: what moves is
+  // the CAS loops' races, not time); every unit taken lands on exactly the clocks it must.
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  BucketState own{}, host{};
+  const uint64_t now = kUptime;
+  std::atomic<uint64_t> rate_units{0}, borrow_units{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 2000; ++k) {
+        ShareStep st = share_take(own, host, p, 1000, now, kDebtNs, nullptr);
+        if (st.way == ShareWay::Rate) rate_units += 1000;
+        if (st.way == ShareWay::Borrow) borrow_units += 1000;
+      }
+    });
+  for (auto& t : threads) t.join();
+  CHECK(own.ceil_tat_ns.load() == now + bucket_cost_ns(p.ceil, 1000) * 8000);
+  CHECK(own.tat_ns.load() == now + bucket_cost_ns(p.rate, 1000) * (rate_units / 1000));
+  CHECK(host.tat_ns.load() == now + bucket_cost_ns(p.host, 1000) * ((rate_units + borrow_units) / 1000));
+  CHECK(rate_units <= 10 * MB / 100 + 1000);  // within the rate's depth (10 ms)
+  CHECK(rate_units + borrow_units <= 10 * MB / 100 + 100 * MB / 100 + 2000);  // and the host's
+}
