@@ -47,6 +47,14 @@ struct LimitSet {
 };
 static_assert(sizeof(LimitSet) == 8 + sizeof(Rule) * kMaxRules);
 
+// True if some rule of `set` has a ceiling above its rate (borrows once resolved): only
+// then is the host segment worth opening (a start of every process pays for it otherwise).
+inline bool limits_have_ceil(const LimitSet& set) noexcept {
+  for (uint32_t i = 0; i < set.count && i < kMaxRules; ++i)
+    if (set.rules[i].ceil > set.rules[i].rate) return true;
+  return false;
+}
+
 // Which rule (bucket) a call on a descriptor of a kind is charged to:
 // a table lookup on the fast path, never a search.
 struct BucketTable {

@@ -75,7 +75,9 @@ BONSAI_STARTUP void limits_from_env() {
   // `:ceil=` borrows from this user's host capacity, if one is installed.
   LimitSet capacity;
   char why[320];
-  if (shm_host_attach(option_env(Opt::shm_prefix), why, sizeof why) && shm_host_capacity(capacity))
+  why[0] = '\0';
+  if (limits_have_ceil(set) && shm_host_attach(option_env(Opt::shm_prefix), why, sizeof why) &&
+      shm_host_capacity(capacity))
     shares_resolve(set, capacity);
   else if (why[0])
     blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", why);
@@ -194,7 +196,8 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
       g_limiter.wait_hist = att.wait_hist;
       if (att.shares) g_limiter.shares = att.shares;
       char host_why[320];
-      if (!shm_host_attach(option_env(Opt::shm_prefix), host_why, sizeof host_why) && host_why[0])
+      if (!att.limits_problem && limits_have_ceil(att.limits) &&
+          !shm_host_attach(option_env(Opt::shm_prefix), host_why, sizeof host_why) && host_why[0])
         blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
       if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
       limiter_uninstall();
@@ -205,10 +208,11 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
                            LimitSet fresh;  // one installer per sequence (shm_limits_fetch)
                            uint64_t seq;
                            const char* problem;
-                           // A capacity installed since set-up (bonsaictl load makes it first).
-                           char quiet[8];
-                           if (!shm_host()) (void)shm_host_attach(option_env(Opt::shm_prefix), quiet, sizeof quiet);
                            if (shm_limits_fetch(fresh, seq, problem)) {
+                             // A capacity installed since set-up (bonsaictl load makes it first).
+                             char quiet[8];
+                             if (limits_have_ceil(fresh) && !shm_host())
+                               (void)shm_host_attach(option_env(Opt::shm_prefix), quiet, sizeof quiet);
                              if (limiter_install(fresh)) shm_mark_seen(seq);
                            } else if (problem) {
                              blog(LogLevel::Warn, "service limits changed but unusable (%s); keeping the old ones", problem);

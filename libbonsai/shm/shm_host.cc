@@ -14,6 +14,7 @@
 #include "shm/shm_name.h"
 #include "sys/raw_open.h"
 #include "sys/word_copy.h"
+#include "sys/str_build.h"
 
 namespace bonsai {
 namespace {
@@ -35,8 +36,7 @@ const char* header_problem(const ShmHost& h, size_t file_size) {
 size_t shm_host_path(char* buf, size_t cap, const char* prefix, unsigned uid) noexcept {
   if (!prefix) prefix = "";
   if (!shm_prefix_valid(prefix)) return 0;
-  int n = std::snprintf(buf, cap, "/dev/shm/%sbonsai-host.%u", prefix, uid);
-  return n > 0 && static_cast<size_t>(n) < cap ? static_cast<size_t>(n) : 0;
+  return StrBuild(buf, cap).put("/dev/shm/").put(prefix).put("bonsai-host.").put_uint(uid).done();
 }
 
 bool shm_host_attach(const char* prefix, char* why, size_t cap) noexcept {
