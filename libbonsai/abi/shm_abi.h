@@ -10,10 +10,11 @@
 #include "abi/bucket_state.h"
 #include "abi/calls.h"
 #include "abi/counters_abi.h"
+#include "abi/fleet_abi.h"
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 8  // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 9  // 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
@@ -21,6 +22,7 @@
                               // 7: BucketState::late_ns
                               // 8: ProcessCounters, ShmExited: refused, shortened, held_ns;
                               //    BucketState::light_tat_ns
+                              // 9: ShmSegment::fleet (fleet-wide caps, issue 37)
 
 namespace bonsai {
 
@@ -41,7 +43,8 @@ inline constexpr uint64_t shm_layout_fingerprint() {
   return (uint64_t{kCallCount} << 0) ^ (uint64_t{kCounterLanes} << 8) ^ (uint64_t{kMaxRules} << 16) ^
          (uint64_t{kMaxSlots} << 24) ^ (uint64_t{sizeof(ProcessCounters)} << 32) ^
          (uint64_t{sizeof(LimitSet)} << 48) ^
-         (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40);
+         (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40) ^
+         (uint64_t{sizeof(ShmFleet)} << 4);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -126,6 +129,7 @@ struct ShmSegment {
   BucketState buckets[kMaxRules];   // scope `service`: shared by every attached process
   ShmExited exited;
   WaitHist wait_hist;               // the service's held calls, all processes together
+  ShmFleet fleet;                   // fleet-wide caps through Redis (abi/fleet_abi.h)
   ShmSlot slots[kMaxSlots];
 };
 
@@ -145,7 +149,8 @@ static_assert(offsetof(ShmSegment, limits) == 64);
 static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));
 static_assert(offsetof(ShmSegment, exited) == offsetof(ShmSegment, buckets) + 64 * kMaxRules);
 static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
-static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
+static_assert(offsetof(ShmSegment, fleet) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
+static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, fleet) + sizeof(ShmFleet));
 static_assert(sizeof(WaitHist) % 64 == 0);
 static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
 static_assert(sizeof(LimitSet) % 8 == 0, "the seqlock copies LimitSet in 64-bit words");

@@ -103,6 +103,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   g_slot = claim_for(static_cast<int>(getpid()), out.limits_problem ? 0 : out.limits_seq);
   out.counters = g_slot ? &g_slot->counters : nullptr;
   out.wait_hist = &seg->wait_hist;
+  out.fleet = &seg->fleet;
   return true;
 }
 
