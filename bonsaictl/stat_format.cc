@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shm/shm_slots.h"
+#include "stat_fleet.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -150,6 +151,7 @@ std::string stat_json(const ServiceStat& s) {
   doc["uncounted_processes"] = s.uncounted_processes;
   doc["exited"] = {{"processes", s.exited_processes}, {"calls", calls_json(s.exited)}};
   doc["total"] = {{"processes", s.processes.size() + s.exited_processes}, {"calls", calls_json(s.total)}};
+  if (std::string f = fleet_json(s.fleet); !f.empty()) doc["fleet"] = Json::parse(f);
   return json_dump(doc);
 }
 
@@ -165,6 +167,7 @@ std::string stat_table(const ServiceStat& s) {
   std::string joined;
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;
   out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
+  out += fleet_table(s.fleet, s.limits);
   if (!s.processes.empty()) out += fmt::format("  library {}\n", versions_line(s));
   out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
                      "WAITED");

@@ -41,6 +41,22 @@ struct ProcStat {
   CallStats calls{};
 };
 
+// A fleet service's lease as its segment says (bonsaictl/stat_fleet.h renders it).
+struct FleetRuleStat {
+  uint64_t cap = 0, grant = 0, want = 0, fallback = 0, fleet_used = 0, owed = 0;  // units/s; grant, want,
+                                                                                  // fleet_used, owed: per period
+};
+struct FleetStat {
+  bool enabled = false;
+  std::string store, host_id;
+  uint32_t period_ms = 0, live_hosts = 0;
+  int agent_pid = 0;
+  std::string state;            // "waiting" (no grant yet), "leased", "lapsed" (the library falls back)
+  int64_t lease_left_ms = 0;    // < 0: ran out that long ago
+  uint64_t renewals = 0, failures = 0, lapses = 0, lib_fallbacks = 0;
+  std::vector<FleetRuleStat> rules;  // one per rule of the limits
+};
+
 struct ServiceStat {
   std::string service;
   ShmScope scope = ShmScope::Process;
@@ -54,6 +70,7 @@ struct ServiceStat {
   uint64_t uncounted_processes = 0;  // found every slot taken: counted nowhere
   CallStats exited{};
   CallStats total{};
+  FleetStat fleet;
 };
 
 // Checks the segment (Segment::check), reclaims dead processes' slots, then copies
