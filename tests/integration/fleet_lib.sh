@@ -96,4 +96,4 @@ print(eval(sys.argv[2]))' "$1" "$2"
 }
 
 # fleet_field I EXPR: a Python expression over host I's stat document `d` (its fleet: d["fleet"]).
-fleet_field() { in_host "$1" jq_stat web "$2"; }
+fleet_field() { BONSAI_SHM_PREFIX="$(ns "$1")" jq_stat web "$2"; }
