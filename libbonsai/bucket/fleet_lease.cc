@@ -53,7 +53,10 @@ uint64_t fleet_want(FleetDemand& d, const FleetWantIn& in) noexcept {
   if (in.granted && in.used * 100 >= in.granted * kFleetBusyPercent) {
     want = in.cap_period;
   } else {
-    double w = d.avg * static_cast<double>(kFleetHeadroomPercent) / 100.0 + static_cast<double>(in.backlog);
+    // Rising demand is averaged; demand that left is given back at once (the last
+    // period's use when below the average), so the fleet's shares move within two periods.
+    double base = used < d.avg ? used : d.avg;
+    double w = base * static_cast<double>(kFleetHeadroomPercent) / 100.0 + static_cast<double>(in.backlog);
     want = w >= static_cast<double>(in.cap_period) ? in.cap_period : static_cast<uint64_t>(w);
   }
   if (want < in.min_want) want = in.min_want;

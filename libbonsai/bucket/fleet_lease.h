@@ -46,8 +46,9 @@ struct FleetWantIn {
 inline constexpr uint64_t kFleetBusyPercent = 85;
 inline constexpr uint64_t kFleetHeadroomPercent = 125;
 // Updates `d` with the last period and @return the units to ask for the next one:
-// held by its grant: the cap's period; else avg * headroom + backlog; never below
-// min_want, never above cap_period.
+// held by its grant: the cap's period; else min(avg, last use) * headroom + backlog
+// (rising demand averaged, falling demand given back at once); never below min_want,
+// never above cap_period.
 uint64_t fleet_want(FleetDemand& d, const FleetWantIn& in) noexcept;
 
 // The units a host idle (or nearly) renews: 1/kFleetMinDivisor of an equal share of

@@ -62,7 +62,8 @@ TEST_CASE("fleet: a host below its grant asks for its use with headroom, at leas
   FleetDemand d;
   uint64_t cap = 4'000'000;
   CHECK(fleet_want(d, {100'000, 0, 1'000'000, cap, 1000}) == 125'000);
-  CHECK(fleet_want(d, {0, 0, 1'000'000, cap, 5000}) == 62'500);  // avg halves
+  CHECK(fleet_want(d, {0, 0, 1'000'000, cap, 5000}) == 5000);  // demand gone: given back at once
+  CHECK(fleet_want(d, {200'000, 0, 1'000'000, cap, 5000}) == 156'250);  // rising: the average (125'000) with headroom
   FleetDemand idle;
   CHECK(fleet_want(idle, {0, 0, 0, cap, 5000}) == 5000);
   // A backlog is asked for on top.
@@ -78,11 +79,12 @@ TEST_CASE("fleet: demand moved away is followed within two periods", "[fleet]") 
   uint64_t cap = 4'000'000, min = fleet_min_want(cap, 4);
   CHECK(min == 50'000);
   for (int i = 0; i < 5; ++i) fleet_want(d, {cap / 4, 0, cap / 4, cap, min});
-  // The host went idle: two periods later it asks for at most a third of what it used.
-  fleet_want(d, {0, 0, cap / 4, cap, min});
-  uint64_t w = fleet_want(d, {0, 0, cap / 4, cap, min});
-  CHECK(w <= cap / 4 / 3);
-  CHECK(w >= min);
+  // The host went idle: the next period it asks for the minimum only.
+  CHECK(fleet_want(d, {0, 0, cap / 4, cap, min}) == min);
+  // Demand arrives at an idle host: held by its small grant, it asks for the whole cap.
+  FleetDemand idle;
+  fleet_want(idle, {0, 0, min, cap, min});
+  CHECK(fleet_want(idle, {min, 0, min, cap, min}) == cap);
 }
 
 TEST_CASE("fleet: an outage's excess over the fallback is owed and repaid in a few periods", "[fleet]") {
