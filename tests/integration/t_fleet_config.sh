@@ -3,7 +3,8 @@
 # Fleet caps' configuration (issue 37): `check` accepts a good `fleet:` and reports each
 # bad value at its FILE:LINE:COL with exit 2 (store forms, period bounds, scope process,
 # unknown keys, a password file that is not absolute), and `load` of a bad file changes
-# nothing; the agent refuses a bad --host-id (exit 2) and a second agent in one namespace (exit 1).
+# nothing; the agent refuses a bad --host-id (exit 2) and a second agent in one namespace
+# (exit 1); `load` starts an agent when none runs, and it leaves when its services are gone.
 . "$(dirname "$0")/ctl_lib.sh"
 
 good=$T/good.yaml
@@ -80,4 +81,24 @@ rc=$?
 [ $rc = 1 ] || fail "a second agent in one namespace: exit $rc, want 1"
 grep -q "another fleet agent (pid $a1)" "$T/agent2.log" || fail "second agent: $(cat "$T/agent2.log")"
 kill $a1; wait $a1 2>/dev/null
+
+# `load` of a fleet service starts an agent when none holds the lock; that one leaves
+# once no fleet service is left (5 s after the last is removed).
+lock=/dev/shm/${BONSAI_SHM_PREFIX}bonsai-fleet.$(id -u).lock
+cat > "$T/one.yaml" <<'EOC'
+version: 1
+services:
+  solo:
+    fleet: {store: "redis://127.0.0.1:1"}
+    limits: [{calls: [write], rate: 1MiB/s}]
+EOC
+"$CTL" load "$T/one.yaml" > /dev/null 2> "$T/load.err" || fail "load: $(cat "$T/load.err")"
+grep -q "started a fleet agent" "$T/load.err" || fail "load did not start an agent: $(cat "$T/load.err")"
+for i in $(seq 1 40); do flock -n "$lock" true || break; sleep 0.05; done
+flock -n "$lock" true && fail "no agent holds $lock after load"
+"$CTL" load "$T/one.yaml" > /dev/null 2> "$T/load2.err"
+grep -q "started a fleet agent" "$T/load2.err" && fail "a second load started a second agent"
+"$CTL" rm solo > /dev/null
+for i in $(seq 1 100); do flock -n "$lock" true && break; sleep 0.1; done
+flock -n "$lock" true || fail "the started agent did not leave 10 s after its service was removed"
 exit 0
