@@ -133,13 +133,15 @@ int cmd_fleet_agent(const Args& args) {
       else if (exit_idle && now - idle_since > kIdleExitNs) break;
     }
     uint64_t wake = next_scan;
-    for (auto& [name, svc] : served) {
+    for (auto it = served.begin(); it != served.end();) {
       try {
-        if (svc->next_ns() <= mono_ns()) svc->step(mono_ns());
-      } catch (const CtlError& e) {
-        fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name, e.what());
+        if (it->second->next_ns() <= mono_ns()) it->second->step(mono_ns());
+        wake = std::min(wake, it->second->next_ns());
+        ++it;
+      } catch (const CtlError& e) {  // a damaged or truncated segment: dropped, looked at again by the next scan
+        fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", it->first, e.what());
+        it = served.erase(it);
       }
-      wake = std::min(wake, svc->next_ns());
     }
     now = mono_ns();
     if (wake > now) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(wake - now, kMaxSleepNs)));

@@ -155,6 +155,8 @@ int cmd_run(const Args& args) {
     if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
   if (fleet_svc && !o.limits.empty()) usage_error("-l cannot change a fleet service's caps: edit its file");
+  if (fleet_svc && o.scope == "process")
+    usage_error("--scope process: a fleet service's caps hold all its processes together (scope service)");
   auto seg = Segment::open(o.service, true, scope);
   if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc));
   else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc), limits) : limits);
