@@ -43,7 +43,7 @@ CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
 
-UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt
+UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt -lhiredis
 # Every process of a service pays at exec for each library the preloaded one needs (map,
 # relocate, fault in: issue #34), so libbonsai.so needs libc only (`make test-symbols`
 # checks): compression's libzstd/liblz4 are linked in (Debian's static archives, PIC; the
@@ -91,7 +91,7 @@ $(OBJ)/libbonsai/shm/shm_slots.o: VERSION
 # bonsaictl checks compression settings with the library's own grammar; its supervisor
 # (run --supervise) uses libseccomp, its exporter (serve) libmicrohttpd, GnuTLS (client
 # certificates) and libcrypt (bcrypt of basic_auth_users).
-CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt
+CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt -lhiredis
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS)
@@ -176,7 +176,7 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 clang-14 libclang-rt-14-dev liburing-dev golang-go \
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
-                dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server nodejs
+                dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \

@@ -76,6 +76,8 @@ other compress compress_bench.sh
 [ "$BENCH" = full ] && cp "$RES/other_compress.txt" "$RES/compress_grid_full.txt" 2>/dev/null
 q FIO_SECS=2
 other fio_engines fio_engines.sh
+q FLEET_SECS=3 FLEET_OUTAGE=3
+other fleet fleet.sh
 # Event-loop servers under a cap (issue #35): quick N=40, 12 s capped and 6 s uncapped per
 # server, five servers (~1.8 min); full (STREAM_FULL=1 from BENCH=full) 20 s each and the
 # Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "host_client.h"
+#include "fleet_publish.h"
 #include "shm/shm_name.h"
 #include "shm_client.h"
 #include "yaml_load.h"
@@ -63,14 +64,21 @@ int cmd_load(const Args& args) {
                  u.empty() ? "" : fmt::format(", for user {}", u));
     }
   }
+  // Phase 2: publish.
+  bool fleet = false;
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
-    uint64_t seq = segs[i]->write_limits(s.limits);
-    fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}\n", segs[i]->created() ? "created" : "updated", s.name,
+    uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s));
+    fleet = fleet || s.fleet.present;
+    fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}{}\n", segs[i]->created() ? "created" : "updated", s.name,
                s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
+               s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) : "",
                s.user.empty() ? "" : fmt::format(", for user {}", s.user));
   }
+  // A fleet service needs this namespace's agent (one per namespace: its lock decides).
+  if (fleet)
+    if (std::string note = fleet_agent_ensure(); !note.empty()) fmt::print(stderr, "bonsaictl load: {}\n", note);
   return kExitOk;
 }
 

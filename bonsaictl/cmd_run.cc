@@ -15,6 +15,7 @@
 #include "abi/limit_parse.h"
 #include "host_client.h"
 #include "commands.h"
+#include "fleet_publish.h"
 #include "launch_kind.h"
 #include "run_env.h"
 #include "shm/seqlock.h"
@@ -111,10 +112,13 @@ int cmd_run(const Args& args) {
   bool have_limits = false;
   ShmScope scope = o.scope == "service" ? ShmScope::Service : ShmScope::Process;
   CompressionConfig compression;
+  const ServiceConfig* file_svc = nullptr;   // the file's service
+  const ServiceConfig* fleet_svc = nullptr;  // the same, when it has `fleet:`
+  Config cfg;
   std::string io_uring;  // the file's io_uring:
   if (!o.file.empty()) {
     std::vector<Diag> diags;
-    Config cfg = yaml_load_file(o.file, diags);
+    cfg = yaml_load_file(o.file, diags);
     if (!diags.empty()) return diags_print(diags), kExitUsage;
     const ServiceConfig* s = cfg.find(o.service);
     if (!s) usage_error(fmt::format("{} has no service '{}'", o.file, o.service));
@@ -123,6 +127,8 @@ int cmd_run(const Args& args) {
     if (o.scope.empty()) scope = s->scope;
     compression = s->compression;
     io_uring = s->io_uring;
+    file_svc = s;
+    if (s->fleet.present) fleet_svc = s;
     // `user:` (root): the segment is that user's and CMD runs as that user, unless --user said otherwise.
     if (!s->user.empty() && !ctl_other_user()) ctl_target_user_named(s->user);
     if (cfg.has_host) host_install(cfg.capacity);  // shares: what the file's ceilings borrow from
@@ -150,10 +156,14 @@ int cmd_run(const Args& args) {
   if (!supervise)
     if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
+  if (fleet_svc && !o.limits.empty()) usage_error("-l cannot change a fleet service's caps: edit its file");
+  if (fleet_svc && o.scope == "process")
+    usage_error("--scope process: a fleet service's caps hold all its processes together (scope service)");
   auto seg = Segment::open(o.service, true, scope);
-  if (have_limits && host_resolve(limits))
+  if (have_limits && !fleet_svc && host_resolve(limits))
     fmt::print(stderr, "bonsaictl run: WARNING: a ceil has no host capacity over its calls: held to its rate\n");
-  if (have_limits) seg->write_limits(limits);
+  if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc));
+  else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc), limits) : limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
   SvPlan plan{o.service, {}, true};  // the limits in force: what the filter notifies, whether io_uring escapes
   {
@@ -162,6 +172,8 @@ int cmd_run(const Args& args) {
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
   }
   seg.reset();
+  if (fleet_svc)
+    if (std::string note = fleet_agent_ensure(); !note.empty()) fmt::print(stderr, "bonsaictl run: {}\n", note);
 
   if (supervise) {
     // The filter charges everything: a libbonsai.so in this tree (the caller's own

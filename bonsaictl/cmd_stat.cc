@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "stat_fleet.h"
 #include "shm_client.h"
 #include "stat_format.h"
 #include "stat_prometheus.h"
@@ -23,6 +24,7 @@ struct StatOptions {
   bool json = false;
   bool prometheus = false;
   int pid = 0;  // --pid: which service this process is attached to
+  std::string fleet;  // --fleet SERVICE: the fleet view from the store
   double watch_s = 0;
   long count = -1;  // intervals to print with --watch; -1: until interrupted
 };
@@ -33,6 +35,7 @@ StatOptions stat_parse(const Args& args) {
     const std::string& a = args[i];
     if (a == "--json") o.json = true;
     else if (a == "--prometheus") o.prometheus = true;
+    else if (a == "--fleet") o.fleet = option_value(args, i);
     else if (a == "--pid") {
       std::string v = option_value(args, i);
       char* end = nullptr;
@@ -55,6 +58,8 @@ StatOptions stat_parse(const Args& args) {
   if (o.prometheus && (o.json || o.watch_s > 0 || o.pid))
     usage_error("--prometheus prints one exposition: not with --json, --watch or --pid");
   if (o.pid && o.watch_s > 0) usage_error("--pid looks a process up once: not with --watch");
+  if (!o.fleet.empty() && (o.prometheus || o.watch_s > 0 || o.pid || !o.services.empty()))
+    usage_error("--fleet SERVICE reads the store once: with --json only");
   return o;
 }
 
@@ -162,6 +167,7 @@ int stat_pid(const StatOptions& o) {
 
 int cmd_stat(const Args& args) {
   StatOptions o = stat_parse(args);
+  if (!o.fleet.empty()) return stat_fleet_view(o.fleet, o.json);
   if (o.prometheus) return stat_prometheus(o);
   if (o.pid) return stat_pid(o);
   bool all = o.services.empty();
@@ -222,7 +228,8 @@ int cmd_stat(const Args& args) {
 }  // namespace
 
 extern const Command kCmdStat{
-    "stat", "stat [SERVICE...] [--json | --prometheus] [--watch SECS [--count N]] [--pid PID]",
+    "stat", "stat [SERVICE...] [--json | --prometheus] [--watch SECS [--count N]] [--pid PID]\n"
+    "       stat --fleet SERVICE [--json]",
     "Prints each service's accounting (all services if none is named): per attached\n"
     "process, for exited processes and in total, per call: calls, bytes, throttled\n"
     "(calls that waited) and time waited. Dead processes' slots are reclaimed first.\n"
@@ -232,6 +239,8 @@ extern const Command kCmdStat{
     "  --pid PID     the service process PID is attached to, and its counters\n"
     "  --watch SECS  print again every SECS with rates over the interval\n"
     "  --count N     with --watch: stop after N intervals\n"
+    "  --fleet SERVICE  the fleet as its Redis store sees it: every live host, when it\n"
+    "                last called, what it asked for and used (docs/fleet.md)\n"
     "With --watch a removed segment is dropped (said once) and a segment re-created under\n"
     "the same name is followed; without SERVICE, services created meanwhile join.\n"
     "A damaged segment is reported with how to recover (rm --force, then load or run).\n"

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "shm/shm_slots.h"
+#include "stat_fleet.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -161,6 +162,7 @@ std::string stat_json(const ServiceStat& s) {
     }
     doc["shares"] = std::move(shares);
   }
+  if (std::string f = fleet_json(s.fleet); !f.empty()) doc["fleet"] = Json::parse(f);
   return json_dump(doc);
 }
 
@@ -176,6 +178,7 @@ std::string stat_table(const ServiceStat& s) {
   std::string joined;
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;
   out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
+  out += fleet_table(s.fleet, s.limits);
   if (!s.processes.empty()) out += fmt::format("  library {}\n", versions_line(s));
   out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
                      "WAITED");

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The Prometheus text format of service accounting (see stat_prometheus.h).
 #include "stat_prometheus.h"
+#include "stat_fleet.h"
 
 #include <fmt/core.h>
 
@@ -150,6 +151,7 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
       }
     }
   }
+  fleet_prometheus(out, services);
   return out;
 }
 

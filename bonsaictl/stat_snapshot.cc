@@ -2,6 +2,7 @@
 // Copies a segment's accounting (see stat_snapshot.h). Reading races the processes'
 // relaxed counter updates by design: each number is exact at some instant.
 #include "stat_snapshot.h"
+#include "stat_fleet.h"
 
 #include <chrono>
 #include <cstdio>
@@ -176,6 +177,7 @@ ServiceStat stat_snapshot(Segment& handle) {
         s.total[c].wait_hist[k] = seg.wait_hist.count[c][k].load(std::memory_order_relaxed);
     }
   });
+  handle.guarded([&] { s.fleet = fleet_snapshot(seg.fleet, s.limits.count, s.mono_ns); });
   if (scope != static_cast<uint32_t>(ShmScope::Process) && scope != static_cast<uint32_t>(ShmScope::Service))
     handle.damaged(fmt::format("it has an unknown scope {}", scope));
   s.scope = static_cast<ShmScope>(scope);

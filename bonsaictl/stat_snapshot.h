@@ -52,6 +52,22 @@ struct ShareStat {
   double borrowed_per_s = -1;
 };
 
+// A fleet service's lease as its segment says (bonsaictl/stat_fleet.h renders it).
+struct FleetRuleStat {
+  uint64_t cap = 0, grant = 0, want = 0, fallback = 0, fleet_used = 0, owed = 0;  // units/s; grant, want,
+                                                                                  // fleet_used, owed: per period
+};
+struct FleetStat {
+  bool enabled = false;
+  std::string store, host_id;
+  uint32_t period_ms = 0, live_hosts = 0;
+  int agent_pid = 0;
+  std::string state;            // "waiting" (no grant yet), "leased", "lapsed" (the library falls back)
+  int64_t lease_left_ms = 0;    // < 0: ran out that long ago
+  uint64_t renewals = 0, failures = 0, lapses = 0, lib_fallbacks = 0;
+  std::vector<FleetRuleStat> rules;  // one per rule of the limits
+};
+
 struct ServiceStat {
   std::string service;
   ShmScope scope = ShmScope::Process;
@@ -66,6 +82,7 @@ struct ServiceStat {
   CallStats exited{};
   CallStats total{};
   std::vector<ShareStat> shares;  // rules with a ceiling (stat_shares.cc)
+  FleetStat fleet;
 };
 
 // Fills `s.shares` from the segment and the host's (stat_shares.cc).

@@ -306,8 +306,10 @@ struct Loader {
     }
     if (node.IsNull()) return cfg.services.push_back(std::move(svc));
     if (!node.IsMap()) return error(node.Mark(), fmt::format("service '{}' must be a mapping", svc.name));
-    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "io_uring", "user"};
+    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "fleet", "io_uring", "user"};
     Claims claims;
+    YAML::Mark scope_mark;
+    bool scope_given = false;
     for (const auto& kv : node) {
       std::string k = kv.first.Scalar();
       const YAML::Node& v = kv.second;
@@ -316,6 +318,7 @@ struct Loader {
         if (s == "process") svc.scope = ShmScope::Process;
         else if (s == "service") svc.scope = ShmScope::Service;
         else error(v.Mark(), fmt::format("bad scope '{}' (process or service)", s));
+        scope_mark = v.Mark(), scope_given = true;
       } else if (k == "limits") {
         if (v.IsNull()) continue;
         if (!v.IsSequence()) {
@@ -325,6 +328,8 @@ struct Loader {
         for (const auto& item : v) rule(item, svc, claims);
       } else if (k == "compression") {
         compression_load(v, file, svc.compression, diags);
+      } else if (k == "fleet") {
+        fleet_load(v, file, svc.fleet, diags);
       } else if (k == "io_uring") {
         std::string s = v.IsScalar() ? v.Scalar() : "";
         if (s == "deny" || s == "allow") svc.io_uring = s;
@@ -339,6 +344,12 @@ struct Loader {
       } else {
         unknown_key(kv.first, fmt::format("service '{}'", svc.name), kKeys);
       }
+    }
+    // A fleet cap is one host's share of the cap, for all its processes together.
+    if (svc.fleet.present) {
+      if (scope_given && svc.scope == ShmScope::Process)
+        error(scope_mark, "a fleet service's caps hold all its processes together: scope must be service");
+      svc.scope = ShmScope::Service;
     }
     cfg.services.push_back(std::move(svc));
   }

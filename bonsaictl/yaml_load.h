@@ -22,6 +22,17 @@ struct CompressionConfig {
   std::vector<std::string> levels;  // none | lz4 | zstd:N
 };
 
+// A service's `fleet:` (issue 37): its limits are caps of the whole fleet of hosts.
+inline constexpr uint32_t kFleetPeriodMinMs = 50;
+inline constexpr uint32_t kFleetPeriodMaxMs = 10'000;
+inline constexpr uint32_t kFleetPeriodDefaultMs = 250;
+struct FleetConfig {
+  bool present = false;
+  std::string store;          // redis://HOST:PORT | redis+unix:///PATH (bonsaictl/fleet_store.h)
+  uint32_t period_ms = kFleetPeriodDefaultMs;
+  std::string password_file;  // "" : no AUTH
+};
+
 struct ServiceConfig {
   std::string name;
   YAML::Mark mark;                 // of the service's key
@@ -29,6 +40,7 @@ struct ServiceConfig {
   LimitSet limits{};
   std::vector<YAML::Mark> rule_marks;  // one per rule in `limits`
   CompressionConfig compression;
+  FleetConfig fleet;
   std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
   std::string user;                 // "" (the caller's) or the user the service runs as (root's load/run)
   YAML::Mark user_mark;
@@ -71,6 +83,7 @@ void shares_check(Config& cfg, std::vector<Diag>& diags);
 Diag diag_at(const std::string& file, const YAML::Mark& mark, std::string message);
 void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,
                       std::vector<Diag>& diags);
+void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags);
 // Checks one compression.to entry. @return "" or what is wrong with it.
 std::string compression_target_problem(std::string_view target);
 // Checks one compression level name. @return "" or what is wrong.

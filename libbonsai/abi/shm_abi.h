@@ -10,6 +10,7 @@
 #include "abi/bucket_state.h"
 #include "abi/calls.h"
 #include "abi/counters_abi.h"
+#include "abi/fleet_abi.h"
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
@@ -21,9 +22,10 @@
                               // 7: BucketState::late_ns
                               // 8: ProcessCounters, ShmExited: refused, shortened, held_ns;
                               //    BucketState::light_tat_ns
+                              // 9: ShmSegment::fleet (fleet-wide caps, issue 37)
                               // 10: shares (issue 38): Rule::ceil, Rule::host1 (Rule is 40
                               //    bytes), BucketState::ceil_tat_ns, ShmSegment::shares;
-                              //    the host segment (abi/host_abi.h)
+                              //    the host segment (abi/host_abi.h). 9 and 10 landed together.
 
 namespace bonsai {
 
@@ -53,7 +55,8 @@ inline constexpr uint64_t shm_layout_fingerprint() {
          (uint64_t{kMaxSlots} << 24) ^ (uint64_t{sizeof(ProcessCounters)} << 32) ^
          (uint64_t{sizeof(LimitSet)} << 48) ^
          (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40) ^
-         (uint64_t{sizeof(ShmShares)} << 12) ^ (uint64_t{sizeof(Rule)} << 4);
+         (uint64_t{sizeof(ShmShares)} << 12) ^ (uint64_t{sizeof(Rule)} << 4) ^
+         (uint64_t{sizeof(ShmFleet)} << 28);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -139,6 +142,7 @@ struct ShmSegment {
   ShmExited exited;
   ShmShares shares;
   WaitHist wait_hist;               // the service's held calls, all processes together
+  ShmFleet fleet;                   // fleet-wide caps through Redis (abi/fleet_abi.h)
   ShmSlot slots[kMaxSlots];
 };
 
@@ -159,7 +163,8 @@ static_assert(offsetof(ShmSegment, buckets) == 64 + sizeof(ShmLimits));
 static_assert(offsetof(ShmSegment, exited) == offsetof(ShmSegment, buckets) + 64 * kMaxRules);
 static_assert(offsetof(ShmSegment, shares) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
 static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, shares) + sizeof(ShmShares));
-static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
+static_assert(offsetof(ShmSegment, fleet) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
+static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, fleet) + sizeof(ShmFleet));
 static_assert(sizeof(WaitHist) % 64 == 0);
 static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
 static_assert(sizeof(LimitSet) % 8 == 0, "the seqlock copies LimitSet in 64-bit words");

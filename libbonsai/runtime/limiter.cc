@@ -14,6 +14,7 @@
 
 #include "abi/limit_parse.h"
 #include "bucket/limits_carry.h"
+#include "runtime/fleet_lapse.h"
 #include "log/blog.h"
 #include "runtime/stats_dump.h"
 #include "runtime/uring_guard.h"
@@ -199,6 +200,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
       if (!att.limits_problem && limits_have_ceil(att.limits) &&
           !shm_host_attach(option_env(Opt::shm_prefix), host_why, sizeof host_why) && host_why[0])
         blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
+      fleet_lapse_attach(att.fleet);
       if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
       limiter_uninstall();
       if (att.limits_problem) blog(LogLevel::Warn, "service '%s': %s; running unlimited", service, att.limits_problem);
@@ -213,7 +215,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
                              char quiet[8];
                              if (limits_have_ceil(fresh) && !shm_host())
                                (void)shm_host_attach(option_env(Opt::shm_prefix), quiet, sizeof quiet);
-                             if (limiter_install(fresh)) shm_mark_seen(seq);
+                             if (limiter_install(fresh)) shm_mark_seen(seq), fleet_lapse_cleared();
                            } else if (problem) {
                              blog(LogLevel::Warn, "service limits changed but unusable (%s); keeping the old ones", problem);
                            }
@@ -328,10 +330,20 @@ bool retime(WaitPlan* w) noexcept {
 [[gnu::noinline]] void sleep_to_turn(WaitPlan* w) noexcept {
   const std::atomic<uint64_t>* watch = g_limiter.watch.seq;
   for (int round = 0; w->deadline && round < 8;) {
-    wait_until(w->deadline + w->offset, g_limiter.opts.spin_ns, w->cancellable, watch, w->seen);
+    // A fleet lease that runs out first wakes the wait: the fallback re-times it.
+    uint64_t until = fleet_lapse_wake(w->deadline);
+    if (watch && g_limiter.view.load(std::memory_order_acquire) != w->t->view) {
+      if (!retime(w)) return;  // new limits installed without a new sequence (the fleet fallback)
+      continue;
+    }
+    wait_until(until + w->offset, g_limiter.opts.spin_ns, w->cancellable, watch, w->seen);
     if (watch && watch->load(std::memory_order_acquire) != w->seen) {
       if (!retime(w)) return;
       continue;
+    }
+    if (until < w->deadline) {
+      if (fleet_lapse_due(mono_ns() - w->offset)) fleet_lapse_apply();
+      continue;  // the view check above re-times the wait under the fallback
     }
     ++round;
     w->deadline = bucket_recheck(*w->bucket, w->t->params, w->deadline, &w->late_seen, mono_ns() - w->offset,
@@ -386,6 +398,7 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept {
   uint64_t slack = g_limiter.opts.debt_ns;
   uint64_t late_seen = b.late_ns.load(std::memory_order_relaxed);  // before the take: never owes a wait
   uint64_t now = mono_ns();
+  if (fleet_lapse_due(now - offset)) [[unlikely]] fleet_lapse_apply();  // this take's wait is re-timed
   uint64_t units = credit_refill_units(p, t_thread.credit[t.bucket], need);
   if (share_wait_slow(t, cancellable, units, &waited)) return waited;
   // bucket_take bounds tat (max_ahead_ns), so a garbage clock cannot make this wait long.
@@ -461,16 +474,21 @@ unsigned thread_lane_assign() noexcept {
   return lane;
 }
 
+namespace {
+constinit std::atomic<bool> g_installing{false};
+}  // namespace
+
+bool limiter_install_begin() noexcept { return !g_installing.exchange(true, std::memory_order_acquire); }
+void limiter_install_end() noexcept { g_installing.store(false, std::memory_order_release); }
+
 void limiter_refresh_slow() noexcept {
-  // One installer at a time (installs build in shared scratch): a thread that finds
-  // another installing (or a signal handler interrupting one) leaves seen_seq alone and
-  // looks again at its next call.
-  static constinit std::atomic<bool> installing{false};
-  if (installing.exchange(true, std::memory_order_acquire)) return;
+  // One installer at a time: a thread that finds another installing (or a signal
+  // handler interrupting one) leaves seen_seq alone and looks again at its next call.
+  if (!limiter_install_begin()) return;
   uint64_t seq = g_limiter.watch.seq->load(std::memory_order_acquire);
   g_limiter.seen_seq.store(seq, std::memory_order_relaxed);
   if (g_limiter.watch.refresh) g_limiter.watch.refresh();
-  installing.store(false, std::memory_order_release);
+  limiter_install_end();
   if (shm_lost()) [[unlikely]]
     BONSAI_LOG_ONCE(LogLevel::Warn,
                     "service segment truncated or damaged under this process (SIGBUS caught): keeping the "

@@ -228,6 +228,12 @@ inline void ticket_done(const Ticket& t, ssize_t moved) noexcept {
 // @return false if the set is invalid (the limits in force stay).
 bool limiter_install(const LimitSet& set) noexcept;
 
+// One installer at a time (installs build in shared scratch): @return false if another
+// thread (or an interrupted one, in a signal handler) is installing; else true, and the
+// caller calls limiter_install_end after its install.
+bool limiter_install_begin() noexcept;
+void limiter_install_end() noexcept;
+
 // Removes every limit (accounting continues).
 void limiter_uninstall() noexcept;
 

@@ -12,6 +12,7 @@
 
 #include "log/blog.h"
 #include "runtime/fd_class.h"
+#include "runtime/fleet_lapse.h"
 #include "sys/clock.h"
 
 namespace bonsai {
@@ -174,6 +175,7 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   uint64_t queue_units = *cuttable && held_credit ? 0 : (want > held_credit ? want - held_credit : 1);
   uint64_t now = mono_ns();
   uint64_t host_now = now - offset;
+  if (fleet_lapse_due(host_now)) [[unlikely]] fleet_lapse_apply();  // the next calls run at the fallback
   // A light descriptor (no place taken for a round of the queue) with a small write goes
   // ahead of the busy ones: max-min fairness gives it all it asks.
   uint64_t last = __atomic_load_n(&s->last_place[dir], __ATOMIC_RELAXED);

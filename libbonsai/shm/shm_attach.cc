@@ -109,6 +109,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   out.counters = g_slot ? &g_slot->counters : nullptr;
   out.wait_hist = &seg->wait_hist;
   out.shares = &seg->shares;
+  out.fleet = &seg->fleet;
   return true;
 }
 

@@ -16,6 +16,7 @@ struct ShmAttach {
   ProcessCounters* counters;         // this process's slot, or nullptr if no slot was free
   WaitHist* wait_hist;               // the service's histogram of held calls' waits
   ShmShares* shares;                 // the service's shares accounting
+  ShmFleet* fleet;                   // the service's fleet block (its lease: runtime/fleet_lapse.h)
   const std::atomic<uint64_t>* seq;  // the limits' sequence to watch
   LimitSet limits;                   // the limits in force at attach
   uint64_t limits_seq;

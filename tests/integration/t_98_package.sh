@@ -82,14 +82,15 @@ got=$(comp bonsaictl set svc read+pr)
 [ "$got" = "read+pread read+preadv" ] || fail "completion of 'bonsaictl set svc read+pr': '$got'"
 note "completion: ok"
 
-# systemd: the drop-in on a unit, and the exporter unit, verify clean.
+# systemd: the drop-in on a unit, the exporter unit and the fleet agent's verify clean.
 if command -v systemd-analyze > /dev/null; then
   u=$T/units
   mkdir -p "$u/bonsai-pkgtest.service.d"
   printf '[Unit]\nDescription=bonsai packaging test\n[Service]\nExecStart=/bin/sleep 1\n' > "$u/bonsai-pkgtest.service"
   cp /usr/share/doc/bonsai/examples/systemd/bonsai.conf "$u/bonsai-pkgtest.service.d/"
   cp "/usr/share/doc/bonsai/examples/systemd/bonsai-exporter@.service" "$u/"
-  for unit in bonsai-pkgtest.service bonsai-exporter@root.service; do
+  cp "/usr/share/doc/bonsai/examples/systemd/bonsai-fleet-agent@.service" "$u/"
+  for unit in bonsai-pkgtest.service bonsai-exporter@root.service bonsai-fleet-agent@root.service; do
     out=$(cd "$u" && SYSTEMD_UNIT_PATH="$u:" systemd-analyze verify "$u/$unit" 2>&1) ||
       fail "systemd-analyze verify $unit: $out"
     [ -z "$out" ] || fail "systemd-analyze verify $unit: $out"
