@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <thread>
 #include <unistd.h>
+#include <unistd.h>
 
 #include "commands.h"
 #include "fleet_agent.h"
@@ -113,6 +114,12 @@ int cmd_fleet_agent(const Args& args) {
   }
   std::string holder;
   int lock = lock_take(holder);
+  // A probe holds the lock for an instant (run/load looking for an agent, `flock -n`):
+  // only a lock still held after a second is another agent's.
+  for (int i = 0; lock < 0 && i < 50; ++i) {
+    usleep(20'000);
+    lock = lock_take(holder);
+  }
   if (lock < 0) {
     if (exit_idle) return kExitOk;  // started by run/load while another one came up: fine
     runtime_error(fmt::format("another fleet agent (pid {}) serves this namespace ({})", holder, fleet_lock_path()));
