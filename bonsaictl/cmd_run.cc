@@ -30,6 +30,7 @@ namespace {
 struct RunOptions {
   std::string file, service, scope, io_uring;
   int supervise = -1;  // --supervise 1, --no-supervise 0, else by the kind of program
+  bool strict = false;  // --strict
   std::vector<std::string> limits;
   Args command;
 };
@@ -49,6 +50,7 @@ RunOptions run_parse(const Args& args) {
     else if (a == "--scope") o.scope = option_value(args, i);
     else if (a == "--supervise") o.supervise = 1;
     else if (a == "--no-supervise") o.supervise = 0;
+    else if (a == "--strict") o.strict = true;
     else if (a == "--io-uring") o.io_uring = option_value(args, i);
     else if (a.rfind("--io-uring=", 0) == 0) o.io_uring = a.substr(sizeof("--io-uring=") - 1);
     else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
@@ -61,6 +63,8 @@ RunOptions run_parse(const Args& args) {
     usage_error(fmt::format("bad --scope '{}' (process or service)", o.scope));
   if (!o.io_uring.empty() && o.io_uring != "deny" && o.io_uring != "allow")
     usage_error(fmt::format("bad --io-uring '{}' (deny or allow)", o.io_uring));
+  if (o.strict && o.supervise == 0) usage_error("--strict and --no-supervise contradict each other");
+  if (o.strict && o.io_uring == "allow") usage_error("--strict denies io_uring: --io-uring=allow cannot go with it");
   return o;
 }
 
@@ -147,13 +151,29 @@ int cmd_run(const Args& args) {
   std::string path = command_resolve(o.command[0]);
   if (path.empty()) runtime_error(fmt::format("command not found: {}", o.command[0]));
   LaunchInfo kind = launch_inspect(path);
-  bool supervise = o.supervise == 1 || (o.supervise == -1 && launch_needs_supervisor(kind));
+  bool strict = o.strict || (file_svc && file_svc->strict);
+  if (strict && (o.io_uring.empty() ? io_uring : o.io_uring) == "allow")
+    usage_error(fmt::format("{}: strict mode denies io_uring: 'io_uring: allow' cannot go with it", o.file));
+  // Inside a strict tree its supervisor charges every call: a filter stacked here would
+  // take its notifications away (sv_launch.h), so nothing is supervised from here.
+  bool nested = sv_inside_strict();
+  if (nested && (strict || o.supervise == 1 || launch_needs_supervisor(kind))) {
+    fmt::print(stderr, "bonsaictl run: note: already inside a strict tree: its supervisor holds {} to the outer "
+               "service's caps; {} runs {}\n", kind.program, o.service,
+               kind.kind == LaunchKind::Dynamic ? "under libbonsai.so, without a supervisor of its own"
+                                                : "without limits of its own");
+    strict = false;
+  }
+  bool supervise = !nested && !strict && (o.supervise == 1 || (o.supervise == -1 && launch_needs_supervisor(kind)));
+  if (strict && kind.kind == LaunchKind::Setuid && geteuid() != 0)
+    runtime_error(fmt::format("cannot run {} strictly: it {}, and a strict tree runs with no_new_privs (unless "
+                              "started by root), which would take its privileges away", kind.program, kind.what));
   if (supervise && kind.kind == LaunchKind::Setuid)
     runtime_error(fmt::format("cannot supervise {}: it {}, and a supervised program runs with no_new_privs, which "
                               "would take its privileges away; run it with --no-supervise (NO LIMITS WILL APPLY)",
                               kind.program, kind.what));
   std::string lib = supervise ? "" : library_find();
-  if (!supervise)
+  if (!supervise && !strict && !nested)
     if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
   if (fleet_svc && !o.limits.empty()) usage_error("-l cannot change a fleet service's caps: edit its file");
@@ -182,6 +202,7 @@ int cmd_run(const Args& args) {
     setenv("BONSAI_LEAVE", "1", 1);
     unsetenv("BONSAI_SERVICE");
     unsetenv("BONSAI_SHM_FD");
+    unsetenv("BONSAI_STRICT");  // an outer strict launch's mark is not this tree's
     const std::string& u = o.io_uring.empty() ? io_uring : o.io_uring;
     plan.deny_io_uring = u != "allow";
     if (plan.limits.count == 0) {
@@ -217,9 +238,26 @@ int cmd_run(const Args& args) {
     if (std::string w = privdrop_warning(lib, geteuid()); !w.empty())
       fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
     export_compression(compression);
-    io_uring_export(o.io_uring, io_uring);  // both checked already
-    io_uring_default(o.service, o.io_uring.empty() && io_uring.empty() && !std::getenv("BONSAI_IO_URING"),
-                     limits_have_data(plan.limits));
+    if (strict) {
+      // Strict mode (docs/limits.md): the library marks its calls with this launch's mark;
+      // the filter sends every unmarked data call the limits name to the supervisor.
+      if (plan.limits.count == 0) {
+        fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: --strict has nothing to hold {} to "
+                   "(limits set later apply to what the library sees only)\n", o.service, path);
+        unsetenv("BONSAI_STRICT");
+      } else {
+        plan.strict_mark = sv_strict_mark_new();
+        setenv("BONSAI_STRICT", fmt::format("{:08x}:{}", plan.strict_mark, o.service).c_str(), 1);
+        setenv("BONSAI_IO_URING", "deny", 1);  // the filter denies it; the library adds nothing
+        plan.deny_io_uring = true;
+        sv_launch(plan);
+      }
+    } else {
+      unsetenv("BONSAI_STRICT");  // an outer strict launch's mark is not this tree's
+      io_uring_export(o.io_uring, io_uring);  // both checked already
+      io_uring_default(o.service, o.io_uring.empty() && io_uring.empty() && !std::getenv("BONSAI_IO_URING"),
+                       limits_have_data(plan.limits));
+    }
   }
   if (ctl_other_user()) become_user();  // --user: the command runs as that user
   std::vector<char*> argv;
@@ -233,7 +271,7 @@ int cmd_run(const Args& args) {
 
 extern const Command kCmdRun{
     "run", "run [-c FILE] -s SERVICE [-l LIMIT]... [--scope process|service] [--io-uring deny|allow]\n"
-    "           [--supervise|--no-supervise] -- CMD [ARGS]",
+    "           [--supervise|--no-supervise] [--strict] -- CMD [ARGS]",
     "Prepares SERVICE's segment (creating it if needed) and runs CMD under libbonsai:\n"
     "libbonsai.so (next to bonsaictl, or BONSAI_LIB) goes in front of LD_PRELOAD, whose\n"
     "other entries are kept, and BONSAI_SERVICE=SERVICE is set; children inherit both.\n"
@@ -254,6 +292,10 @@ extern const Command kCmdRun{
     "                  runs with no_new_privs (unless root) and io_uring denied (unless\n"
     "                  --io-uring allow); it sees the calls limited when it starts\n"
     "  --no-supervise  never supervise (a static or Go CMD then runs WITHOUT LIMITS)\n"
+    "  --strict   nothing in the tree escapes the limits named at launch: libbonsai.so\n"
+    "             marks the calls it charges, and a seccomp filter sends every other\n"
+    "             data call (raw syscalls, static, Go, 32-bit children) to a supervisor;\n"
+    "             io_uring denied; no_new_privs unless root (also `strict: true`)\n"
     "Without -c and -l an existing service keeps its limits (a new one has none).\n"
     "Warns when CMD is setuid (or static/Go with --no-supervise): LD_PRELOAD cannot reach it.\n"
     "A static or Go program the service starts later is supervised the same way.\n"

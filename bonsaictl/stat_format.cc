@@ -144,7 +144,8 @@ std::string stat_json(const ServiceStat& s) {
   if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
   Json procs = Json::array();
   for (const ProcStat& p : s.processes)
-    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised}, {"not_limited", not_limited(p.flags)},
+    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised},
+                     {"supervised_calls", p.sv_calls}, {"not_limited", not_limited(p.flags)},
                      {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
                      {"calls", calls_json(p.calls)}});
   doc["processes"] = std::move(procs);

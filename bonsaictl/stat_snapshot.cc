@@ -150,6 +150,7 @@ ServiceStat stat_snapshot(Segment& handle) {
       p.flags = slot.flags.load(std::memory_order_relaxed);
       if (!(p.flags & kSlotUring) && proc_has_uring(p.pid)) p.flags |= kSlotUring;
       p.supervised = p.flags & kSlotSupervised;
+      p.sv_calls = slot.sv_calls.load(std::memory_order_relaxed);
       p.lib_version = slot.lib_version.load(std::memory_order_relaxed);
       for (size_t c = 0; c < kCallCount; ++c) {
         CallTotals t = counters_total(slot.counters, static_cast<CallId>(c));

@@ -36,6 +36,7 @@ struct ProcStat {
   std::string comm;
   uint64_t limits_seq = 0;  // the limits this process has installed
   bool supervised = false;  // charged by a supervisor (`run --supervise`), not the library
+  uint32_t sv_calls = 0;    // calls a supervisor handled (under --strict: what the library did not mark)
   uint32_t flags = 0;       // the slot's kSlot* bits (kSlotUnlimited: see not_limited())
   uint32_t lib_version = 0; // version_code() of the library or supervisor that claimed the slot
   CallStats calls{};

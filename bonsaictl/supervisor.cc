@@ -78,6 +78,7 @@ void Loop::handle(const seccomp_notif& req) {
   Thread* th = sc ? thread_get(static_cast<int>(req.pid)) : nullptr;
   Proc* p = th ? proc_get(th->tgid) : nullptr;
   if (!p) return respond(req.id);  // not ours to charge (gone, foreign ABI)
+  if (p->slot) p->slot->sv_calls.fetch_add(1, std::memory_order_relaxed);
   // The counters are read only for a call to settle (the last one's) or one that will be.
   SvIo io{};
   bool have_io = th->owed.active && th->io_fd >= 0 && sv_io_read(th->io_fd, io);
@@ -214,8 +215,8 @@ SupervisorStats Loop::run() {
   return stats_;
 }
 
-SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified) {
-  Loop loop(notify_fd, seg, notified);
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict) {
+  Loop loop(notify_fd, seg, notified, strict);
   return loop.run();
 }
 

@@ -25,6 +25,8 @@ struct SupervisorStats {
 // Serves `notify_fd` until no task uses the filter any more. Processes get slots of
 // `seg` marked supervised; they are released when the processes end. `notified`: the
 // system calls the filter notifies (new limits on others are said to need a restart).
-SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified);
+// `strict`: a `run --strict` tree, whose processes mostly run the library: their slots
+// are shared with it and not marked supervised (each counts the calls handled here).
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict = false);
 
 }  // namespace bonsai::ctl

@@ -81,7 +81,8 @@ int sv_exec_main(int argc, char** argv) {
     SvPlan plan{service, {}, env_or("BONSAI_IO_URING", "") != "allow", other_uid ? shm_fd : -1};
     uint64_t seq;
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
-    if (plan.limits.count > 0) sv_launch(plan);
+    // Inside a strict tree its supervisor holds the program already (sv_launch.h).
+    if (plan.limits.count > 0 && !sv_inside_strict()) sv_launch(plan);
   } catch (const std::exception& e) {
     std::string why = e.what();  // sv_launch speaks to `run`'s user: what it says of --no-supervise does not apply
     if (size_t cut = why.find("; nothing was started"); cut != std::string::npos) why.resize(cut);

@@ -15,11 +15,13 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "abi/strict_mark.h"
 #include "diag.h"
 #include "shm_client.h"
 #include "supervisor.h"
@@ -58,8 +60,22 @@ uint32_t answer_wait(Answer* a) {
   return a->state.load(std::memory_order_acquire);
 }
 
+// Strict mode's probe: fcntl(kStrictProbeFd, F_GETFD) fails with EBADF anywhere but
+// under a strict filter, which answers EDOM (no fcntl ever fails so).
+constexpr int kStrictProbeFd = 0x7ffffb05;
+constexpr int kStrictProbeErrno = EDOM;
+
+// Strict mode: NOTIFY (or `act`) for `nr` unless the upper half of its first argument is
+// the mark: two rules, below the mark and above it (unsigned 64-bit compares).
+int rule_add_unmarked(scmp_filter_ctx ctx, uint32_t act, int nr, uint32_t mark) {
+  uint64_t lo = static_cast<uint64_t>(mark) << 32, hi = static_cast<uint64_t>(mark + 1) << 32;
+  int rc = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0_64(SCMP_CMP_LT, lo));
+  if (rc == 0) rc = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0_64(SCMP_CMP_GE, hi));
+  return rc;
+}
+
 // The filter: NOTIFY for the supervised calls, ENOSYS for io_uring_setup when denied,
-// everything else (and every other ABI) allowed.
+// everything else (and every other ABI) allowed. Strict: only unmarked calls notified.
 scmp_filter_ctx filter_build(const SvPlan& plan, const std::vector<int>& nrs, std::string& why) {
   // API level 5: SCMP_ACT_NOTIFY and the notification calls (libseccomp probes the kernel).
   if (unsigned api = seccomp_api_get(); api < 5)
@@ -70,16 +86,32 @@ scmp_filter_ctx filter_build(const SvPlan& plan, const std::vector<int>& nrs, st
   int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
   // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN).
   if (rc == 0 && geteuid() == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+  // No speculative-store-bypass mitigation forced on the tree: the filter does not
+  // sandbox hostile code (docs/limits.md), and the mitigation slows every program.
+  // Both best effort (an older libseccomp or kernel lacks them).
+  if (rc == 0 && seccomp_api_get() >= 4) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_SSB, 1);
+  if (rc == 0) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree of the numbers
+  const uint32_t mark = plan.strict_mark;
   for (int nr : nrs) {
     if (rc != 0) break;
-    if (nr == SCMP_SYS(sendmsg)) {  // all but the hand-over below
+    if (mark) {  // the hand-over below is marked too
+      rc = rule_add_unmarked(ctx, SCMP_ACT_NOTIFY, nr, mark);
+    } else if (nr == SCMP_SYS(sendmsg)) {  // all but the hand-over below
       rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 1, SCMP_A0_32(SCMP_CMP_NE, kHandoffFd));
       if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 1, SCMP_A2_32(SCMP_CMP_NE, kHandoffFlags));
     } else {
       rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
     }
   }
-  if (rc == 0 && plan.deny_io_uring) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
+  if (rc == 0 && (plan.deny_io_uring || mark)) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
+  if (mark) {
+    // Kernel AIO: io_submit's iocbs are the library's to charge (its syscall()); a
+    // context made by anyone else (a static program) would escape: ENOSYS.
+    if (rc == 0) rc = rule_add_unmarked(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_setup), mark);
+    if (rc == 0)
+      rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(kStrictProbeErrno), SCMP_SYS(fcntl), 2,
+                            SCMP_A0_32(SCMP_CMP_EQ, kStrictProbeFd), SCMP_A1_32(SCMP_CMP_EQ, F_GETFD));
+  }
   if (rc != 0) {
     why = fmt::format("building the seccomp filter: {}", std::strerror(-rc));
     seccomp_release(ctx);
@@ -105,7 +137,7 @@ int listener_receive(int sock) {
   return fd;
 }
 
-bool listener_send(int sock, int fd) {
+bool listener_send(int sock, int fd, uint32_t mark) {
   char byte = 'L';
   iovec v{&byte, 1};
   alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
@@ -119,6 +151,8 @@ bool listener_send(int sock, int fd) {
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (mark)  // under the strict filter: marked, like the library's calls
+    return syscall(SYS_sendmsg, strict_marked_arg(mark, static_cast<uint64_t>(sock)), &m, kHandoffFlags) == 1;
   return sendmsg(sock, &m, kHandoffFlags) == 1;
 }
 
@@ -126,7 +160,7 @@ bool listener_send(int sock, int fd) {
 // must not take its supervisor away first), stdin/stdout closed, stderr kept for its
 // one-line complaints.
 [[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service, int shm_fd,
-                                     const std::vector<int>& notified) {
+                                     const std::vector<int>& notified, bool strict) {
   setsid();
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
   signal(SIGPIPE, SIG_IGN);
@@ -152,7 +186,7 @@ bool listener_send(int sock, int fd) {
   answer_give(answer, 1, "");
   munmap(answer, sizeof *answer);
   try {
-    supervise(listener, *seg, notified);
+    supervise(listener, *seg, notified, strict);
   } catch (const std::exception& e) {
     fmt::print(stderr, "bonsaictl supervisor ({}): {}; the service's limited calls now fail (ENOSYS)\n", service,
                e.what());
@@ -162,6 +196,23 @@ bool listener_send(int sock, int fd) {
 }
 
 }  // namespace
+
+bool sv_inside_strict() noexcept {
+  int saved = errno;
+  bool in = syscall(SYS_fcntl, kStrictProbeFd, F_GETFD, 0) == -1 && errno == kStrictProbeErrno;
+  errno = saved;
+  return in;
+}
+
+uint32_t sv_strict_mark_new() {
+  for (int i = 0; i < 64; ++i) {
+    uint32_t m = 0;
+    if (getrandom(&m, sizeof m, 0) != sizeof m) runtime_error(fmt::format("getrandom: {}", std::strerror(errno)));
+    m |= 0x80000000u;
+    if (strict_mark_valid(m)) return m;
+  }
+  runtime_error("no strict mark could be drawn");
+}
 
 void sv_launch(const SvPlan& plan) {
   std::vector<int> nrs = sv_notified_syscalls(plan.limits);
@@ -183,7 +234,7 @@ void sv_launch(const SvPlan& plan) {
   if (mid == 0) {  // twice, so that the supervisor is not a child of the command
     close(kHandoffFd);
     pid_t sv = fork();
-    if (sv == 0) supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs);
+    if (sv == 0) supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs, plan.strict_mark != 0);
     _exit(sv < 0 ? 1 : 0);
   }
   close(sp[1]);
@@ -201,7 +252,7 @@ void sv_launch(const SvPlan& plan) {
   }
   int listener = seccomp_notify_fd(ctx);
   seccomp_release(ctx);
-  if (listener < 0 || !listener_send(kHandoffFd, listener)) {
+  if (listener < 0 || !listener_send(kHandoffFd, listener, plan.strict_mark)) {
     // Filtered already: calls the filter notifies fail (ENOSYS) once the listener is gone.
     runtime_error(fmt::format("cannot supervise: handing the listener over failed: {}", std::strerror(errno)));
   }

@@ -17,7 +17,21 @@ struct SvPlan {
   LimitSet limits{};      // the limits in force at launch: they choose the calls notified
   bool deny_io_uring = true;
   int shm_fd = -1;        // the segment as a descriptor (a process that changed uid), else opened by name
+  // Strict mode (issue #39; 0: off): a data call whose first argument carries this mark
+  // in its upper half (abi/strict_mark.h: the library's) goes unnotified; io_uring is
+  // denied, and kernel AIO contexts (io_setup) to all but the library.
+  uint32_t strict_mark = 0;
 };
+
+// Is this process inside a tree started with `run --strict`? The strict filter answers
+// a probe no other filter answers (the environment may have been scrubbed). A notifying
+// filter stacked inside a strict tree would take the outer supervisor's notifications
+// (the kernel gives a call to the newest filter's listener): inside one, `run` and the
+// trampoline start no supervisor of their own, and the strict one charges everything.
+bool sv_inside_strict() noexcept;
+
+// A fresh strict mark (getrandom), valid by abi/strict_mark.h.
+uint32_t sv_strict_mark_new();
 
 // Does the above. Throws CtlError(1) with one line saying why when the kernel or the
 // environment refuses seccomp, or the supervisor cannot start: nothing is started then.

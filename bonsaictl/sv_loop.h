@@ -108,7 +108,8 @@ struct Held {
 
 class Loop {
  public:
-  Loop(int fd, Segment& seg, std::vector<int> notified) : fd_(fd), seg_(seg), notified_(std::move(notified)) {}
+  Loop(int fd, Segment& seg, std::vector<int> notified, bool strict)
+      : fd_(fd), seg_(seg), notified_(std::move(notified)), strict_(strict) {}
   SupervisorStats run();
 
  private:
@@ -168,6 +169,7 @@ class Loop {
   int fd_;
   Segment& seg_;
   std::vector<int> notified_;  // what the filter notifies (fixed at launch)
+  bool strict_ = false;        // a --strict tree (supervise())
   SvView view_;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, Proc> procs_;

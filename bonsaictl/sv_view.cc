@@ -123,7 +123,7 @@ Proc* Loop::proc_get(int tgid) {
   char comm[16] = {};
   proc_comm(tgid, comm, sizeof comm);
   p.slot = lost_ ? nullptr : slot_claim(seg_.seg(), tgid, start, comm, view_.seq, unix_now_ns());
-  if (p.slot) p.slot->flags.store(kSlotSupervised, std::memory_order_release);
+  if (p.slot && !strict_) p.slot->flags.store(kSlotSupervised, std::memory_order_release);
   p.pidfd = static_cast<int>(::syscall(SYS_pidfd_open, tgid, 0));
   return &p;
 }

@@ -306,7 +306,8 @@ struct Loader {
     }
     if (node.IsNull()) return cfg.services.push_back(std::move(svc));
     if (!node.IsMap()) return error(node.Mark(), fmt::format("service '{}' must be a mapping", svc.name));
-    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "fleet", "io_uring", "user"};
+    static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "fleet", "io_uring", "user",
+                                                                 "strict"};
     Claims claims;
     YAML::Mark scope_mark;
     bool scope_given = false;
@@ -334,6 +335,11 @@ struct Loader {
         std::string s = v.IsScalar() ? v.Scalar() : "";
         if (s == "deny" || s == "allow") svc.io_uring = s;
         else error(v.Mark(), fmt::format("bad io_uring '{}' (deny or allow)", s));
+      } else if (k == "strict") {
+        std::string s = v.IsScalar() ? v.Scalar() : "";
+        if (s == "true") svc.strict = true;
+        else if (s == "false") svc.strict = false;
+        else error(v.Mark(), fmt::format("bad strict '{}' (true or false)", s));
       } else if (k == "user") {  // a name checked here; whether it exists, where it is loaded
         std::string s = v.IsScalar() ? v.Scalar() : "";
         bool ok = !s.empty() && s.size() <= 32 && s.find_first_not_of("abcdefghijklmnopqrstuvwxyz"

@@ -14,7 +14,7 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 10 // 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 11 // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
@@ -131,7 +131,7 @@ struct alignas(64) ShmSlot {
   std::atomic<uint32_t> waiting;    // threads asleep in a limiter wait (bonsaictl set --wait)
   std::atomic<uint32_t> flags;      // kSlot* bits (0 for a process running the library)
   std::atomic<uint32_t> lib_version;  // version_code() of the claimer (`stat` shows it)
-  uint32_t pad32_;
+  std::atomic<uint32_t> sv_calls;   // its calls a supervisor handled (strict mode: the unmarked ones), mod 2^32
   ProcessCounters counters;
 };
 

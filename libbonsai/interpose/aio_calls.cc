@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "interpose/real.h"
+#include "interpose/strict_calls.h"
 #include "interpose/wrap.h"
 #include "log/blog.h"
 
@@ -127,7 +128,7 @@ void final_status(aiocb* cb, int status) noexcept {
 
 template <typename Cb, typename Submit>
 [[gnu::noinline]] int submit_one(CallId id, Cb* cb, Submit&& submit) {
-  if (!cb || !limiter_active()) [[unlikely]] return submit();
+  if (!cb || !limiter_active() || strict::on()) [[unlikely]] return submit();
   int err = errno;
   bool recorded = prepay(cb, id, cb->aio_fildes, cb->aio_nbytes);
   errno = err;
@@ -142,7 +143,7 @@ template <typename Cb, typename Submit>
 
 template <typename Cb, typename Submit>
 [[gnu::noinline]] int submit_list(int mode, Cb* const* list, int nent, Submit&& submit) {
-  if (!list || nent <= 0 || !limiter_active()) [[unlikely]] return submit();
+  if (!list || nent <= 0 || !limiter_active() || strict::on()) [[unlikely]] return submit();
   int err = errno;
   for (int i = 0; i < nent; ++i) {
     Cb* cb = list[i];

@@ -14,6 +14,7 @@
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/next_symbol.h"
 #include "interpose/real.h"
+#include "interpose/strict_calls.h"
 #include "interpose/process_exit.h"
 #include "runtime/stats_dump.h"
 #include "runtime/limiter.h"
@@ -30,6 +31,7 @@ __attribute__((constructor(101))) void bonsai_constructor() {
   bool lock_free = bonsai::real::next_objects_note();
   if (!lock_free) bonsai::real::resolve_eager();
   bonsai::limiter_init_once();
+  bonsai::strict::setup();  // run --strict: the data calls marked (after the segment is attached)
   bonsai::compress::hooks_init();
   // Compression calls glibc under its connection locks: no dlsym there (real.h).
   auto set = [](bonsai::Opt o) { const char* v = bonsai::option_env(o); return v && *v; };

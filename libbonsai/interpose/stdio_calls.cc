@@ -15,6 +15,7 @@
 
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/real.h"
+#include "interpose/strict_calls.h"
 #include "interpose/wrap.h"
 
 using namespace bonsai;
@@ -63,7 +64,7 @@ size_t split_bytes(Ticket& t, size_t chunk, size_t total, Piece&& piece) {
 // moved / size.
 template <typename Whole, typename Piece>
 size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& whole, Piece&& piece) {
-  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(id, fd_of(f));
   size_t chunk = ticket_chunk(t), total;
   if (__builtin_mul_overflow(size, count, &total) || total <= chunk) [[likely]] {
@@ -82,7 +83,7 @@ size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& w
 // fgets_unlocked pieces of a chunk until the line ends.
 template <typename Whole>
 char* line_in(FILE* f, char* s, int n, bool lock, Whole&& whole) {
-  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fread, fd_of(f));
   size_t chunk = ticket_chunk(t);
   if (n <= 1 || static_cast<size_t>(n - 1) <= chunk) [[likely]] {
@@ -112,7 +113,7 @@ char* line_in(FILE* f, char* s, int n, bool lock, Whole&& whole) {
 // fwrite_unlocked pieces (glibc's fputs is exactly that write; it returns 1).
 template <typename Whole>
 int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
-  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fwrite, fd_of(f));
   size_t chunk = ticket_chunk(t);
   size_t len = std::strlen(s);
@@ -131,7 +132,7 @@ int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
 // line longer than a chunk is waited off after the call.
 template <typename Whole>
 ssize_t line_alloc(FILE* f, Whole&& whole) {
-  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fread, fd_of(f));
   ticket_wait(t, false);
   ssize_t r = whole();

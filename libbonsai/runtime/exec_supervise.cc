@@ -40,7 +40,10 @@ const char* exec_supervise_path_env() noexcept {
   return nullptr;
 }
 
-bool exec_supervise_wanted() noexcept { return exec_env_kept("BONSAI_SERVICE=") != nullptr; }
+// Under run --strict (BONSAI_STRICT handed down) the strict supervisor holds such programs already.
+bool exec_supervise_wanted() noexcept {
+  return exec_env_kept("BONSAI_SERVICE=") != nullptr && exec_env_kept("BONSAI_STRICT=") == nullptr;
+}
 
 bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp, char** stack, size_t stack_slots,
                          SvRedirect& out) noexcept {

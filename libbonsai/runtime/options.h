@@ -29,6 +29,7 @@ enum class OptType : uint8_t {
   X(shm_uid, "BONSAI_SHM_UID", Number, "", "owner of the service's segment (set by bonsaictl run)")             \
   X(shm_fd, "BONSAI_SHM_FD", Number, "", "the segment as an inherited descriptor (set by bonsaictl run)")       \
   X(ctl, "BONSAI_CTL", Text, "", "bonsaictl, which supervises the static and Go programs executed (set by run)") \
+  X(strict, "BONSAI_STRICT", Text, "", "MARK:SERVICE: the launch's mark for the data calls (set by run --strict)")     \
   X(leave, "BONSAI_LEAVE", Flag, "", "the library does nothing in this process and hands nothing down")         \
   X(io_uring, "BONSAI_IO_URING", Choice, "allow", "deny: io_uring_setup fails with ENOSYS here and in children") \
   X(stats, "BONSAI_STATS", Path, "", "file that gets one JSON line of counters per process at exit")            \

@@ -65,6 +65,7 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* c
     slot.attached_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
     slot.waiting.store(0, std::memory_order_relaxed);
     slot.flags.store(0, std::memory_order_relaxed);
+    slot.sv_calls.store(0, std::memory_order_relaxed);
     slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
     comm_copy(slot, comm);
     counters_reset(slot.counters);

@@ -267,6 +267,18 @@ TEST_CASE("yaml: io_uring per service: deny, allow, absent, and a bad value at i
         "services.yaml:4:5: unknown key 'io_ring' in service 'web' (did you mean 'io_uring'?)");
 }
 
+TEST_CASE("yaml: strict per service: true, false, absent, and a bad value at its line and column") {
+  Loaded l = load("version: 1\nservices:\n  a:\n    strict: true\n  b:\n    strict: false\n  c:\n    scope: service\n");
+  REQUIRE(l.diags.empty());
+  CHECK(l.cfg.find("a")->strict);
+  CHECK_FALSE(l.cfg.find("b")->strict);
+  CHECK_FALSE(l.cfg.find("c")->strict);
+  CHECK(only_error("version: 1\nservices:\n  web:\n    strict: yes please\n") ==
+        "services.yaml:4:13: bad strict 'yes please' (true or false)");
+  CHECK(only_error("version: 1\nservices:\n  web:\n    strikt: true\n") ==
+        "services.yaml:4:5: unknown key 'strikt' in service 'web' (did you mean 'strict'?)");
+}
+
 TEST_CASE("yaml: a service's user is a name or uid, checked where it stands") {
   Loaded ok = load("version: 1\nservices:\n  web:\n    user: www-data\n  db:\n    user: 999\n");
   REQUIRE(ok.diags.empty());

@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: MIT
+   strict_probe MODE ...: a dynamic program for the strict-mode tests (issue #39). Modes:
+     raw PATH BYTES     write() BYTES in 64 KiB pieces through an inline-assembly
+                        `syscall` instruction (no glibc, no wrapper: only the filter sees it)
+     libc PATH BYTES    the same through glibc's write() (the library's marked calls)
+     stdio PATH BYTES   the same through fwrite() (glibc's internal write(): the supervisor's)
+     calls N            N one-byte write()s to /dev/null: prints ns_per_call= (the cost)
+     checks             vfork, a data call in a signal handler, EINTR and SA_RESTART around a
+                        blocking read, cancellation of a thread blocked in read(), errno of
+                        failing calls: prints "ok NAME" each, exits 1 at the first failure
+   The transfer modes print "bytes=N secs=S". */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "preload_util.h"
+
+static char buf[65536];
+
+static long raw_write(long fd, const void* p, long n) {
+  long r;
+  __asm__ volatile("syscall" : "=a"(r) : "0"((long)SYS_write), "D"(fd), "S"(p), "d"(n) : "rcx", "r11", "memory");
+  return r;
+}
+
+static double secs_since(const struct timespec* a) {
+  struct timespec b;
+  clock_gettime(CLOCK_MONOTONIC, &b);
+  return (double)(b.tv_sec - a->tv_sec) + (double)(b.tv_nsec - a->tv_nsec) / 1e9;
+}
+
+static int transfer(const char* mode, const char* path, long long total) {
+  int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  if (fd < 0) die("open %s", path);
+  FILE* f = strcmp(mode, "stdio") == 0 ? fdopen(fd, "w") : NULL;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long long done = 0;
+  while (done < total) {
+    long n = total - done < (long long)sizeof buf ? (long)(total - done) : (long)sizeof buf;
+    long w;
+    if (f) w = (long)fwrite(buf, 1, (size_t)n, f);
+    else if (strcmp(mode, "raw") == 0) w = raw_write(fd, buf, n);
+    else w = write(fd, buf, (size_t)n);
+    if (w <= 0) die("write");
+    done += w;
+  }
+  if (f && fclose(f) != 0) die("fclose");
+  double s = secs_since(&t0);
+  printf("bytes=%lld secs=%.3f\n", done, s);
+  return 0;
+}
+
+static int fail_check(const char* what) {
+  fprintf(stderr, "strict_probe: check %s failed (errno %d: %s)\n", what, errno, strerror(errno));
+  return 1;
+}
+
+static int g_null = -1;
+static void on_alarm(int sig) {
+  (void)sig;
+  int e = errno;
+  (void)write(g_null, "h", 1);  // a data call from a signal handler
+  errno = e;
+}
+
+static void alarm_in(long ms, int restart) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_alarm;
+  sa.sa_flags = restart ? SA_RESTART : 0;
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 0}, {ms / 1000, (ms % 1000) * 1000}};
+  setitimer(ITIMER_REAL, &it, NULL);
+}
+
+struct later {
+  int fd;
+  long ms;
+};
+static void* write_later(void* arg) {
+  struct later* l = arg;
+  struct timespec ts = {l->ms / 1000, (l->ms % 1000) * 1000000};
+  nanosleep(&ts, NULL);
+  (void)write(l->fd, "12345", 5);
+  return NULL;
+}
+
+static void* read_forever(void* arg) {
+  int fd = *(int*)arg;
+  char c;
+  for (;;) (void)read(fd, &c, 1);
+  return NULL;
+}
+
+static int checks(void) {
+  g_null = open("/dev/null", O_WRONLY);
+  if (g_null < 0) return fail_check("open /dev/null");
+  // vfork: the child's write goes through the wrapper in the parent's memory
+  pid_t pid = vfork();
+  if (pid == 0) {
+    (void)write(g_null, "v", 1);
+    _exit(7);
+  }
+  int st = 0;
+  if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) || WEXITSTATUS(st) != 7) return fail_check("vfork");
+  puts("ok vfork");
+  // EINTR: a blocking read interrupted by a handler without SA_RESTART
+  int p[2];
+  if (pipe(p) != 0) return fail_check("pipe");
+  alarm_in(50, 0);
+  char c[8];
+  ssize_t r = read(p[0], c, sizeof c);
+  if (r != -1 || errno != EINTR) return fail_check("EINTR");
+  puts("ok eintr");
+  // SA_RESTART: the read restarts and gets the bytes written 200 ms later
+  struct later l = {p[1], 200};
+  pthread_t w;
+  pthread_create(&w, NULL, write_later, &l);
+  alarm_in(50, 1);
+  r = read(p[0], c, sizeof c);
+  pthread_join(w, NULL);
+  if (r != 5 || memcmp(c, "12345", 5) != 0) return fail_check("SA_RESTART");
+  puts("ok restart");
+  // cancellation: read() is a cancellation point
+  pthread_t t;
+  pthread_create(&t, NULL, read_forever, &p[0]);
+  struct timespec ts = {0, 50000000};
+  nanosleep(&ts, NULL);
+  pthread_cancel(t);
+  struct timespec until;
+  clock_gettime(CLOCK_REALTIME, &until);
+  until.tv_sec += 5;
+  void* ret = NULL;
+  if (pthread_timedjoin_np(t, &ret, &until) != 0 || ret != PTHREAD_CANCELED) return fail_check("cancel");
+  puts("ok cancel");
+  // errno of failing calls
+  errno = 0;
+  if (write(-1, "x", 1) != -1 || errno != EBADF) return fail_check("write EBADF");
+  if (read(12345, c, 1) != -1 || errno != EBADF) return fail_check("read EBADF");
+  if (open("/nonexistent/strict", O_RDONLY) != -1 || errno != ENOENT) return fail_check("open ENOENT");
+  errno = 42;
+  if (write(g_null, "x", 1) != 1 || errno != 42) return fail_check("errno kept");
+  puts("ok errno");
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc >= 4 && (!strcmp(argv[1], "raw") || !strcmp(argv[1], "libc") || !strcmp(argv[1], "stdio")))
+    return transfer(argv[1], argv[2], atoll(argv[3]));
+  if (argc == 3 && !strcmp(argv[1], "calls")) {
+    long n = atol(argv[2]);
+    int fd = open("/dev/null", O_WRONLY);
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (long i = 0; i < n; ++i)
+      if (write(fd, "x", 1) != 1) die("write");
+    printf("calls=%ld ns_per_call=%.1f\n", n, secs_since(&t0) * 1e9 / (double)n);
+    return 0;
+  }
+  if (argc == 2 && !strcmp(argv[1], "checks")) return checks();
+  fprintf(stderr, "usage: strict_probe raw|libc|stdio PATH BYTES | calls N | checks\n");
+  return 2;
+}
