@@ -65,6 +65,8 @@ if [ "$BENCH" = full ]; then other cotenant_socket cotenant.sh socket; fi
 other ctl_targets ctl_targets.sh
 other ctl_churn ctl_churn.sh
 other supervised supervised.sh
+# Strict mode (issue 39): escape paths, the cost of a marked call, calls reaching the supervisor.
+other strict strict.sh
 # Shares (issue 38): two tenants under one capacity, shares against hard caps, and tc HTB
 # in a network namespace of its own (root); full only (quick stays within its 300 s).
 if [ "$BENCH" = full ]; then other shares shares.sh; other shares_htb shares_htb.sh; fi

@@ -12,6 +12,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <type_traits>
 
@@ -43,10 +44,13 @@ inline long result(long r) noexcept {
 }
 
 // A cancellation point: asynchronous cancellation while the call runs (a pending
-// cancellation acts at once, one arriving in a blocked call unwinds from it).
+// cancellation acts at once, one arriving in a blocked call unwinds from it). As in
+// glibc, a process that has never had a second thread skips it (nobody can cancel it).
 class Cancellable {
  public:
-  Cancellable() noexcept { pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_); }
+  Cancellable() noexcept {
+    if (!__libc_single_threaded) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_);
+  }
   ~Cancellable() {
     if (old_ != PTHREAD_CANCEL_ASYNCHRONOUS) pthread_setcanceltype(old_, &old_);
   }
@@ -54,7 +58,7 @@ class Cancellable {
   Cancellable& operator=(const Cancellable&) = delete;
 
  private:
-  int old_ = PTHREAD_CANCEL_DEFERRED;
+  int old_ = PTHREAD_CANCEL_ASYNCHRONOUS;  // (restores nothing unless changed above)
 };
 
 template <bool Cancel>
