@@ -3,7 +3,7 @@
 # Strict mode (issue 39): every escape path held under `run --strict`, what it costs a
 # dynamic program, and how many of its calls still reach the supervisor.
 #  - escapes, each under writes=8MiB/s for SECS seconds, error against the cap: a dynamic
-#    program's inline-assembly `syscall` writes, glibc's write(), stdio (glibc's internal
+#    program's inline-assembly `syscall` writes, its 32-bit ABI writes (`int $0x80`), glibc's write(), stdio (glibc's internal
 #    writes), a static child of a shell, a Go child (io.Copy), cp's copy_file_range, a child
 #    executed with a scrubbed environment (env -i), and as root a setuid-root program run
 #    by another user (LD_PRELOAD ignored);
@@ -46,6 +46,7 @@ wall_ns() { local s e; s=$(date +%s%N); "$@" >/dev/null 2>&1 || { echo nan; retu
 strict() { "$CTL" run --strict -s "$1" -l "writes=${CAP}B/s" -- "${@:2}"; }
 
 row raw_syscall "$(rate_of "$(strict raw "$PROBE" raw "$BENCH_TMP/o" $N 2>/dev/null)")" "inline-assembly syscall writes (dynamic)"
+row int80_32bit "$(rate_of "$(strict i80 "$PROBE" int80 "$BENCH_TMP/o" $N 2>/dev/null)")" "32-bit ABI writes (int \$0x80) from a 64-bit program"
 row glibc_write "$(rate_of "$(strict libc "$PROBE" libc "$BENCH_TMP/o" $N 2>/dev/null)")" "write(): the library's marked calls"
 row stdio "$(rate_of "$(strict stdio "$PROBE" stdio "$BENCH_TMP/o" $N 2>/dev/null)")" "fwrite(): glibc's internal writes, supervised"
 row static_child "$(rate_of "$(strict st sh -c "'$SV' write '$BENCH_TMP/o' $N" 2>/dev/null)")" "a static program started by sh"
@@ -107,7 +108,7 @@ read -r frac sv_n wr_n <<<"$share"
 printf '  dd under --strict: %s of %s write calls reached the supervisor (%s)\n' "$sv_n" "$wr_n" "$frac" >&2
 echo "supervised_share,,$frac,,$sv_n of $wr_n dd write calls" >>"$CSV"
 
-summary_row "strict: escape paths (raw syscall, glibc, stdio, static, Go, cp, env -i, setuid), worst |error| at 8 MiB/s" \
+summary_row "strict: escape paths (raw syscall, int 0x80, glibc, stdio, static, Go, cp, env -i, setuid), worst |error| at 8 MiB/s" \
   "${worst}%" "-" "<= 1%" "$(verdict abs_le "$worst" 1)"
 summary_row "strict: 1-byte write(), limit never binds, cost / raw (preloaded alone)" "x$r_st (x$r_pre)" "-" "<= 1.5" \
   "$(verdict le "$r_st" 1.5)"

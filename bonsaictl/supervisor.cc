@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "shm/shm_guard.h"
+#include "sv_compat.h"
 #include "sv_loop.h"
 #include "sys/clock.h"
 
@@ -39,6 +40,7 @@ namespace bonsai::ctl {
 uint64_t Loop::asked_bytes(const SvSyscall& sc, const seccomp_notif& req) {
   const auto* a = req.data.args;
   int tid = static_cast<int>(req.pid);
+  if (compat_) return sv_compat_asked(sc, a, tid);
   uint64_t total = UINT64_MAX;
   switch (sc.size) {
     case SvSize::None: return 0;
@@ -83,10 +85,26 @@ void Loop::respond_value(uint64_t id, int64_t r) {
   seccomp_notify_respond(fd_, &resp);  // ENOENT: interrupted meanwhile (see Loop::emulate)
 }
 
-void Loop::handle(const seccomp_notif& req) {
+void Loop::handle(const seccomp_notif& in) {
   ++stats_.notifications;
   view_refresh();
-  const SvSyscall* sc = req.data.arch == AUDIT_ARCH_X86_64 ? sv_syscall(req.data.nr) : nullptr;
+  // x32 (a strict filter notifies its data calls): not supervised here, so refused.
+  if (in.data.arch == AUDIT_ARCH_X86_64 && (in.data.nr & kX32SyscallBit)) return respond_value(in.id, -ENOSYS);
+  // A 32-bit call (strict mode): in the 64-bit table's form from here on; its memory
+  // layouts are read as 32-bit ones (compat_) and no zero-copy call is made for it.
+  seccomp_notif req = in;
+  compat_ = in.data.arch == kAuditArchI386;
+  const SvSyscall* sc = nullptr;
+  if (compat_) {
+    SvCompatCall cc;
+    if (sv_compat_call(in.data.nr, in.data.args, static_cast<int>(in.pid), cc)) {
+      sc = cc.sc;
+      req.data.nr = sc->nr;
+      std::memcpy(req.data.args, cc.args, sizeof req.data.args);
+    }
+  } else if (in.data.arch == AUDIT_ARCH_X86_64) {
+    sc = sv_syscall(in.data.nr);
+  }
   Thread* th = sc ? thread_get(static_cast<int>(req.pid)) : nullptr;
   Proc* p = th ? proc_get(th->tgid) : nullptr;
   if (!p) return respond(req.id);  // not ours to charge (gone, foreign ABI)
@@ -123,7 +141,7 @@ void Loop::handle(const seccomp_notif& req) {
   // A write on a descriptor that must not wait takes its turn in the queue (sv_pace.h).
   if (limited && pace(*sc, req, *th, *p, h, asked, now)) return;
   uint64_t reserve = limited ? sv_reserve_bytes(asked, view_.params(h.bucket[0]), view_.params(h.bucket[1])) : 0;
-  if (reserve && sc->src_fd_arg >= 0 &&
+  if (reserve && sc->src_fd_arg >= 0 && !compat_ &&
       sv_emu_prepare(*sc, a, p->pidfd, sv_reserve_share(reserve, emu_held_), h.emu)) {
     h.reserved[0] = h.reserved[1] = h.emu.count;
     charge(*th, h.bucket[0], h.emu.count);

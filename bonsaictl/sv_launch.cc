@@ -84,6 +84,11 @@ scmp_filter_ctx filter_build(const SvPlan& plan, const std::vector<int>& nrs, st
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx) return why = "seccomp_init failed", nullptr;
   int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
+  // The 32-bit ABI (32-bit programs, `int $0x80` in 64-bit ones) and x32 get the same
+  // rules, translated by name: the supervisor charges 32-bit calls (sv_compat.h) and
+  // refuses x32 ones (ENOSYS). Other ABIs cannot run on x86_64.
+  if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X86);
+  if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X32);
   // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN).
   if (rc == 0 && geteuid() == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   // No speculative-store-bypass mitigation forced on the tree: the filter does not
@@ -103,6 +108,14 @@ scmp_filter_ctx filter_build(const SvPlan& plan, const std::vector<int>& nrs, st
       rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
     }
   }
+  // The 32-bit ABI's socketcall multiplexes send and recv, which have no name of their
+  // own in the 64-bit table: every socketcall goes (the supervisor sorts them out).
+  bool sockets = false;
+  for (int nr : nrs)
+    for (int s : {SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendmmsg),
+                  SCMP_SYS(recvmmsg), SCMP_SYS(connect), SCMP_SYS(accept), SCMP_SYS(accept4)})
+      sockets |= nr == s;
+  if (rc == 0 && sockets) rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socketcall), 0);
   if (rc == 0 && (plan.deny_io_uring || mark)) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
   if (mark) {
     // Kernel AIO: io_submit's iocbs are the library's to charge (its syscall()); a

@@ -170,6 +170,7 @@ class Loop {
   Segment& seg_;
   std::vector<int> notified_;  // what the filter notifies (fixed at launch)
   bool strict_ = false;        // a --strict tree (supervise())
+  bool compat_ = false;        // the notification being handled is a 32-bit call (sv_compat.h)
   SvView view_;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, Proc> procs_;

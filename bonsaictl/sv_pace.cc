@@ -74,7 +74,7 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   bool dontwait = (sc.nr == SYS_sendto && (a[3] & MSG_DONTWAIT)) || (sc.nr == SYS_sendmsg && (a[2] & MSG_DONTWAIT)) ||
                   (sc.nr == SYS_splice && (a[5] & SPLICE_F_NONBLOCK));
   // A zero-copy call whose source cannot wait either is made here, cut to its place.
-  bool cuttable = sc.src_fd_arg >= 0 && sv_emu_prepare(sc, a, p.pidfd, UINT64_MAX, h.emu);
+  bool cuttable = sc.src_fd_arg >= 0 && !compat_ && sv_emu_prepare(sc, a, p.pidfd, UINT64_MAX, h.emu);
   if (sc.src_fd_arg >= 0 && !cuttable) return false;
   int out = cuttable ? h.emu.out_fd : sv_fd_copy(p.pidfd, static_cast<int>(a[sc.fd_arg]));
   struct stat st{};

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Strict mode (issue 39): under `run --strict` nothing leaves the caps. A dynamic program
-# writing through an inline-assembly `syscall` (no wrapper sees it) is held to the cap,
-# which it escapes without --strict; the same program through glibc's write() is held
+# writing through an inline-assembly `syscall` (no wrapper sees it), or through the 32-bit
+# ABI (`int $0x80`), is held to the cap, which it escapes without --strict; the same program through glibc's write() is held
 # by the library alone (its calls are marked: hardly any reach the supervisor); stdio
 # (glibc's internal writes, charged by the supervisor) is held once, not twice; a static
 # child of a shell, a Go child and a setuid child run by another user are held; data
@@ -19,6 +19,16 @@ check_between "raw syscalls without --strict: 12 MiB under an 8 MiB/s cap (s)" "
 out=$("$CTL" run --strict -s raw -l "writes=${CAP}B/s" -- "$P" raw "$T/raw" $N) || fail "strict raw writer failed"
 check_rate "raw syscalls under --strict, cap 8 MiB/s" $N "$(field "$out" secs)" $CAP
 [ "$(stat -c %s "$T/raw")" = $N ] || fail "raw writer: data lost"
+
+# (a2) the 32-bit ABI from a 64-bit program (`int $0x80`): held with --strict, and in
+# plain supervision too (the filter covers the 32-bit ABI; the supervisor reads its calls)
+out=$("$CTL" run -s free80 -l "writes=${CAP}B/s" -- "$P" int80 "$T/free80" $N) || fail "int80 writer failed"
+check_between "int \$0x80 writes without --strict: 12 MiB under an 8 MiB/s cap (s)" "$(field "$out" secs)" 0 1.0
+out=$("$CTL" run --strict -s i80 -l "writes=${CAP}B/s" -- "$P" int80 "$T/i80" $N) || fail "strict int80 writer failed"
+check_rate "int \$0x80 writes under --strict, cap 8 MiB/s" $N "$(field "$out" secs)" $CAP
+[ "$(stat -c %s "$T/i80")" = $N ] || fail "int80 writer: data lost"
+out=$("$CTL" run --supervise -s i80s -l "writes=${CAP}B/s" -- "$P" int80 "$T/i80s" $N) || fail "supervised int80 writer failed"
+check_rate "int \$0x80 writes under --supervise, cap 8 MiB/s" $N "$(field "$out" secs)" $CAP
 
 # (b) glibc's write(): the library's marked calls; a sample while it runs shows how
 # many of the process's calls the supervisor handled

@@ -4,6 +4,8 @@
                         `syscall` instruction (no glibc, no wrapper: only the filter sees it)
      libc PATH BYTES    the same through glibc's write() (the library's marked calls)
      stdio PATH BYTES   the same through fwrite() (glibc's internal write(): the supervisor's)
+     int80 PATH BYTES   the same through `int $0x80`: the 32-bit ABI's write from a 64-bit
+                        program (a buffer mapped below 4 GiB)
      calls N            N one-byte write()s to /dev/null: prints ns_per_call= (the cost)
      checks             vfork, a data call in a signal handler, EINTR and SA_RESTART around a
                         blocking read, cancellation of a thread blocked in read(), errno of
@@ -15,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -31,6 +34,12 @@ static long raw_write(long fd, const void* p, long n) {
   return r;
 }
 
+static long int80_write(long fd, const void* p, long n) {
+  long r;
+  __asm__ volatile("int $0x80" : "=a"(r) : "0"(4L), "b"(fd), "c"(p), "d"(n) : "memory");
+  return r;
+}
+
 static double secs_since(const struct timespec* a) {
   struct timespec b;
   clock_gettime(CLOCK_MONOTONIC, &b);
@@ -41,6 +50,11 @@ static int transfer(const char* mode, const char* path, long long total) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
   if (fd < 0) die("open %s", path);
   FILE* f = strcmp(mode, "stdio") == 0 ? fdopen(fd, "w") : NULL;
+  char* low = NULL;  // int80: the 32-bit ABI sees 32-bit addresses
+  if (strcmp(mode, "int80") == 0) {
+    low = mmap(NULL, sizeof buf, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+    if (low == MAP_FAILED) die("mmap below 4 GiB");
+  }
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   long long done = 0;
@@ -48,6 +62,7 @@ static int transfer(const char* mode, const char* path, long long total) {
     long n = total - done < (long long)sizeof buf ? (long)(total - done) : (long)sizeof buf;
     long w;
     if (f) w = (long)fwrite(buf, 1, (size_t)n, f);
+    else if (low) w = int80_write(fd, low, n);
     else if (strcmp(mode, "raw") == 0) w = raw_write(fd, buf, n);
     else w = write(fd, buf, (size_t)n);
     if (w <= 0) die("write");
@@ -154,7 +169,8 @@ static int checks(void) {
 }
 
 int main(int argc, char** argv) {
-  if (argc >= 4 && (!strcmp(argv[1], "raw") || !strcmp(argv[1], "libc") || !strcmp(argv[1], "stdio")))
+  if (argc >= 4 && (!strcmp(argv[1], "raw") || !strcmp(argv[1], "libc") || !strcmp(argv[1], "stdio") ||
+                    !strcmp(argv[1], "int80")))
     return transfer(argv[1], argv[2], atoll(argv[3]));
   if (argc == 3 && !strcmp(argv[1], "calls")) {
     long n = atol(argv[2]);
@@ -167,6 +183,6 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 2 && !strcmp(argv[1], "checks")) return checks();
-  fprintf(stderr, "usage: strict_probe raw|libc|stdio PATH BYTES | calls N | checks\n");
+  fprintf(stderr, "usage: strict_probe raw|libc|stdio|int80 PATH BYTES | calls N | checks\n");
   return 2;
 }
