@@ -5,7 +5,7 @@
 # of a blocked read, errno); io_uring is denied; `strict: true` in a file does what
 # --strict does and bad values are refused (FILE:LINE:COL, exit 2); a `run` nested in a
 # strict tree starts no supervisor of its own and its static program stays under the
-# outer cap; dd is held as under plain preload.
+# outer cap; dd, python and curl are held as under plain preload.
 . "$(dirname "$0")/ctl_lib.sh"
 need_prog strict_probe sv_static uring_syscall
 P=$PRE/strict_probe
@@ -48,13 +48,28 @@ rc2=$?
 grep -q 'already inside a strict tree' "$T/n.err" || fail "the nested run did not say it runs under the outer tree: $(cat "$T/n.err")"
 check_rate "static program of a run nested in a strict tree, outer cap 8 MiB/s" $N "$(field "$(cat "$T/n.out")" secs)" $CAP
 
-# (e) an ordinary program: dd under --strict as under preload
+# (e) ordinary programs under --strict as under preload: dd (read/write), python (os.write),
+# curl (reads a file:// URL, writes with fwrite: glibc's internal writes under --strict)
+need_cmd python3 curl
+head -c $N /dev/zero > "$T/in"
+wall_rate() {  # WHAT CMD...: N bytes over CMD's wall time, checked against the cap
+  local s e
+  s=$(now_ns)
+  "${@:2}" || fail "$1 failed"
+  e=$(now_ns)
+  check_rate "$1, cap 8 MiB/s" $N "$(awk -v a="$s" -v b="$e" 'BEGIN { print (b - a) / 1e9 }')" $CAP
+}
 for mode in plain strict; do
   flag=; [ $mode = strict ] && flag=--strict
-  s=$(now_ns)
-  "$CTL" run $flag -s dd$mode -l "writes=${CAP}B/s" -- dd if=/dev/zero of="$T/dd" bs=64k count=192 status=none ||
-    fail "dd ($mode) failed"
-  e=$(now_ns)
-  check_rate "dd, $mode, cap 8 MiB/s" $N "$(awk -v a="$s" -v b="$e" 'BEGIN { print (b - a) / 1e9 }')" $CAP
+  wall_rate "dd, $mode" "$CTL" run $flag -s dd$mode -l "writes=${CAP}B/s" -- dd if=/dev/zero of="$T/dd" bs=64k count=192 status=none
+  out=$("$CTL" run $flag -s py$mode -l "writes=${CAP}B/s" -- python3 -c "
+import os, time
+fd = os.open('$T/py', os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+t = time.monotonic()
+for _ in range(192): os.write(fd, bytes(65536))
+print('secs=%.4f' % (time.monotonic() - t))") || fail "python, $mode failed"
+  check_rate "python os.write, $mode, cap 8 MiB/s" $N "$(field "$out" secs)" $CAP
+  wall_rate "curl file:// (fwrite), $mode" "$CTL" run $flag -s curl$mode -l "writes=${CAP}B/s" -- curl -s -o "$T/curl.out" "file://$T/in"
+  cmp -s "$T/in" "$T/curl.out" || fail "curl, $mode: the copy differs"
 done
 exit 0
