@@ -113,7 +113,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   return true;
 }
 
-bool shm_attached() noexcept { return g_seg != nullptr; }
+BONSAI_STARTUP bool shm_attached() noexcept { return g_seg != nullptr; }  // every exit asks (issue #34)
 
 bool shm_lost() noexcept { return g_seg && shm_guard_lost(g_seg); }
 

@@ -9,6 +9,12 @@ namespace bonsai {
 // @return the value of `name` in this process's environment, or nullptr.
 const char* env_get(const char* name) noexcept;
 
+// env_get for a name that begins with "BONSAI_" (every option, runtime/options.h): when
+// the environment holds no BONSAI_* variable at all (a start with the library and no
+// setting), answers nullptr without reading the name or calling getenv, whose pages a
+// start would otherwise fault in (issue #34). Set-up only.
+const char* env_get_bonsai(const char* name) noexcept;
+
 // Calls `fn(entry, ctx)` for every "NAME=value" entry of this process's environment
 // (`environ`, or /proc/self/environ before libc set it up). Set-up only.
 void env_each(void (*fn)(const char* entry, void* ctx), void* ctx) noexcept;

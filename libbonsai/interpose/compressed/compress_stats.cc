@@ -14,10 +14,16 @@
 
 namespace bonsai::compress {
 namespace {
-constinit ExitLine g_stats_line{Opt::compress_stats, {}};  // copied at start-up (nginx rewrites its environment)
+// Copied at start-up (nginx rewrites its environment). Zero-initialised (.bss; its
+// option is set by stats_setup, the only way to a line): with a non-zero initialiser
+// its 1 KiB pushed .data onto a second page, one more page fault at every start (issue #34).
+constinit ExitLine g_stats_line{};
 }  // namespace
 
-void stats_setup() noexcept { exit_line_setup(g_stats_line); }
+void stats_setup() noexcept {
+  g_stats_line.opt = Opt::compress_stats;
+  exit_line_setup(g_stats_line);
+}
 
 BONSAI_STARTUP void stats_at_exit() noexcept {
   if (!g_on) return;
