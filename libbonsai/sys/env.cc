@@ -52,9 +52,7 @@ BONSAI_STARTUP const char* env_get_bonsai(const char* name) noexcept {
   // Compared byte by byte against immediates: no string constant (.rodata) is read,
   // and neither `name` nor libc's getenv, unless some BONSAI_* variable is set.
   for (char** e = environ; *e; ++e) {
-    const char* v = *e;
-    if (v[0] == 'B' && v[1] == 'O' && v[2] == 'N' && v[3] == 'S' && v[4] == 'A' && v[5] == 'I' && v[6] == '_')
-      return std::getenv(name);
+    if (env_is_bonsai(*e)) return std::getenv(name);
   }
   return nullptr;
 }

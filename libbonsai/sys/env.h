@@ -15,6 +15,12 @@ const char* env_get(const char* name) noexcept;
 // start would otherwise fault in (issue #34). Set-up only.
 const char* env_get_bonsai(const char* name) noexcept;
 
+// Does environment entry `e` start with "BONSAI_"? Compared against immediates: no
+// string constant (.rodata) and no libc function is touched for the other entries.
+inline bool env_is_bonsai(const char* e) noexcept {
+  return e[0] == 'B' && e[1] == 'O' && e[2] == 'N' && e[3] == 'S' && e[4] == 'A' && e[5] == 'I' && e[6] == '_';
+}
+
 // Calls `fn(entry, ctx)` for every "NAME=value" entry of this process's environment
 // (`environ`, or /proc/self/environ before libc set it up). Set-up only.
 void env_each(void (*fn)(const char* entry, void* ctx), void* ctx) noexcept;
