@@ -154,8 +154,8 @@ int cmd_run(const Args& args) {
   bool strict = o.strict || (file_svc && file_svc->strict);
   if (strict && (o.io_uring.empty() ? io_uring : o.io_uring) == "allow")
     usage_error(fmt::format("{}: strict mode denies io_uring: 'io_uring: allow' cannot go with it", o.file));
-  // Inside a strict tree its supervisor charges every call: a filter stacked here would
-  // take its notifications away (sv_launch.h), so nothing is supervised from here.
+  // Inside a strict tree its supervisor charges every call, and the kernel would refuse
+  // a second listener (sv_launch.h): nothing is supervised from here.
   bool nested = sv_inside_strict();
   if (nested && (strict || o.supervise == 1 || launch_needs_supervisor(kind))) {
     fmt::print(stderr, "bonsaictl run: note: already inside a strict tree: its supervisor holds {} to the outer "

@@ -24,10 +24,9 @@ struct SvPlan {
 };
 
 // Is this process inside a tree started with `run --strict`? The strict filter answers
-// a probe no other filter answers (the environment may have been scrubbed). A notifying
-// filter stacked inside a strict tree would take the outer supervisor's notifications
-// (the kernel gives a call to the newest filter's listener): inside one, `run` and the
-// trampoline start no supervisor of their own, and the strict one charges everything.
+// a probe no other filter answers (the environment may have been scrubbed). The kernel
+// allows one listener per filter chain, so a supervisor cannot start inside one: `run`
+// and the trampoline start none there, and the strict one charges everything.
 bool sv_inside_strict() noexcept;
 
 // A fresh strict mark (getrandom), valid by abi/strict_mark.h.
