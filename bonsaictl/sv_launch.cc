@@ -231,7 +231,10 @@ void sv_launch(const SvPlan& plan) {
   std::vector<int> nrs = sv_notified_syscalls(plan.limits);
   std::string why;
   scmp_filter_ctx ctx = filter_build(plan, nrs, why);
-  if (!ctx) runtime_error("cannot supervise: " + why + "; nothing was started (--no-supervise runs it WITHOUT LIMITS)");
+  // What the user can do instead: without --strict (the library alone), or without a supervisor.
+  const char* instead = plan.strict_mark ? "run without --strict to limit what libbonsai.so sees"
+                                         : "--no-supervise runs it WITHOUT LIMITS";
+  if (!ctx) runtime_error(fmt::format("cannot supervise: {}; nothing was started ({})", why, instead));
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
     runtime_error(fmt::format("cannot supervise: socketpair: {}", std::strerror(errno)));
@@ -260,8 +263,8 @@ void sv_launch(const SvPlan& plan) {
     seccomp_release(ctx);
     close(kHandoffFd);
     runtime_error(fmt::format("cannot supervise: the kernel refused the seccomp filter ({}); nothing was started "
-                              "(--no-supervise runs it WITHOUT LIMITS)",
-                              std::strerror(-rc)));
+                              "({})",
+                              std::strerror(-rc), instead));
   }
   int listener = seccomp_notify_fd(ctx);
   seccomp_release(ctx);

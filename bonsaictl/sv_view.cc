@@ -142,7 +142,12 @@ Thread* Loop::thread_get(int tid) {
 }
 
 void Loop::proc_drop(Proc& p) {
-  if (p.slot) slot_release(seg_.seg(), *p.slot);
+  // Under --strict the process's library holds the same slot and releases it at exit;
+  // by the time the process is seen gone the slot may be another process's: released
+  // here only while it is still this process's (a library that died without releasing).
+  if (p.slot && p.slot->pid.load(std::memory_order_acquire) == p.pid &&
+      p.slot->start_time.load(std::memory_order_relaxed) == p.start_time)
+    slot_release(seg_.seg(), *p.slot);
   if (p.pidfd >= 0) ::close(p.pidfd);
   p.slot = nullptr;
   p.pidfd = -1;

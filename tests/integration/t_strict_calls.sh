@@ -5,7 +5,8 @@
 # of a blocked read, errno); io_uring is denied; `strict: true` in a file does what
 # --strict does and bad values are refused (FILE:LINE:COL, exit 2); a `run` nested in a
 # strict tree starts no supervisor of its own and its static program stays under the
-# outer cap; dd, python and curl are held as under plain preload.
+# outer cap; the library and the supervisor share process slots without losing or
+# doubling one; dd, python and curl are held as under plain preload.
 . "$(dirname "$0")/ctl_lib.sh"
 need_prog strict_probe sv_static uring_syscall
 P=$PRE/strict_probe
@@ -47,6 +48,18 @@ rc2=$?
   "$PRE/sv_static" write "$T/nested" $N > "$T/n.out" 2> "$T/n.err" || fail "nested run failed: $(cat "$T/n.err")"
 grep -q 'already inside a strict tree' "$T/n.err" || fail "the nested run did not say it runs under the outer tree: $(cat "$T/n.err")"
 check_rate "static program of a run nested in a strict tree, outer cap 8 MiB/s" $N "$(field "$(cat "$T/n.out")" secs)" $CAP
+
+# (d2) slots: the library and the supervisor share a process's slot (the loader's reads
+# reach the supervisor before the library's constructor runs); 40 short-lived children
+# later, every process is counted once among the exited and no slot is left behind
+head -c 4096 /dev/zero > "$T/small"
+"$CTL" run --strict -s slots -l 'reads=1GiB/s' -- sh -c "for i in \$(seq 40); do cat '$T/small' > /dev/null; done" ||
+  fail "40 cats under --strict failed"
+sleep 1  # the supervisor drops gone processes every 0.5 s
+[ "$(jq_stat slots 'len(d["processes"])')" = 0 ] || fail "slots left behind: $("$CTL" stat slots --json)"
+n=$(jq_stat slots 'd["exited"]["processes"]')  # sh, 40 cats, seq's subshell: once each
+[ "$n" -ge 41 ] && [ "$n" -le 43 ] || fail "exited processes $n: $("$CTL" stat slots --json)"
+[ "$(total_bytes slots read)" -ge $((40 * 4096)) ] || fail "reads counted: $(total_bytes slots read)"
 
 # (e) ordinary programs under --strict as under preload: dd (read/write), python (os.write),
 # curl (reads a file:// URL, writes with fwrite: glibc's internal writes under --strict)
