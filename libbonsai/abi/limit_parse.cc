@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "sys/div128.h"
+
 namespace bonsai {
 namespace {
 
@@ -53,13 +55,10 @@ bool number_parse(std::string_view s, uint64_t& mantissa, unsigned& frac_digits,
 
 // value = mantissa / 10^frac * factor, rounded; false on overflow.
 bool scale(uint64_t mantissa, unsigned frac, uint64_t factor, uint64_t& out) {
-  unsigned __int128 v = static_cast<unsigned __int128>(mantissa) * factor;
-  unsigned __int128 div = 1;
+  uint64_t div = 1;  // frac <= 9 (number_parse): fits
   for (unsigned i = 0; i < frac; ++i) div *= 10;
-  v = (v + div / 2) / div;
-  if (v > UINT64_MAX) return false;
-  out = static_cast<uint64_t>(v);
-  return true;
+  unsigned __int128 v = static_cast<unsigned __int128>(mantissa) * factor + div / 2;
+  return div128(static_cast<uint64_t>(v >> 64), static_cast<uint64_t>(v), div, out);
 }
 
 bool unit_factor(std::string_view unit, uint64_t& factor) {

@@ -2,14 +2,14 @@
 // Fleet lease arithmetic (see fleet_lease.h). Pure: safe in the library's slow path.
 #include "bucket/fleet_lease.h"
 
+#include "sys/div128.h"
+
 namespace bonsai {
 
 namespace {
 // a * b / c without overflow for the sizes here (rates up to 2^40, periods up to 10 s).
 uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c) noexcept {
-  if (c == 0) return 0;
-  unsigned __int128 r = static_cast<unsigned __int128>(a) * b / c;
-  return r > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(r);
+  return c == 0 ? 0 : mul_div_sat(a, b, c);
 }
 }  // namespace
 

@@ -2,6 +2,8 @@
 // Carrying bucket state across a limit change (see limits_carry.h).
 #include "bucket/limits_carry.h"
 
+#include "sys/div128.h"
+
 namespace bonsai {
 namespace {
 
@@ -11,9 +13,10 @@ bool params_equal(const BucketParams& a, const BucketParams& b) {
 
 // Units worth `ns` of time at the bucket's rate (the inverse of bucket_cost_ns), saturating.
 uint64_t units_for_ns(const BucketParams& p, uint64_t ns) {
-  unsigned __int128 u = (static_cast<unsigned __int128>(ns) << 32) / (p.ns_per_unit_q32 ? p.ns_per_unit_q32 : 1);
   constexpr uint64_t kSaturate = uint64_t{1} << 62;
-  return u > kSaturate ? kSaturate : static_cast<uint64_t>(u);
+  uint64_t u;
+  if (!div128(ns >> 32, ns << 32, p.ns_per_unit_q32 ? p.ns_per_unit_q32 : 1, u)) return kSaturate;
+  return u > kSaturate ? kSaturate : u;
 }
 
 }  // namespace

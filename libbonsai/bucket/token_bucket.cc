@@ -2,6 +2,8 @@
 // Token bucket arithmetic (see token_bucket.h). No syscalls, no allocation.
 #include "bucket/token_bucket.h"
 
+#include "sys/div128.h"
+
 namespace bonsai {
 namespace {
 
@@ -9,8 +11,8 @@ constexpr uint64_t kNsPerSec = 1'000'000'000;
 constexpr uint64_t kSaturate = uint64_t{1} << 62;
 
 uint64_t units_in(uint64_t rate, uint64_t ns) {
-  unsigned __int128 u = static_cast<unsigned __int128>(rate) * ns / kNsPerSec;
-  return u > kSaturate ? kSaturate : static_cast<uint64_t>(u);
+  uint64_t u = mul_div_sat(rate, ns, kNsPerSec);
+  return u > kSaturate ? kSaturate : u;
 }
 
 }  // namespace
@@ -23,7 +25,8 @@ uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept {
 BucketParams bucket_params(const Rule& rule) noexcept {
   uint64_t rate = rule.rate ? rule.rate : 1;
   BucketParams p{};
-  p.ns_per_unit_q32 = static_cast<uint64_t>((static_cast<unsigned __int128>(kNsPerSec) << 32) / rate);
+  static_assert(kNsPerSec < (uint64_t{1} << 32), "10^9 << 32 fits in 64 bits");
+  p.ns_per_unit_q32 = (kNsPerSec << 32) / rate;
   uint64_t depth_units = rule.burst ? rule.burst : units_in(rate, kDefaultDepthNs);
   if (depth_units < 1) depth_units = 1;
   p.depth_ns = bucket_cost_ns(p, depth_units);

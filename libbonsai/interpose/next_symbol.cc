@@ -3,7 +3,6 @@
 // dlsym without a version: the first object after ours, in load order, that defines
 // the name globally with its default (non-hidden) version; weak definitions count.
 #include "interpose/next_symbol.h"
-#include "sys/startup.h"
 
 #include <elf.h>
 #include <link.h>
@@ -12,6 +11,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+
+#include "sys/self_map.h"
+#include "sys/startup.h"
 
 
 namespace bonsai::real {
@@ -112,12 +114,7 @@ Found lookup_in(const NextObject& o, const char* name, uint32_t hash, void*& out
 }  // namespace
 
 BONSAI_STARTUP bool next_objects_note() noexcept {
-  const link_map* self = nullptr;
-  for (const link_map* m = _r_debug.r_map; m; m = m->l_next)
-    if (m->l_ld == _DYNAMIC) {
-      self = m;
-      break;
-    }
+  const link_map* self = self_link_map();
   if (!self) return false;  // not loaded the usual way (dlmopen, an audit namespace)
   // The vDSO sits in the list but not in the search order (its clock_gettime is the
   // kernel's, not glibc's); the loader puts it before the preloads, skip it anyway.

@@ -23,6 +23,7 @@
 #include "runtime/options.h"
 #include "shm/shm_attach.h"
 #include "sys/raw_syscall.h"
+#include "sys/startup.h"
 
 namespace bonsai::strict {
 
@@ -261,7 +262,7 @@ void install() noexcept {
 
 }  // namespace
 
-void setup() noexcept {
+BONSAI_STARTUP void setup() noexcept {
   const char* v = option_env(Opt::strict);
   if (!v || !*v) return;
   // "MARK:SERVICE": the mark of the launch that started SERVICE.

@@ -8,17 +8,19 @@
 #include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include "log/blog.h"
+#include "runtime/options.h"
 #include "shm/shm_fd.h"
 #include "sys/env.h"
 #include "sys/raw_syscall.h"
+#include "sys/self_map.h"
 #include "sys/startup.h"
 
 namespace bonsai {
@@ -36,8 +38,12 @@ BONSAI_STARTUP_DATA constinit size_t g_store_used = 0;
 BONSAI_STARTUP_DATA constinit Kept g_kept[kMaxKept] = {};
 BONSAI_STARTUP_DATA constinit size_t g_kept_n = 0;
 BONSAI_STARTUP_DATA constinit const char* g_service = nullptr;  // our BONSAI_SERVICE value (in g_store)
-constinit char g_lib[PATH_MAX] = {};        // absolute path of libbonsai.so
-constinit char g_lib_as_loaded[PATH_MAX] = {};
+// The library's path as loaded and as handed down (absolute): the loader's own string
+// when it is absolute, else copies made at set-up (the working directory may change).
+BONSAI_STARTUP_DATA constinit const char* g_lib = nullptr;
+BONSAI_STARTUP_DATA constinit const char* g_lib_as_loaded = nullptr;
+constinit char g_lib_buf[PATH_MAX] = {};
+constinit char g_lib_as_loaded_buf[PATH_MAX] = {};
 
 long raw_fcntl(int fd, int cmd, long arg) { return raw_syscall3(SYS_fcntl, fd, cmd, arg); }
 
@@ -46,8 +52,8 @@ bool starts(const char* s, const char* prefix, size_t len) { return std::strncmp
 
 // Is `token` (length len) the library? Exact path as loaded or its absolute path.
 bool is_lib(const char* token, size_t len) {
-  return (g_lib[0] && std::strlen(g_lib) == len && starts(token, g_lib, len)) ||
-         (g_lib_as_loaded[0] && std::strlen(g_lib_as_loaded) == len && starts(token, g_lib_as_loaded, len));
+  return (g_lib && std::strlen(g_lib) == len && starts(token, g_lib, len)) ||
+         (g_lib_as_loaded && std::strlen(g_lib_as_loaded) == len && starts(token, g_lib_as_loaded, len));
 }
 
 // LD_PRELOAD value `v` (':' or ' ' separated) holds the library?
@@ -62,8 +68,12 @@ bool preload_has_lib(const char* v) {
 }
 
 BONSAI_STARTUP void capture_one(const char* e, void*) {
-  // Most entries are not ours: told apart without a string constant (one page fewer per start).
-  if (!env_is_bonsai(e) || STARTS(e, "BONSAI_SHM_FD=") || STARTS(e, "BONSAI_LEAVE=")) return;
+  // Told apart without a string constant (runtime/options.h): no .rodata page per start.
+  if (!env_is_bonsai(e)) return;
+  Opt o{};
+  const char* value = nullptr;
+  bool known = option_entry(e, o, value);
+  if (known && (o == Opt::shm_fd || o == Opt::leave)) return;
   const char* eq = std::strchr(e, '=');
   if (!eq) return;
   size_t len = std::strlen(e) + 1;
@@ -75,9 +85,9 @@ BONSAI_STARTUP void capture_one(const char* e, void*) {
   std::memcpy(copy, e, len);
   g_store_used += len;
   size_t name_len = static_cast<size_t>(eq - e) + 1;
-  bool service = STARTS(e, "BONSAI_SERVICE=") || STARTS(e, "BONSAI_SHM_UID=");
+  bool service = known && (o == Opt::service || o == Opt::shm_uid);
   g_kept[g_kept_n++] = Kept{copy, name_len, service};
-  if (STARTS(e, "BONSAI_SERVICE=")) g_service = copy + name_len;
+  if (known && o == Opt::service) g_service = copy + name_len;
 }
 
 size_t put(char* out, const char* s) {
@@ -93,17 +103,21 @@ BONSAI_STARTUP bool exec_env_leaving(const char* v) noexcept { return v && *v &&
 BONSAI_STARTUP void exec_env_capture() noexcept {
   env_each(capture_one, nullptr);
   // The library's path is looked for only when there is something to hand down
-  // (exec_plan); else no dladdr and no realpath (3 readlink calls) at every start.
+  // (exec_plan); else nothing at every start. An absolute path (bonsaictl's, an
+  // installed library's) is handed down as loaded: no copy, no realpath (a readlink per
+  // component); a relative one is resolved now, while the working directory is the one
+  // it was loaded from.
   if (g_kept_n == 0) return;
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&exec_env_capture), &info) && info.dli_fname && *info.dli_fname &&
-      std::strlen(info.dli_fname) < sizeof g_lib_as_loaded) {
-    std::strcpy(g_lib_as_loaded, info.dli_fname);
-    if (!realpath(info.dli_fname, g_lib)) {
-      if (info.dli_fname[0] == '/') std::strcpy(g_lib, info.dli_fname);
-      else g_lib[0] = '\0';
-    }
+  const link_map* self = self_link_map();
+  const char* name = self ? self->l_name : nullptr;
+  if (!name || !*name || std::strlen(name) >= sizeof g_lib_as_loaded_buf) return;
+  if (name[0] == '/') {
+    g_lib = g_lib_as_loaded = name;
+    return;
   }
+  std::strcpy(g_lib_as_loaded_buf, name);
+  g_lib_as_loaded = g_lib_as_loaded_buf;
+  if (realpath(name, g_lib_buf)) g_lib = g_lib_buf;
 }
 
 const char* exec_env_kept(const char* name_eq) noexcept {
@@ -137,7 +151,7 @@ ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
       }
     }
   }
-  bool need_lib = g_lib[0] && !(ld >= 0 && preload_has_lib(envp[ld] + sizeof("LD_PRELOAD=") - 1));
+  bool need_lib = g_lib && !(ld >= 0 && preload_has_lib(envp[ld] + sizeof("LD_PRELOAD=") - 1));
   uint32_t missing = 0;
   size_t n_missing = 0;
   for (size_t k = 0; k < g_kept_n; ++k)

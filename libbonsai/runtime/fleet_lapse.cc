@@ -6,13 +6,14 @@
 #include "log/blog.h"
 #include "runtime/limiter.h"
 #include "sys/word_copy.h"
+#include "sys/startup.h"
 
 namespace bonsai {
 
 constinit std::atomic<ShmFleet*> g_fleet{nullptr};
 constinit std::atomic<bool> g_fleet_fallback{false};
 
-void fleet_lapse_attach(ShmFleet* fleet) noexcept { g_fleet.store(fleet, std::memory_order_relaxed); }
+BONSAI_STARTUP void fleet_lapse_attach(ShmFleet* fleet) noexcept { g_fleet.store(fleet, std::memory_order_relaxed); }
 
 bool fleet_lapse_apply() noexcept {
   ShmFleet* f = g_fleet.load(std::memory_order_relaxed);

@@ -106,24 +106,31 @@ uint64_t clock_offset() noexcept {
 
 }  // namespace
 
-bool limiter_install(const LimitSet& set) noexcept {
+BONSAI_STARTUP bool limiter_install(const LimitSet& set) noexcept {
   static constinit LimitsView next{};  // installs are serialised (see g_views)
   const LimitsView* prev = g_limiter.view.load(std::memory_order_acquire);
+  // The process's first install (its set-up) is built in place, in the ring's first
+  // slot, which no reader has seen: not staged in `next`, two .bss pages fewer written
+  // at every start with limits (issue #34).
+  bool first = !prev && g_next_view.load(std::memory_order_relaxed) == 0;
+  LimitsView& staged = first ? g_views[0] : next;
   // A rate-only update (the same rules) keeps the table: only the parameters change.
   if (prev && limits_same_rules(prev->set, set)) {
     words_load(&next, prev, sizeof next);
     next.set = set;
     for (uint32_t r = 0; r < next.set.count; ++r) next.params[r] = bucket_params(next.set.rules[r]);
-  } else if (!limits_view_build(set, next)) {
+  } else if (!limits_view_build(set, staged)) {
     return false;
   }
   size_t slot = g_next_view.fetch_add(1, std::memory_order_relaxed) % kViewRing;
   LimitsView& v = g_views[slot];
   uint64_t gen = g_last_gen.fetch_add(2, std::memory_order_relaxed) + 2;
-  next.gen = gen;
-  __atomic_store_n(&v.gen, gen - 1, __ATOMIC_RELAXED);  // odd: being written (seen before the words)
-  words_store(reinterpret_cast<char*>(&v) + sizeof v.gen, reinterpret_cast<const char*>(&next) + sizeof next.gen,
-              sizeof v - sizeof v.gen);
+  if (&v != &staged) {
+    next.gen = gen;
+    __atomic_store_n(&v.gen, gen - 1, __ATOMIC_RELAXED);  // odd: being written (seen before the words)
+    words_store(reinterpret_cast<char*>(&v) + sizeof v.gen, reinterpret_cast<const char*>(&next) + sizeof next.gen,
+                sizeof v - sizeof v.gen);
+  }
   __atomic_store_n(&v.gen, gen, __ATOMIC_RELEASE);
   // This process's own buckets keep their state (bucket/limits_carry.h); a service's
   // shared ones were carried by bonsaictl when it wrote the limits.

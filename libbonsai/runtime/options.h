@@ -66,16 +66,22 @@ inline constexpr OptionRow kOptions[] = {
 
 inline constexpr const OptionRow& option_row(Opt o) noexcept { return kOptions[static_cast<size_t>(o)]; }
 
-// The value of option `o` in this process's environment, or nullptr (sys/env.h; every
-// name begins with BONSAI_, checked below).
-inline const char* option_env(Opt o) noexcept { return env_get_bonsai(option_row(o).name); }
+// The value of option `o` in this process's environment at set-up, or nullptr. The first
+// call reads the environment once (sys/env.h env_each) for every option at a time,
+// comparing the names from a copy in start-up data: no getenv, no .rodata page (every
+// name begins with BONSAI_, checked below). Later changes to the environment are not seen.
+const char* option_env(Opt o) noexcept;
+
+// Does environment entry `e` ("NAME=value") set an option? Then `o` and `value` say which
+// and to what. Reads no .rodata (as option_env).
+bool option_entry(const char* e, Opt& o, const char*& value) noexcept;
 consteval bool option_names_prefixed() {
   for (const OptionRow& r : kOptions)
     for (int i = 0; i < 7; ++i)
       if (r.name[i] != "BONSAI_"[i]) return false;
   return true;
 }
-static_assert(option_names_prefixed(), "option_env's env_get_bonsai needs every name to begin with BONSAI_");
+static_assert(option_names_prefixed(), "option_env compares what follows BONSAI_");
 
 // A row's default as a number (Duration rows).
 constexpr uint64_t option_default_u64(Opt o) noexcept {

@@ -6,7 +6,9 @@
 // scattered them over a dozen pages. Functions that run at every start go to
 // .text.startup, where the linker also puts constructors (one run of pages); globals
 // they write go to .data, whose pages the loader has written already.
-// Measured by bench/startup.sh; docs/benchmarks.md "Start-up".
+// .data must stay within one page (~3.9 of 4 KiB used): a second is a fault for every
+// start. Measured by bench/startup.sh; docs/benchmarks.md "Start-up"; checked by
+// tests/integration/t_startup_pages.sh.
 #pragma once
 
 #define BONSAI_STARTUP __attribute__((section(".text.startup")))

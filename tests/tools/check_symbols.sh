@@ -57,5 +57,20 @@ if [ -n "$cxx" ]; then
   fail=1
   echo "symbols: $LIB imports C++ runtime symbols: $cxx(libstdc++.a's exception runtime would come with them)"
 fi
-[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree; needs libc only, no C++ runtime)"
+# Start-up layout (issue #34): the globals every start writes sit on .data's one page,
+# and set-up code is one mapping with the headers (-z noseparate-code).
+data=$(readelf -SW "$LIB" | awk '$2 == ".data" { print $4, $6 }')
+if [ -n "$data" ]; then
+  read -r addr size <<<"$data"
+  if [ $(((0x$addr % 4096) + 0x$size)) -gt 4096 ]; then
+    fail=1
+    echo "symbols: $LIB's .data ($((0x$size)) bytes at 0x$addr) spans two pages: every start writes both (libbonsai/sys/startup.h)"
+  fi
+fi
+loads=$(readelf -lW "$LIB" | grep -c '^ *LOAD')
+if [ "$loads" -gt 2 ]; then
+  fail=1
+  echo "symbols: $LIB has $loads PT_LOAD segments (2 expected: -z noseparate-code, Makefile): each is an mmap at every exec"
+fi
+[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree; needs libc only, no C++ runtime; .data on one page, 2 segments)"
 exit $fail

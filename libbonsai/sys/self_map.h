@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// This shared object's entry in the dynamic loader's list of loaded objects: its load
+// address, its dynamic section and the path it was loaded by (l_name, the loader's
+// string, valid as long as the object is loaded). Found by its own _DYNAMIC, without
+// dladdr, whose page of libc a start would otherwise fault in (issue #34).
+#pragma once
+
+#include <link.h>
+
+namespace bonsai {
+
+// @return our link_map, or nullptr when not loaded the usual way (dlmopen, an audit namespace).
+inline const link_map* self_link_map() noexcept {
+  for (const link_map* m = _r_debug.r_map; m; m = m->l_next)
+    if (m->l_ld == _DYNAMIC) return m;
+  return nullptr;
+}
+
+}  // namespace bonsai
