@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 // Process start-up cost: starts a program N times in a row (posix_spawn + waitpid) under
 // each of several environments, round after round (the variants interleaved, so a busy
-// moment of the machine hits them alike), and prints the median ms per start of each
-// variant and its ratio to the first, and the same of the children's CPU time (user +
-// system, from wait4: what a start costs the machine, less sensitive than the wall time
-// to other work on it). Run it without the library: each variant adds its
-// own NAME=VALUE words to this process's environment for its children only (a NAME
-// without '=' removes that variable).
-//   spawn_loop [-n STARTS] [-r ROUNDS] -v 'LABEL [NAME=VALUE|NAME...]'... -- PROGRAM [ARGS]
+// moment of the machine hits them alike; -i: start by start, steadier on a noisy machine,
+// and no variant finds the caches warm from its own previous start), and prints the
+// median ms per start of each variant and its ratio to the first, and the same of the
+// children's CPU time (user + system, from wait4: what a start costs the machine, less
+// sensitive than the wall time to other work on it). Run it without the library: each
+// variant adds its own NAME=VALUE words to this process's environment for its children
+// only (a NAME without '=' removes that variable).
+//   spawn_loop [-i] [-n STARTS] [-r ROUNDS] -v 'LABEL [NAME=VALUE|NAME...]'... -- PROGRAM [ARGS]
 // Output: one line per variant: "LABEL ms_per_start=M ratio=R cpu_ms=C cpu_ratio=CR rounds=K".
 #define _GNU_SOURCE
 #include <spawn.h>
@@ -68,16 +69,17 @@ static int cmp(const void* a, const void* b) {
 }
 
 int main(int argc, char** argv) {
-  int starts = 400, rounds = 5, nv = 0, opt;
+  int starts = 400, rounds = 5, nv = 0, opt, interleave = 0;
   struct variant v[MAX_VARIANTS];
-  while ((opt = getopt(argc, argv, "n:r:v:")) != -1) {
-    if (opt == 'n') starts = atoi(optarg);
+  while ((opt = getopt(argc, argv, "in:r:v:")) != -1) {
+    if (opt == 'i') interleave = 1;
+    else if (opt == 'n') starts = atoi(optarg);
     else if (opt == 'r') rounds = atoi(optarg);
     else if (opt == 'v' && nv < MAX_VARIANTS) {
       v[nv].envp = make_env(optarg, &v[nv].label);
       ++nv;
     } else {
-      fprintf(stderr, "usage: spawn_loop [-n STARTS] [-r ROUNDS] -v 'LABEL [NAME=VALUE|NAME...]'... -- PROGRAM [ARGS]\n");
+      fprintf(stderr, "usage: spawn_loop [-i] [-n STARTS] [-r ROUNDS] -v 'LABEL [NAME=VALUE|NAME...]'... -- PROGRAM [ARGS]\n");
       return 2;
     }
   }
@@ -87,10 +89,13 @@ int main(int argc, char** argv) {
   }
   char** prog = argv + optind;
   for (int r = 0; r < rounds; ++r) {
-    for (int j = 0; j < nv; ++j) {
-      int k = (r + j) % nv;  // each round starts with the next variant: no fixed position
-      uint64_t t0 = now_ns(), cpu_us = 0;
-      for (int i = 0; i < starts; ++i) {
+    double wall_ns[MAX_VARIANTS] = {0}, cpu_us[MAX_VARIANTS] = {0};
+    // -i: variant after variant for every start; else all starts of one variant, then the next.
+    int outer = interleave ? starts : nv, inner = interleave ? nv : starts;
+    for (int a = 0; a < outer; ++a) {
+      for (int b = 0; b < inner; ++b) {
+        int k = interleave ? (r + a + b) % nv : (r + a) % nv;  // no variant keeps a fixed position
+        uint64_t t0 = now_ns();
         pid_t pid;
         int rc = posix_spawn(&pid, prog[0], NULL, NULL, prog, v[k].envp);
         if (rc != 0) {
@@ -103,11 +108,14 @@ int main(int argc, char** argv) {
           fprintf(stderr, "spawn_loop: %s (%s) failed\n", prog[0], v[k].label);
           return 1;
         }
-        cpu_us += (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000u + (uint64_t)ru.ru_utime.tv_usec +
-                  (uint64_t)ru.ru_stime.tv_usec;
+        wall_ns[k] += (double)(now_ns() - t0);
+        cpu_us[k] += (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 + (double)ru.ru_utime.tv_usec +
+                     (double)ru.ru_stime.tv_usec;
       }
-      v[k].ms[r] = (double)(now_ns() - t0) / 1e6 / starts;
-      v[k].cpu[r] = (double)cpu_us / 1e3 / starts;
+    }
+    for (int k = 0; k < nv; ++k) {
+      v[k].ms[r] = wall_ns[k] / 1e6 / starts;
+      v[k].cpu[r] = cpu_us[k] / 1e3 / starts;
     }
   }
   double base = 0, cpu_base = 0;
