@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The limiter's slow paths and set-up (see limiter.h). Runs inside the host process:
 // no allocation, no locks, no exceptions; on anything unexpected it runs unlimited
-// and says so once.
+// and says so once. ~510 lines: the view ring's writer (install) and its readers
+// (ticket_read_view, rule_find) stay in one file with the generation protocol they share.
 #include "runtime/limiter.h"
 #include "runtime/exec_env.h"
 
