@@ -201,15 +201,20 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
   // watched for live changes (see shm/shm_attach.h); on any problem, fail open.
   if (const char* service = option_env(Opt::service); service && *service) {
     static ShmAttach att;  // zero-initialised; the constructor runs once
+    // The prefix again for the watch below, copied: option_env's values point into the
+    // environment as it was at set-up, which a program may overwrite (setproctitle).
+    static char prefix[72];
+    const char* given = option_env(Opt::shm_prefix);
+    for (size_t i = 0; given && given[i] && i + 1 < sizeof prefix; ++i) prefix[i] = given[i];
     char why[320];
-    if (shm_attach(service, option_env(Opt::shm_prefix), att, why, sizeof why)) {
+    if (shm_attach(service, given, att, why, sizeof why)) {
       if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
       g_limiter.counters = att.counters ? att.counters : &g_local_counters;
       g_limiter.wait_hist = att.wait_hist;
       if (att.shares) g_limiter.shares = att.shares;
       char host_why[320];
       if (!att.limits_problem && limits_have_ceil(att.limits) &&
-          !shm_host_attach(option_env(Opt::shm_prefix), host_why, sizeof host_why) && host_why[0])
+          !shm_host_attach(given, host_why, sizeof host_why) && host_why[0])
         blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
       fleet_lapse_attach(att.fleet);
       if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
@@ -225,7 +230,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
                              // A capacity installed since set-up (bonsaictl load makes it first).
                              char quiet[8];
                              if (limits_have_ceil(fresh) && !shm_host())
-                               (void)shm_host_attach(option_env(Opt::shm_prefix), quiet, sizeof quiet);
+                               (void)shm_host_attach(prefix, quiet, sizeof quiet);
                              if (limiter_install(fresh)) shm_mark_seen(seq), fleet_lapse_cleared();
                            } else if (problem) {
                              blog(LogLevel::Warn, "service limits changed but unusable (%s); keeping the old ones", problem);

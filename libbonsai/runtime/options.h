@@ -69,7 +69,9 @@ inline constexpr const OptionRow& option_row(Opt o) noexcept { return kOptions[s
 // The value of option `o` in this process's environment at set-up, or nullptr. The first
 // call reads the environment once (sys/env.h env_each) for every option at a time,
 // comparing the names from a copy in start-up data: no getenv, no .rodata page (every
-// name begins with BONSAI_, checked below). Later changes to the environment are not seen.
+// name begins with BONSAI_, checked below). Later changes to the environment are not seen,
+// and the values point into it as it was: read them at set-up and copy what is kept (a
+// program may overwrite its environment's strings, as setproctitle does).
 const char* option_env(Opt o) noexcept;
 
 // Does environment entry `e` ("NAME=value") set an option? Then `o` and `value` say which
