@@ -20,8 +20,11 @@ namespace {
 
 int& g_fd = detail::g_kept_fd;
 
-BONSAI_STARTUP_DATA constinit const char* g_fd_value = nullptr;
-BONSAI_STARTUP_DATA constinit const char* g_uid_value = nullptr;
+// BONSAI_SHM_FD and BONSAI_SHM_UID as numbers (-1: unset or not a number), parsed at
+// set-up: the environment's strings may be overwritten later (setproctitle), and a live
+// change reads the owner again (shm_host_attach).
+BONSAI_STARTUP_DATA constinit long g_fd_value = -1;
+BONSAI_STARTUP_DATA constinit long g_uid_value = -1;
 
 constinit dev_t g_dev = 0;
 constinit ino_t g_ino = 0;
@@ -46,7 +49,7 @@ bool private_segment(const struct stat& st, unsigned uid) {
 
 }  // namespace
 
-long shm_parse_uint(const char* s, long max) noexcept {
+BONSAI_STARTUP long shm_parse_uint(const char* s, long max) noexcept {
   if (!s || !*s) return -1;
   long v = 0;
   for (; *s; ++s) {
@@ -58,17 +61,16 @@ long shm_parse_uint(const char* s, long max) noexcept {
 }
 
 BONSAI_STARTUP void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept {
-  g_fd_value = fd_value;
-  g_uid_value = uid_value;
+  g_fd_value = shm_parse_uint(fd_value, INT_MAX);
+  g_uid_value = shm_parse_uint(uid_value, 0xfffffffeL);
 }
 
 unsigned shm_owner_uid() noexcept {
-  long v = shm_parse_uint(g_uid_value, 0xfffffffeL);
-  return v >= 0 ? static_cast<unsigned>(v) : static_cast<unsigned>(geteuid());
+  return g_uid_value >= 0 ? static_cast<unsigned>(g_uid_value) : static_cast<unsigned>(geteuid());
 }
 
 int shm_inherited_fd(const char* path, unsigned uid) noexcept {
-  long fd = shm_parse_uint(g_fd_value, INT_MAX);
+  long fd = g_fd_value;
   if (fd < 0) return -1;
   long fl = raw_fcntl(static_cast<int>(fd), F_GETFL, 0);
   if (fl < 0 || (fl & O_ACCMODE) != O_RDWR) return -1;

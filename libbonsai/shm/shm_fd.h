@@ -12,7 +12,8 @@
 namespace bonsai {
 
 // The values of BONSAI_SHM_FD and BONSAI_SHM_UID (may be null), read by the caller
-// before shm_attach. Untrusted: every use is checked.
+// before shm_attach; parsed now (the strings may be overwritten later). Untrusted:
+// every use is checked.
 void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept;
 
 // The segment owner's uid: BONSAI_SHM_UID if valid, else the effective uid.
