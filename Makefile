@@ -28,7 +28,7 @@ ABI_SRC     := $(wildcard libbonsai/abi/*.cc)
 LIB_SRC     := $(wildcard libbonsai/sys/*.cc) $(ABI_SRC) $(wildcard libbonsai/bucket/*.cc libbonsai/shm/*.cc libbonsai/compress/*.cc \
                libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc \
                libbonsai/interpose/compressed/*.cc)
-CTL_SRC     := $(wildcard bonsaictl/*.cc)
+CTL_SRC     := $(wildcard bonsaictl/*.cc bonsaictl/*/*.cc)
 UNIT_SRC    := $(wildcard tests/unit/*.cc)
 PRELOAD_SRC := $(wildcard tests/preload/*.c)
 
@@ -90,8 +90,8 @@ $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	$(call say,CXX,$<)$(CXX) $(CTL_CXXFLAGS) -c $< -o $@
 
 # bonsaictl --version: the VERSION file.
-$(OBJ)/bonsaictl/commands.o: CTL_CXXFLAGS += -DBONSAI_VERSION='"$(VERSION)"'
-$(OBJ)/bonsaictl/commands.o: VERSION
+$(OBJ)/bonsaictl/cmd/commands.o: CTL_CXXFLAGS += -DBONSAI_VERSION='"$(VERSION)"'
+$(OBJ)/bonsaictl/cmd/commands.o: VERSION
 # Each slot records the version of whoever claimed it (stat shows it): 0.2.0 -> 0x000200.
 VERSION_CODE := $(shell awk -F. '{ printf "%d", $$1 * 65536 + $$2 * 256 + $$3 }' VERSION)
 $(OBJ)/libbonsai/shm/shm_slots.o: LIB_CXXFLAGS += -DBONSAI_VERSION_CODE=$(VERSION_CODE)
@@ -234,11 +234,11 @@ $(B)/man/%: packaging/man/%.scd
 	$(call say,SCDOC,$@)scdoc < $< > $@.tmp && mv $@.tmp $@
 
 # Rebuilt every time: PREFIX may differ from the last install.
-$(OBJ)/bonsaictl/run_env.installed.o: bonsaictl/run_env.cc FORCE
+$(OBJ)/bonsaictl/launch/run_env.installed.o: bonsaictl/launch/run_env.cc FORCE
 	@mkdir -p $(@D)
 	$(call say,CXX,$< [BONSAI_LIBDIR=$(PKGLIBDIR)])$(CXX) $(CTL_CXXFLAGS) -DBONSAI_LIBDIR='"$(PKGLIBDIR)"' \
 	  -DBONSAI_BINDIR='"$(BINDIR)"' -c $< -o $@
-$(INSTALLED_CTL): $(filter-out $(OBJ)/bonsaictl/run_env.o,$(CTL_OBJ)) $(OBJ)/bonsaictl/run_env.installed.o \
+$(INSTALLED_CTL): $(filter-out $(OBJ)/bonsaictl/launch/run_env.o,$(CTL_OBJ)) $(OBJ)/bonsaictl/launch/run_env.installed.o \
                   $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -Wl,-z,relro -Wl,-z,now -o $@ $^ $(CTL_LDLIBS)

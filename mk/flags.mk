@@ -14,6 +14,6 @@ WERROR   ?= -Werror
 # The preloaded library: no exceptions, no RTTI, static TLS, only interposed symbols exported.
 LIB_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -fPIC -fvisibility=hidden -fno-exceptions -fno-rtti \
                 -ftls-model=initial-exec -fno-plt -Ilibbonsai $(DEPFLAGS)
-CTL_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -Ilibbonsai $(DEPFLAGS)
+CTL_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -Ibonsaictl -Ilibbonsai $(DEPFLAGS)
 # Catch2 v2 trips g++ 12's maybe-uninitialized inside std::regex under -O1 -fsanitize.
-TEST_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -Wno-maybe-uninitialized -Ilibbonsai -Itests $(DEPFLAGS)
+TEST_CXXFLAGS := $(CXXSTD) $(OPT) $(WARN) $(WERROR) -Wno-maybe-uninitialized -Ibonsaictl -Ilibbonsai -Itests $(DEPFLAGS)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The edit (Levenshtein) distance behind every "did you mean": call names
-// (abi/calls.h call_name_suggest) and bonsaictl's keys (bonsaictl/diag.h closest_word).
+// (abi/calls.h call_name_suggest) and bonsaictl's keys (bonsaictl/base/diag.h closest_word).
 // No allocation.
 #pragma once
 #include <cstddef>

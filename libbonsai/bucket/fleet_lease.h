@@ -3,7 +3,7 @@
 // (the fallback it applies when a lease runs out) and bonsaictl's fleet agent (what a
 // host asks for, the rate a grant means, what it repays after an outage). Pure
 // functions: no clock, no syscalls, no allocation. The grant itself is computed in
-// Redis (bonsaictl/fleet_script.cc) on the store's clock.
+// Redis (bonsaictl/fleet/fleet_script.cc) on the store's clock.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -7,7 +7,7 @@
 #include <netinet/in.h>
 #include <string>
 
-#include "../../bonsaictl/yaml_load.h"
+#include "config/yaml_load.h"
 #include "compress/compress_config.h"
 #include "compress/policy.h"
 

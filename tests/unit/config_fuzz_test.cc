@@ -10,7 +10,7 @@
 #include <string>
 
 #include "abi/limit_parse.h"
-#include "../../bonsaictl/yaml_load.h"
+#include "config/yaml_load.h"
 
 using namespace bonsai;
 using namespace bonsai::ctl;

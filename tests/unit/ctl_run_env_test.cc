@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../../bonsaictl/launch_kind.h"
-#include "../../bonsaictl/run_env.h"
+#include "launch/launch_kind.h"
+#include "launch/run_env.h"
 #include "abi/limit_parse.h"
 
 using namespace bonsai;

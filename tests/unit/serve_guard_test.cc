@@ -8,7 +8,7 @@
 #include <cstring>
 #include <netinet/in.h>
 
-#include "../../bonsaictl/serve_guard.h"
+#include "serve/serve_guard.h"
 
 using namespace bonsai::ctl;
 

@@ -18,9 +18,9 @@
 #include <unistd.h>
 #include <vector>
 
-#include "../../bonsaictl/commands.h"
-#include "../../bonsaictl/shm_client.h"
-#include "../../bonsaictl/stat_snapshot.h"
+#include "cmd/commands.h"
+#include "segment/shm_client.h"
+#include "stat/stat_snapshot.h"
 #include "abi/limit_parse.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"

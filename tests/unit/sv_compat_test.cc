@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The 32-bit x86 ABI in the supervisor's 64-bit form (bonsaictl/sv_compat.h): numbers
+// The 32-bit x86 ABI in the supervisor's 64-bit form (bonsaictl/supervisor/sv_compat.h): numbers
 // found by name, socketcall unpacked from the caller's memory (this test's own, read
 // the way the supervisor reads a traced thread's), sizes from 32-bit iovec and msghdr.
 #include <catch2/catch.hpp>
@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "../../bonsaictl/sv_compat.h"
+#include "supervisor/sv_compat.h"
 
 using namespace bonsai;
 using namespace bonsai::ctl;

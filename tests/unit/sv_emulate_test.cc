@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Supervised mode's reservations and emulated zero-copy calls (bonsaictl/sv_emulate.h):
+// Supervised mode's reservations and emulated zero-copy calls (bonsaictl/supervisor/sv_emulate.h):
 // how much a call whose size shows only afterwards reserves, how a reservation is
 // settled, which descriptor ends let the supervisor make a call itself, and such a
 // call made on this process's own descriptors (pidfd_getfd and process_vm_* on self).
@@ -15,7 +15,7 @@
 #include <cstring>
 #include <string>
 
-#include "../../bonsaictl/sv_emulate.h"
+#include "supervisor/sv_emulate.h"
 #include "abi/limit_parse.h"
 
 using namespace bonsai;

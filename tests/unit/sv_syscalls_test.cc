@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <sys/syscall.h>
 
-#include "../../bonsaictl/sv_syscalls.h"
+#include "supervisor/sv_syscalls.h"
 #include "abi/limit_parse.h"
 
 using namespace bonsai;

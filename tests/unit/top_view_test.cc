@@ -3,7 +3,7 @@
 // compares them with its cap; unlimited calls that moved get rows of their own.
 #include <catch2/catch.hpp>
 
-#include "../../bonsaictl/top_view.h"
+#include "stat/top_view.h"
 #include "abi/limit_parse.h"
 
 using namespace bonsai;

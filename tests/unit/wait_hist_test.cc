@@ -3,7 +3,7 @@
 // and the quantiles `stat` reports from it.
 #include <catch2/catch.hpp>
 
-#include "../../bonsaictl/stat_snapshot.h"
+#include "stat/stat_snapshot.h"
 #include "abi/wait_hist.h"
 
 using namespace bonsai;

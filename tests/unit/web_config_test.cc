@@ -10,8 +10,8 @@
 #include <string>
 #include <unistd.h>
 
-#include "../../bonsaictl/commands.h"
-#include "../../bonsaictl/web_config.h"
+#include "cmd/commands.h"
+#include "serve/web_config.h"
 
 using namespace bonsai::ctl;
 

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "abi/limit_parse.h"
-#include "../../bonsaictl/yaml_load.h"
+#include "config/yaml_load.h"
 
 using namespace bonsai;
 using namespace bonsai::ctl;

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl fleet-agent [-c FILE] [--host-id ID]` (issue 37, docs/fleet.md): the one
+// process per host namespace (BONSAI_SHM_PREFIX and uid, held by a lock file) that
+// talks to Redis. It serves every fleet service of the namespace, found by scanning
+// the segments (with -c: only FILE's fleet services), each on its own period.
+#include <atomic>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <algorithm>
+#include <map>
+#include <sys/file.h>
+#include <thread>
+#include <unistd.h>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "fleet/fleet_agent.h"
+#include "fleet/fleet_publish.h"
+#include "sys/clock.h"
+#include "config/yaml_load.h"
+
+namespace bonsai::ctl {
+namespace {
+
+constexpr uint64_t kRescanNs = 1'000'000'000;       // new and removed services are found within a second
+constexpr uint64_t kIdleExitNs = 5'000'000'000;     // --exit-when-idle: no fleet service for this long
+constexpr uint64_t kMaxSleepNs = 50'000'000;        // a stop signal is seen within this
+
+std::atomic<int> g_stop{0};
+
+bool host_id_ok(const std::string& id) {
+  if (id.empty() || id.size() >= kFleetHostIdMax) return false;
+  for (char c : id)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+          c == '_' || c == ':'))
+      return false;
+  return true;
+}
+
+std::string hostname_id() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || !buf[0]) return "localhost";
+  std::string s(buf);
+  if (s.size() >= kFleetHostIdMax) s.resize(kFleetHostIdMax - 1);
+  return s;
+}
+
+// Holds the namespace's lock for the agent's life. @return the descriptor, or -1 with
+// `holder` (the pid written in the file) when another agent has it.
+int lock_take(std::string& holder) {
+  std::string path = fleet_lock_path();
+  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) runtime_error(fmt::format("cannot open the lock {}: {}", path, std::strerror(errno)));
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    char buf[32] = {};
+    ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
+    holder = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "?";
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == '\0')) holder.pop_back();
+    close(fd);
+    return -1;
+  }
+  std::string pid = std::to_string(getpid()) + "\n";
+  if (ftruncate(fd, 0) != 0 || pwrite(fd, pid.data(), pid.size(), 0) < 0) {}  // the pid is for humans only
+  return fd;
+}
+
+// The namespace's fleet services now: (name -> open segment) for those not served yet.
+void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const std::vector<std::string>& only,
+            const std::string& host_id) {
+  for (auto it = served.begin(); it != served.end();) {
+    bool keep = it->second->segment().file_state() == FileState::Same;
+    if (keep) it->second->segment().guarded([&] { keep = it->second->segment().seg().fleet.enabled.load() == 1; });
+    it = keep ? std::next(it) : served.erase(it);
+  }
+  for (const auto& name : services_list()) {
+    if (served.count(name) || (!only.empty() && std::find(only.begin(), only.end(), name) == only.end())) continue;
+    try {
+      auto seg = Segment::open(name, false);
+      seg->check();
+      bool fleet = false;
+      seg->guarded([&] { fleet = seg->seg().fleet.enabled.load(std::memory_order_acquire) == 1; });
+      if (!fleet) continue;
+      fmt::print(stderr, "bonsaictl fleet-agent: serving {} as host '{}'\n", name, host_id);
+      served.emplace(name, std::make_unique<FleetService>(std::move(seg), host_id));
+    } catch (const CtlError& e) {
+      fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name, e.what());
+    }
+  }
+}
+
+int cmd_fleet_agent(const Args& args) {
+  std::string file, host_id;
+  bool exit_idle = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "-c") file = option_value(args, i);
+    else if (args[i] == "--host-id") host_id = option_value(args, i);
+    else if (args[i] == "--exit-when-idle") exit_idle = true;
+    else usage_error(fmt::format("fleet-agent: unknown argument '{}'", args[i]));
+  }
+  if (host_id.empty()) host_id = hostname_id();
+  if (!host_id_ok(host_id))
+    usage_error(fmt::format("bad --host-id '{}' (1-{} of A-Z a-z 0-9 . - _ :)", host_id, kFleetHostIdMax - 1));
+  std::vector<std::string> only;
+  if (!file.empty()) {
+    std::vector<Diag> diags;
+    Config cfg = yaml_load_file(file, diags);
+    if (!diags.empty()) return diags_print(diags), kExitUsage;
+    for (const auto& s : cfg.services)
+      if (s.fleet.present) only.push_back(s.name);
+    if (only.empty()) usage_error(fmt::format("{} has no service with 'fleet:'", file));
+  }
+  std::string holder;
+  int lock = lock_take(holder);
+  // A probe holds the lock for an instant (run/load looking for an agent, `flock -n`):
+  // only a lock still held after a second is another agent's.
+  for (int i = 0; lock < 0 && i < 50; ++i) {
+    usleep(20'000);
+    lock = lock_take(holder);
+  }
+  if (lock < 0) {
+    if (exit_idle) return kExitOk;  // started by run/load while another one came up: fine
+    runtime_error(fmt::format("another fleet agent (pid {}) serves this namespace ({})", holder, fleet_lock_path()));
+  }
+  std::signal(SIGINT, [](int) { g_stop.store(1); });
+  std::signal(SIGTERM, [](int) { g_stop.store(1); });
+  std::signal(SIGPIPE, SIG_IGN);
+  fmt::print(stderr, "bonsaictl fleet-agent: host '{}', namespace '{}' (lock {})\n", host_id, shm_prefix(),
+             fleet_lock_path());
+  std::map<std::string, std::unique_ptr<FleetService>> served;
+  uint64_t next_scan = 0, idle_since = mono_ns();
+  while (!g_stop.load()) {
+    uint64_t now = mono_ns();
+    if (now >= next_scan) {
+      rescan(served, only, host_id);
+      next_scan = now + kRescanNs;
+      if (!served.empty()) idle_since = now;
+      else if (exit_idle && now - idle_since > kIdleExitNs) break;
+    }
+    uint64_t wake = next_scan;
+    for (auto it = served.begin(); it != served.end();) {
+      try {
+        if (it->second->next_ns() <= mono_ns()) it->second->step(mono_ns());
+        wake = std::min(wake, it->second->next_ns());
+        ++it;
+      } catch (const CtlError& e) {  // a damaged or truncated segment: dropped, looked at again by the next scan
+        fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", it->first, e.what());
+        it = served.erase(it);
+      }
+    }
+    now = mono_ns();
+    if (wake > now) std::this_thread::sleep_for(std::chrono::nanoseconds(std::min(wake - now, kMaxSleepNs)));
+  }
+  fmt::print(stderr, "bonsaictl fleet-agent: stopped; the leases run out and hosts fall back to their share\n");
+  close(lock);
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdFleetAgent{
+    "fleet-agent", "fleet-agent [-c FILE] [--host-id ID]",
+    "Serves the fleet-wide caps (a service's 'fleet:') of this namespace: each period it\n"
+    "leases the host's share of every fleet cap from Redis and sets the host's limits\n"
+    "to it. Runs in the foreground; one per namespace (BONSAI_SHM_PREFIX and user),\n"
+    "held by a lock file. `run` and `load` start one when none runs.\n"
+    "  -c FILE        serve only FILE's fleet services (default: every one found)\n"
+    "  --host-id ID   this host's name in the fleet (default: the hostname)\n"
+    "exit status: 0 stopped by SIGINT/SIGTERM, 1 another agent holds the lock, 2 usage\n",
+    cmd_fleet_agent};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl load [FILE]`: create or update every service in FILE (default
+// /etc/bonsai/bonsai.yaml), all or nothing: nothing is written unless the whole file is
+// valid and every segment could be opened.
+#include <algorithm>
+#include <fmt/core.h>
+#include <memory>
+#include <string>
+#include <unistd.h>
+
+#include "cmd/commands.h"
+#include "segment/host_client.h"
+#include "fleet/fleet_publish.h"
+#include "shm/shm_name.h"
+#include "segment/shm_client.h"
+#include "config/yaml_load.h"
+
+namespace bonsai::ctl {
+namespace {
+
+// The configuration `load` reads when given no FILE (the Debian package's conffile).
+constexpr const char* kDefaultFile = "/etc/bonsai/bonsai.yaml";
+
+int cmd_load(const Args& args) {
+  if (args.size() > 1) usage_error("load takes one FILE");
+  if (args.empty() && access(kDefaultFile, F_OK) != 0)
+    usage_error(fmt::format("load needs a FILE (there is no {})", kDefaultFile));
+  const std::string file = args.empty() ? kDefaultFile : args[0];
+  std::vector<Diag> diags;
+  Config cfg = yaml_load_file(file, diags);
+  if (!diags.empty()) {
+    diags_print(diags);
+    fmt::print(stderr, "bonsaictl load: {}: {} error{}; nothing was changed\n", file, diags.size(),
+               diags.size() == 1 ? "" : "s");
+    return kExitUsage;
+  }
+  // Phase 1: open (or create) every segment; on any failure undo the creations.
+  std::vector<std::unique_ptr<Segment>> segs;
+  try {
+    for (const auto& s : cfg.services) {
+      TargetUserScope as(s.user);  // `user:` (root): the segment is that user's
+      segs.push_back(Segment::open(s.name, true, s.scope));
+    }
+  } catch (const CtlError&) {
+    for (size_t i = 0; i < segs.size(); ++i)
+      if (segs[i]->created()) {
+        TargetUserScope as(cfg.services[i].user);
+        segment_remove(segs[i]->service());
+      }
+    fmt::print(stderr, "bonsaictl load: nothing was changed\n");
+    throw;
+  }
+  // Phase 2: publish; the host capacity first, so that processes re-reading their
+  // limits find what their ceilings borrow from. One host segment per user of the file.
+  if (cfg.has_host) {
+    std::vector<std::string> users;
+    for (const auto& s : cfg.services)
+      if (std::find(users.begin(), users.end(), s.user) == users.end()) users.push_back(s.user);
+    if (users.empty()) users.push_back("");
+    for (const auto& u : users) {
+      TargetUserScope as(u);
+      host_install(cfg.capacity);
+      fmt::print("host capacity: {} rule{}{}\n", cfg.capacity.count, cfg.capacity.count == 1 ? "" : "s",
+                 u.empty() ? "" : fmt::format(", for user {}", u));
+    }
+  }
+  // Phase 2: publish.
+  bool fleet = false;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    const ServiceConfig& s = cfg.services[i];
+    segs[i]->set_scope(s.scope);
+    uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s));
+    fleet = fleet || s.fleet.present;
+    fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}{}\n", segs[i]->created() ? "created" : "updated", s.name,
+               s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
+               s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) : "",
+               s.user.empty() ? "" : fmt::format(", for user {}", s.user));
+  }
+  // A fleet service needs this namespace's agent (one per namespace: its lock decides).
+  if (fleet)
+    if (std::string note = fleet_agent_ensure(); !note.empty()) fmt::print(stderr, "bonsaictl load: {}\n", note);
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdLoad{"load", "load [FILE]",
+                              "Creates or updates the shared-memory segment of every service in FILE and\n"
+                              "publishes its limits; running processes apply them on their next call.\n"
+                              "Without FILE: /etc/bonsai/bonsai.yaml, when it exists.\n"
+                              "All or nothing: an invalid file or an unusable segment changes nothing.\n"
+                              "A changed scope applies to processes that attach afterwards.\n"
+                              "exit status: 0 loaded, 1 a segment could not be opened, 2 invalid file\n",
+                              cmd_load};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl set [--merge] [--wait[=MS]] SERVICE LIMIT...`: change a running
+// service's limits (BONSAI_LIMITS grammar); attached processes apply the change on
+// their next call. --wait reports when no attached process still sleeps in a wait
+// under the old limits (the others apply them on their next call). `--stdin`: one
+// process for a controller's stream of changes, a limit list per line.
+#include <chrono>
+#include <fmt/core.h>
+#include <iostream>
+#include <thread>
+
+#include "abi/limit_parse.h"
+#include "segment/host_client.h"
+#include "cmd/commands.h"
+#include "launch/run_env.h"
+#include "shm/shm_slots.h"
+#include "segment/shm_client.h"
+#include "stat/stat_snapshot.h"
+#include "sys/clock.h"
+
+namespace bonsai::ctl {
+namespace {
+
+constexpr long kWaitMaxMs = 3'600'000;
+
+// "--wait=MS": a whole number of milliseconds, 0..kWaitMaxMs.
+long wait_parse(const std::string& v) {
+  bool digits = !v.empty() && v.size() <= 7;
+  for (char c : v) digits = digits && c >= '0' && c <= '9';
+  long ms = digits ? std::stol(v) : -1;
+  if (ms < 0 || ms > kWaitMaxMs)
+    usage_error(fmt::format("bad --wait '{}' (milliseconds, 0 to {})", v, kWaitMaxMs));
+  return ms;
+}
+
+struct WaitResult {
+  unsigned live = 0;       // processes attached and alive
+  unsigned installed = 0;  // have installed the new limits
+  unsigned behind = 0;     // asleep in a wait under the old limits
+  std::vector<int> behind_pids;
+  double ms = 0;
+};
+
+// Waits until no live process sleeps in a wait under limits older than `seq`. A
+// process not inside a wait takes the new limits on its next call by construction
+// (each call compares the sequence number), so only the sleepers matter; the change
+// wakes their waits (a futex on the sequence number: runtime/wait.h), and a thread
+// cancelled in a wait leaves the count. Dead processes' slots are reclaimed on the way.
+WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
+  ShmSegment& seg = handle.seg();
+  uint64_t t0 = mono_ns(), last_reclaim = 0;
+  for (;;) {
+    WaitResult r;
+    uint64_t now = mono_ns();
+    bool reclaim = last_reclaim == 0 || now - last_reclaim > 20'000'000;
+    if (reclaim) last_reclaim = now;
+    handle.guarded([&] {
+      if (reclaim) slots_reclaim_dead(seg);
+      unsigned end = slots_scan_end(seg);
+      for (unsigned i = 0; i < end; ++i) {
+        const ShmSlot& s = seg.slots[i];
+        if (s.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live)) continue;
+        ++r.live;
+        if (s.seen_seq.load(std::memory_order_acquire) >= seq) {
+          ++r.installed;
+        } else if (s.waiting.load(std::memory_order_acquire) > 0) {
+          ++r.behind;
+          r.behind_pids.push_back(s.pid.load(std::memory_order_relaxed));
+        }
+      }
+    });
+    r.ms = static_cast<double>(mono_ns() - t0) / 1e6;
+    if (!r.behind || r.ms >= static_cast<double>(timeout_ms)) return r;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+}
+
+// Parses `text` (a LIMIT list, or "none"). @return false with `why` set.
+bool parse_text(const std::string& text, LimitSet& set, std::string& why) {
+  set = LimitSet{};
+  if (text == "none") return true;
+  ParseError err;
+  if (limit_parse(text, set, err)) return true;
+  why = fmt::format("{}\n  {}\n  {}^", err.message, text, std::string(err.offset, ' '));
+  return false;
+}
+
+// Applies `set` (merged into the current rules with --merge). @return the new sequence.
+uint64_t apply(Segment& seg, LimitSet set, bool merge) {
+  if (merge) {
+    uint64_t cur_seq;
+    LimitSet current = limits_read_checked(seg, cur_seq);  // never trust the count read
+    std::string why;
+    if (!limits_merge(current, set, why)) usage_error(why);
+    set = current;
+  }
+  if (host_resolve(set))  // shares: `:ceil=` borrows from the installed host capacity
+    fmt::print(stderr, "bonsaictl set: WARNING: a ceil has no host capacity over its calls (bonsaictl load a "
+                       "file with 'host: capacity:'): held to its rate\n");
+  return seg.write_limits(set);
+}
+
+// --stdin: a limit list per line, each applied as it comes (a controller retuning rates
+// many times a second pays one process start, not one per change). A bad line is
+// reported with its line and column and changes nothing; the others still apply.
+int set_from_stdin(const std::string& service, bool merge) {
+  auto seg = Segment::open(service, false);
+  seg->check();
+  std::string line;
+  int bad = 0;
+  for (unsigned n = 1; std::getline(std::cin, line); ++n) {
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+    if (line.empty() || line[0] == '#') continue;
+    LimitSet set{};
+    ParseError err;
+    if (line != "none" && !limit_parse(line, set, err)) {
+      fmt::print(stderr, "stdin:{}:{}: {}\n", n, err.offset + 1, err.message);
+      ++bad;
+      continue;
+    }
+    uint64_t seq = apply(*seg, set, merge);
+    fmt::print("{}: limits #{}: {}\n", service, seq, line);
+    std::fflush(stdout);
+  }
+  return bad ? kExitUsage : kExitOk;
+}
+
+int cmd_set(const Args& args) {
+  bool merge = false, from_stdin = false;
+  long wait_ms = -1;
+  std::vector<std::string> rest;
+  for (const auto& a : args) {
+    if (a == "--merge") merge = true;
+    else if (a == "--stdin") from_stdin = true;
+    else if (a == "--wait") wait_ms = 1000;
+    else if (a.rfind("--wait=", 0) == 0) wait_ms = wait_parse(a.substr(7));
+    else if (a.size() > 1 && a[0] == '-' && rest.size() < 1) usage_error(fmt::format("unknown option '{}'", a));
+    else rest.push_back(a);
+  }
+  if (from_stdin) {
+    if (rest.size() != 1) usage_error("set --stdin takes SERVICE only (the limits come from standard input)");
+    if (wait_ms >= 0) usage_error("set --stdin does not --wait");
+    return set_from_stdin(rest[0], merge);
+  }
+  if (rest.size() < 2) usage_error("set needs SERVICE and at least one LIMIT (or 'none')");
+  std::string text;
+  for (size_t i = 1; i < rest.size(); ++i) text += (text.empty() ? "" : ",") + rest[i];
+  LimitSet set{};
+  std::string why;
+  if (!parse_text(text, set, why)) usage_error(why);
+  auto seg = Segment::open(rest[0], false);
+  seg->check();
+  uint64_t seq = apply(*seg, set, merge);
+  fmt::print("{}: limits #{}: {}\n", rest[0], seq, set.count ? text : "none");
+  if (wait_ms < 0) return kExitOk;
+  std::fflush(stdout);
+  WaitResult r = wait_applied(*seg, seq, static_cast<uint64_t>(wait_ms));
+  if (r.behind) {
+    std::string pids;
+    for (size_t i = 0; i < r.behind_pids.size() && i < 10; ++i) pids += fmt::format("{}{}", i ? " " : "", r.behind_pids[i]);
+    fmt::print(stderr,
+               "{}: {} of {} process{} still asleep under the old limits after {:.0f} ms (pid {}{}); they apply "
+               "limits #{} when that wait ends\n",
+               rest[0], r.behind, r.live, r.live == 1 ? "" : "es", r.ms, pids, r.behind > 10 ? " ..." : "", seq);
+    return kExitRuntime;
+  }
+  unsigned idle = r.live - r.installed;
+  fmt::print("{}: applied by {} process{} in {:.3f} ms{}\n", rest[0], r.live, r.live == 1 ? "" : "es", r.ms,
+             idle ? fmt::format(" ({} idle: {} on {} next call)", idle, idle == 1 ? "it applies them" : "they apply them",
+                                idle == 1 ? "its" : "their")
+                  : "");
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdSet{
+    "set", "set [--merge] [--wait[=MS]] SERVICE LIMIT... | none\n       set [--merge] --stdin SERVICE",
+    "Replaces SERVICE's limits while it runs. LIMIT uses the BONSAI_LIMITS grammar,\n"
+    "e.g. 'read+pread=10MiB/s' 'writes=8MB/s:burst=256KiB:fd=socket' 'openat=200/s';\n"
+    "several LIMITs are joined with ','. 'none' removes every limit (accounting goes on).\n"
+    "  --merge     keep the current rules that share no call with the new ones\n"
+    "  --wait[=MS] wait (default 1000 ms, at most 3600000) until no attached process is\n"
+    "              asleep under the old limits: the others apply them on their next call\n"
+    "  --stdin     apply a LIMIT list (or 'none') per line of standard input, each as it\n"
+    "              comes: for controllers retuning rates many times a second (a bad line\n"
+    "              is reported as stdin:LINE:COL and changes nothing)\n"
+    "exit status: 0 set (and applied), 1 no such service, damaged segment or not applied\n"
+    "in time, 2 bad LIMIT or option\n",
+    cmd_set};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: MIT
+// The YAML configuration (docs/config.md): yaml-cpp -> Config,
+// with every problem reported as a Diag at the line and column of the offending
+// value. Nothing is applied here; `check`, `load` and `run -c` use the result.
+#pragma once
+#include <string>
+#include <string_view>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include "abi/limits_abi.h"
+#include "abi/shm_abi.h"
+#include "base/diag.h"
+
+namespace bonsai::ctl {
+
+struct CompressionConfig {
+  bool present = false;
+  std::vector<std::string> to;      // "ADDR[/PREFIX]:PORT|*"
+  bool accept = false;
+  std::string policy = "datarate";  // datarate | queue | fixed:LEVEL
+  std::vector<std::string> levels;  // none | lz4 | zstd:N
+};
+
+// A service's `fleet:` (issue 37): its limits are caps of the whole fleet of hosts.
+inline constexpr uint32_t kFleetPeriodMinMs = 50;
+inline constexpr uint32_t kFleetPeriodMaxMs = 10'000;
+inline constexpr uint32_t kFleetPeriodDefaultMs = 250;
+struct FleetConfig {
+  bool present = false;
+  std::string store;          // redis://HOST:PORT | redis+unix:///PATH (bonsaictl/config/fleet_store.h)
+  uint32_t period_ms = kFleetPeriodDefaultMs;
+  std::string password_file;  // "" : no AUTH
+};
+
+struct ServiceConfig {
+  std::string name;
+  YAML::Mark mark;                 // of the service's key
+  ShmScope scope = ShmScope::Process;
+  LimitSet limits{};
+  std::vector<YAML::Mark> rule_marks;  // one per rule in `limits`
+  CompressionConfig compression;
+  FleetConfig fleet;
+  std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
+  bool strict = false;              // `strict: true`: run as with --strict (docs/limits.md "Strict mode")
+  std::string user;                 // "" (the caller's) or the user the service runs as (root's load/run)
+  YAML::Mark user_mark;
+};
+
+// Input bounds: a configuration file is read up to this size (a larger one, or an
+// endless one like /dev/zero, is an error), and may hold at most this many nodes
+// once its aliases are expanded (a small file of nested aliases is not a bomb).
+inline constexpr size_t kMaxConfigBytes = size_t{4} << 20;
+inline constexpr size_t kMaxConfigNodes = 4'000'000;
+// Diagnostics reported for one file at most (then "N more not shown").
+inline constexpr size_t kMaxConfigDiags = 100;
+
+struct Config {
+  std::string file;
+  std::vector<ServiceConfig> services;
+  // Shares (docs/shares.md): `host: capacity:`, a list of rules like `limits:` (no ceil).
+  bool has_host = false;
+  LimitSet capacity{};
+  std::vector<YAML::Mark> capacity_marks;  // one per capacity rule
+  const ServiceConfig* find(std::string_view name) const;
+};
+
+// Parses `text` (named `file` in diagnostics). Every problem found is appended to
+// `diags` in file order, each with its line and column; the Config is complete only
+// if none was. Strict: a key twice in one mapping, a second document, a key that is
+// not a plain name are errors. Never throws on bad input.
+Config yaml_load_string(const std::string& text, const std::string& file, std::vector<Diag>& diags);
+
+// Reads and parses `path` (a missing or unreadable file, a directory, or more than
+// kMaxConfigBytes are diagnostics too; pipes and devices are read with that bound).
+Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
+
+// Shares: checks the services' rates against the host capacity (the sum of the rates under
+// each capacity rule at most its rate; a ceil with no capacity over it) and gives each
+// sharing rule its capacity rule (shares_resolve). Problems go to `diags`. (yaml_shares.cc)
+void shares_check(Config& cfg, std::vector<Diag>& diags);
+
+// ---- pieces shared with yaml_compression.cc ----
+Diag diag_at(const std::string& file, const YAML::Mark& mark, std::string message);
+void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,
+                      std::vector<Diag>& diags);
+void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags);
+// Checks one compression.to entry. @return "" or what is wrong with it.
+std::string compression_target_problem(std::string_view target);
+// Checks one compression level name. @return "" or what is wrong.
+std::string compression_level_problem(std::string_view level);
+
+}  // namespace bonsai::ctl

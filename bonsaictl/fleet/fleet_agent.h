@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// One fleet service as the fleet agent serves it (issue 37, docs/fleet.md): each
+// period it measures the host's use, asks the store for a lease (fleet_script.h) and
+// publishes the grant as the host's limits through the live-limit path
+// (Segment::write_limits: buckets keep their state), the lease's expiry first. When
+// the store does not answer, the lease runs out and the library falls back on its own
+// (libbonsai/runtime/fleet_lapse.h); on recovery the excess used meanwhile is repaid.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "abi/shm_abi.h"
+#include "bucket/fleet_lease.h"
+#include "fleet/fleet_redis.h"
+#include "segment/shm_client.h"
+
+namespace bonsai::ctl {
+
+class FleetService {
+ public:
+  FleetService(std::unique_ptr<Segment> seg, std::string host_id);
+  const std::string& name() const { return seg_->service(); }
+  Segment& segment() { return *seg_; }
+  // When the next lease call is due (bonsaictl's CLOCK_MONOTONIC).
+  uint64_t next_ns() const { return next_ns_; }
+  // One period: measure, ask, publish. Problems are said once each (until they clear).
+  void step(uint64_t now_ns);
+
+ private:
+  bool read_rules(LimitSet& rules, std::array<uint64_t, kMaxRules>& caps);
+  void usage_read(const LimitSet& rules, std::array<uint64_t, kMaxRules>& total);
+  void publish(const LimitSet& rules, const std::array<uint64_t, kMaxRules>& caps, const LeaseReply& r,
+               uint64_t now_ns, uint64_t period_ns);
+  void on_failure(const std::string& why, uint64_t now_ns);
+  void say(const std::string& what);
+
+  std::unique_ptr<Segment> seg_;
+  std::string host_id_;
+  RedisConn redis_;
+  uint64_t next_ns_ = 0;
+  uint64_t expiry_ns_ = 0;       // the lease published (0: none yet)
+  bool lapsed_ = false;
+  uint64_t lapse_start_ns_ = 0;
+  bool primed_ = false;          // last_total_ holds a reading
+  std::string said_;             // the last problem said (said once until it changes)
+  std::array<uint64_t, kMaxRules> last_total_{}, granted_{}, owed_{}, owed_start_{}, lapse_used_{};
+  std::array<FleetDemand, kMaxRules> demand_{};
+};
+
+}  // namespace bonsai::ctl

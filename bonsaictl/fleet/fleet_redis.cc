@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: MIT
+// Redis through hiredis for the fleet agent (see fleet_redis.h). Replies are
+// untrusted: a wrong type, size or value is an error, never a crash or a huge grant.
+#include "fleet/fleet_redis.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <hiredis/hiredis.h>
+#include <memory>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fleet/fleet_script.h"
+#include "config/fleet_store.h"
+
+namespace bonsai::ctl {
+
+namespace {
+
+struct ReplyFree {
+  void operator()(redisReply* r) const { if (r) freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyFree>;
+
+timeval tv_of(uint64_t ns) {
+  return timeval{static_cast<time_t>(ns / 1'000'000'000), static_cast<suseconds_t>(ns % 1'000'000'000 / 1000)};
+}
+
+// The password: the file's first line (at most 512 bytes), the file not readable by others.
+std::string password_read(const std::string& path, std::string& why) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return why = fmt::format("cannot open password_file {}: {}", path, std::strerror(errno)), "";
+  struct stat st {};
+  char buf[513];
+  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
+  ::close(fd);
+  if (n < 0) return why = fmt::format("cannot read password_file {} (a regular file)", path), "";
+  if (st.st_mode & 0077) return why = fmt::format("password_file {} is readable by others (chmod 600 it)", path), "";
+  std::string pw(buf, static_cast<size_t>(n));
+  if (size_t nl = pw.find_first_of("\r\n"); nl != std::string::npos) pw.resize(nl);
+  if (pw.empty()) why = fmt::format("password_file {} is empty", path);
+  return pw;
+}
+
+// A reply's integer, or a decimal string of one (Lua numbers come back as integers).
+bool reply_u64(const redisReply* r, uint64_t& v) {
+  if (!r) return false;
+  if (r->type == REDIS_REPLY_INTEGER) {
+    if (r->integer < 0) return false;
+    v = static_cast<uint64_t>(r->integer);
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+RedisConn::~RedisConn() { close(); }
+
+void RedisConn::close() {
+  if (ctx_) redisFree(ctx_);
+  ctx_ = nullptr;
+  sha_.clear();
+}
+
+std::string RedisConn::ensure(const std::string& store, const std::string& password_file, uint64_t timeout_ns) {
+  if (ctx_ && store == store_ && password_file == password_file_) return {};
+  close();
+  store_ = store;
+  password_file_ = password_file;
+  FleetStore s;
+  if (std::string p = fleet_store_parse(store, s); !p.empty()) return p;
+  timeval tv = tv_of(timeout_ns);
+  ctx_ = s.unix_path.empty() ? redisConnectWithTimeout(s.host.c_str(), s.port, tv)
+                             : redisConnectUnixWithTimeout(s.unix_path.c_str(), tv);
+  if (!ctx_ || ctx_->err) {
+    std::string why = fmt::format("cannot connect to {}: {}", store, ctx_ ? ctx_->errstr : "out of memory");
+    close();
+    return why;
+  }
+  redisSetTimeout(ctx_, tv);
+  if (!password_file.empty()) {
+    std::string why;
+    std::string pw = password_read(password_file, why);
+    if (!why.empty()) return close(), why;
+    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())));
+    if (!r || r->type == REDIS_REPLY_ERROR) {
+      why = fmt::format("AUTH at {} failed: {}", store, r ? r->str : ctx_->errstr);
+      return close(), why;
+    }
+  }
+  return load_script();
+}
+
+std::string RedisConn::load_script() {
+  Reply r(static_cast<redisReply*>(
+      redisCommand(ctx_, "SCRIPT LOAD %b", kFleetLeaseScript.data(), kFleetLeaseScript.size())));
+  if (!r || r->type != REDIS_REPLY_STRING || r->len != 40) {
+    std::string why = fmt::format("SCRIPT LOAD at {} failed: {}", store_,
+                                  !r ? ctx_->errstr : r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    close();
+    return why;
+  }
+  sha_.assign(r->str, r->len);
+  return {};
+}
+
+std::string RedisConn::lease(const std::string& key_prefix, const std::vector<std::string>& args, size_t rules,
+                             LeaseReply& out) {
+  if (!ctx_) return "not connected";
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    std::vector<const char*> argv{"EVALSHA", sha_.c_str(), "1", key_prefix.c_str()};
+    std::vector<size_t> lens{7, sha_.size(), 1, key_prefix.size()};
+    for (const auto& a : args) argv.push_back(a.c_str()), lens.push_back(a.size());
+    Reply r(static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+    if (!r) {
+      std::string why = fmt::format("{}: {}", store_, ctx_->errstr[0] ? ctx_->errstr : "no reply");
+      close();
+      return why;
+    }
+    if (r->type == REDIS_REPLY_ERROR) {
+      std::string err(r->str, r->len);
+      if (attempt == 0 && err.rfind("NOSCRIPT", 0) == 0) {  // the store restarted empty
+        if (std::string why = load_script(); !why.empty()) return why;
+        continue;
+      }
+      close();
+      return fmt::format("{}: {}", store_, err.substr(0, 200));
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * rules) {
+      close();
+      return fmt::format("{}: unexpected reply to the lease script (type {}, {} elements)", store_, r->type,
+                         r->type == REDIS_REPLY_ARRAY ? r->elements : 0);
+    }
+    uint64_t live = 0;
+    if (!reply_u64(r->element[0], live) || live < 1 || live > 1'000'000) {
+      close();
+      return fmt::format("{}: bad live host count in the lease reply", store_);
+    }
+    out.live = static_cast<uint32_t>(live);
+    out.granted.assign(rules, 0);
+    out.fleet_used.assign(rules, 0);
+    for (size_t i = 0; i < rules; ++i)
+      if (!reply_u64(r->element[1 + 2 * i], out.granted[i]) || !reply_u64(r->element[2 + 2 * i], out.fleet_used[i])) {
+        close();
+        return fmt::format("{}: bad number in the lease reply", store_);
+      }
+    return {};
+  }
+  return "NOSCRIPT after loading the script";
+}
+
+std::string RedisConn::command(const std::vector<std::string>& args, std::vector<std::string>& out) {
+  out.clear();
+  if (!ctx_) return "not connected";
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  for (const auto& a : args) argv.push_back(a.c_str()), lens.push_back(a.size());
+  Reply r(static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
+  if (!r) {
+    std::string why = fmt::format("{}: {}", store_, ctx_->errstr);
+    close();
+    return why;
+  }
+  auto text = [](const redisReply* e) {
+    if (e->type == REDIS_REPLY_STRING || e->type == REDIS_REPLY_STATUS) return std::string(e->str, e->len);
+    if (e->type == REDIS_REPLY_INTEGER) return std::to_string(e->integer);
+    return std::string();
+  };
+  if (r->type == REDIS_REPLY_ERROR) return fmt::format("{}: {}", store_, std::string(r->str, r->len).substr(0, 200));
+  if (r->type == REDIS_REPLY_ARRAY) {
+    for (size_t i = 0; i < r->elements && i < 100'000; ++i) out.push_back(text(r->element[i]));
+  } else if (r->type != REDIS_REPLY_NIL) {
+    out.push_back(text(r.get()));
+  }
+  return {};
+}
+
+}  // namespace bonsai::ctl

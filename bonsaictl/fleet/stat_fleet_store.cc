@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl stat --fleet SERVICE` (issue 37): the fleet as the store sees it -- every
+// live host, when it last called, what it asked for and used last period, per rule --
+// read from Redis with the service's store and password (its segment names them).
+#include <fmt/core.h>
+#include <map>
+#include <cstring>
+#include <nlohmann/json.hpp>
+
+#include "abi/limit_parse.h"
+#include "base/diag.h"
+#include "fleet/fleet_redis.h"
+#include "fleet/fleet_script.h"
+#include "segment/shm_client.h"
+#include "stat/stat_fleet.h"
+#include "stat/stat_format.h"
+
+namespace bonsai::ctl {
+
+namespace {
+uint64_t to_u64(const std::string& s) {
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') break;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+}  // namespace
+
+int stat_fleet_view(const std::string& service, bool json) {
+  auto seg = Segment::open(service, false);
+  ServiceStat st = stat_snapshot(*seg);
+  const FleetStat& f = st.fleet;
+  if (!f.enabled) runtime_error(fmt::format("service '{}' has no fleet: in its configuration", service));
+  std::string password_file;
+  seg->guarded([&] {
+    const ShmFleet& b = seg->seg().fleet;
+    password_file.assign(b.password_file, strnlen(b.password_file, kFleetPathMax));
+  });
+  RedisConn redis;
+  if (std::string why = redis.ensure(f.store, password_file, 1'000'000'000); !why.empty()) runtime_error(why);
+  std::string p = fleet_key_prefix(service);
+  std::vector<std::string> now, live;
+  if (std::string why = redis.command({"TIME"}, now); !why.empty() || now.size() != 2) runtime_error("TIME: " + why);
+  uint64_t now_us = to_u64(now[0]) * 1'000'000 + to_u64(now[1]);
+  if (std::string why = redis.command({"ZRANGE", p + "live", "0", "-1", "WITHSCORES"}, live); !why.empty())
+    runtime_error(why);
+  size_t rules = f.rules.size();
+  // per rule: host -> want, used
+  std::vector<std::map<std::string, std::pair<uint64_t, uint64_t>>> per(rules);
+  for (size_t r = 0; r < rules; ++r) {
+    for (const char* what : {"want", "used"}) {
+      std::vector<std::string> kv;
+      if (std::string why = redis.command({"HGETALL", fmt::format("{}r{}:{}", p, r + 1, what)}, kv); !why.empty())
+        runtime_error(why);
+      for (size_t i = 0; i + 1 < kv.size(); i += 2)
+        (what[0] == 'w' ? per[r][kv[i]].first : per[r][kv[i]].second) = to_u64(kv[i + 1]);
+    }
+  }
+  double per_s = f.period_ms ? 1000.0 / f.period_ms : 0;
+  nlohmann::ordered_json doc = {{"service", service}, {"store", f.store}, {"period_ms", f.period_ms},
+                                {"live_hosts", live.size() / 2}};
+  auto hosts = nlohmann::ordered_json::array();
+  std::string table = fmt::format("fleet {} via {}: {} live host{}, period {} ms\n", service, f.store, live.size() / 2,
+                                  live.size() / 2 == 1 ? "" : "s", f.period_ms);
+  table += fmt::format("  {:<24} {:>10}", "HOST", "SEEN");
+  for (size_t r = 0; r < rules; ++r) table += fmt::format(" {:>14} {:>14}", fmt::format("r{} WANT/s", r + 1), fmt::format("r{} USED/s", r + 1));
+  table += "\n";
+  std::vector<double> total(rules, 0);
+  for (size_t i = 0; i + 1 < live.size(); i += 2) {
+    uint64_t seen = to_u64(live[i + 1]);
+    double ago_ms = now_us > seen ? static_cast<double>(now_us - seen) / 1000 : 0;
+    auto h = nlohmann::ordered_json{{"host", live[i]}, {"seen_ms_ago", static_cast<int64_t>(ago_ms)}};
+    auto hr = nlohmann::ordered_json::array();
+    table += fmt::format("  {:<24} {:>7.0f} ms", live[i], ago_ms);
+    for (size_t r = 0; r < rules; ++r) {
+      auto [want, used] = per[r][live[i]];
+      total[r] += static_cast<double>(used) * per_s;
+      hr.push_back({{"want_per_s", static_cast<uint64_t>(static_cast<double>(want) * per_s)},
+                    {"used_per_s", static_cast<uint64_t>(static_cast<double>(used) * per_s)}});
+      table += fmt::format(" {:>14} {:>14}", human_bytes(static_cast<double>(want) * per_s),
+                           human_bytes(static_cast<double>(used) * per_s));
+    }
+    table += "\n";
+    h["rules"] = std::move(hr);
+    hosts.push_back(std::move(h));
+  }
+  doc["hosts"] = std::move(hosts);
+  auto rs = nlohmann::ordered_json::array();
+  for (size_t r = 0; r < rules; ++r) {
+    rs.push_back({{"cap", f.rules[r].cap}, {"used_per_s", static_cast<uint64_t>(total[r])}});
+    table += fmt::format("  rule r{}: fleet cap {}/s, used {}/s together\n", r + 1,
+                         human_bytes(static_cast<double>(f.rules[r].cap)), human_bytes(total[r]));
+  }
+  doc["rules"] = std::move(rs);
+  if (json) fmt::print("{}\n", doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  else fmt::print("{}", table);
+  return kExitOk;
+}
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// The supervising trampoline (see sv_exec.h): the service's segment and limits, the
+// supervised tree's environment (as `run --supervise` makes it), sv_launch, exec.
+#include "launch/sv_exec.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <string>
+#include <unistd.h>
+
+#include "base/diag.h"
+#include "launch/run_env.h"
+#include "shm/seqlock.h"
+#include "shm/shm_proc.h"
+#include "shm/shm_slots.h"
+#include "segment/shm_client.h"
+#include "launch/sv_launch.h"
+
+namespace bonsai::ctl {
+namespace {
+
+std::string env_or(const char* name, const char* def) {
+  const char* v = std::getenv(name);
+  return v ? v : def;
+}
+
+// `stat` lists the program, NOT limited, under the service (best effort).
+void mark_unlimited(Segment* seg, const char* path) {
+  if (!seg) return;
+  uint64_t start = 0;
+  if (proc_status(getpid(), start) != ProcStatus::Alive) return;
+  const char* base = std::strrchr(path, '/');
+  char comm[16] = {};
+  std::strncpy(comm, base ? base + 1 : path, sizeof comm - 1);
+  if (ShmSlot* s = slot_claim(seg->seg(), getpid(), start, comm, 0, unix_now_ns()))
+    s->flags.store(kSlotUnlimited, std::memory_order_release);
+}
+
+}  // namespace
+
+int sv_exec_main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[0], "--") != 0) {
+    fmt::print(stderr, "usage: bonsaictl sv-exec -- PATH [ARGV...] (internal: what the library runs a static or Go "
+                       "program through)\n");
+    return kExitUsage;
+  }
+  const char* path = argv[1];
+  char** prog_argv = argv + 2;
+  std::string service = env_or("BONSAI_SERVICE", "");
+  // A process that changed uid (setpriv, su, runuser) reaches the segment through the
+  // descriptor the library handed down; the program itself does not inherit it.
+  int shm_fd = -1;
+  if (const char* v = std::getenv("BONSAI_SHM_FD")) {
+    char* end = nullptr;
+    long n = std::strtol(v, &end, 10);
+    if (end != v && !*end && n >= 0 && n < (1L << 30) && fcntl(static_cast<int>(n), F_SETFD, FD_CLOEXEC) == 0)
+      shm_fd = static_cast<int>(n);
+  }
+  const char* owner = std::getenv("BONSAI_SHM_UID");
+  bool other_uid = owner && *owner && std::strtoul(owner, nullptr, 10) != static_cast<unsigned long>(geteuid());
+  // The tree is supervised from here on: a libbonsai.so in it must not charge the same
+  // calls again (as `run --supervise` does).
+  if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);
+  setenv("BONSAI_LEAVE", "1", 1);
+  unsetenv("BONSAI_SERVICE");
+  unsetenv("BONSAI_SHM_FD");
+  std::unique_ptr<Segment> seg;
+  try {
+    if (service.empty()) runtime_error("BONSAI_SERVICE is not set");
+    if (other_uid) {
+      ctl_target_user(static_cast<unsigned>(std::strtoul(owner, nullptr, 10)), getegid(), "");
+      if (shm_fd < 0) runtime_error("it changed uid and no segment descriptor was handed down");
+      seg = Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
+    } else {
+      seg = Segment::open(service, false);
+    }
+    seg->check();
+    SvPlan plan{service, {}, env_or("BONSAI_IO_URING", "") != "allow", other_uid ? shm_fd : -1};
+    uint64_t seq;
+    if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
+    // Inside a strict tree its supervisor holds the program already (sv_launch.h).
+    if (plan.limits.count > 0 && !sv_inside_strict()) sv_launch(plan);
+  } catch (const std::exception& e) {
+    std::string why = e.what();  // sv_launch speaks to `run`'s user: what it says of --no-supervise does not apply
+    if (size_t cut = why.find("; nothing was started"); cut != std::string::npos) why.resize(cut);
+    if (why.rfind("cannot supervise: ", 0) == 0) why.erase(0, sizeof("cannot supervise: ") - 1);
+    fmt::print(stderr, "bonsai: {} cannot be supervised ({}): it runs WITHOUT LIMITS\n", path, why);
+    mark_unlimited(seg.get(), path);
+  }
+  seg.reset();
+  char* empty[] = {nullptr};
+  execv(path, prog_argv[0] ? prog_argv : empty);
+  int err = errno;
+  fmt::print(stderr, "bonsai: cannot run {}: {}\n", path, std::strerror(err));
+  return err == ENOENT ? 127 : 126;
+}
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// Rendering a fleet service's lease (see stat_fleet.h).
+#include "stat/stat_fleet.h"
+
+#include <cstring>
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "abi/limit_parse.h"
+#include "stat/stat_format.h"
+
+namespace bonsai::ctl {
+
+namespace {
+std::string cut(const char* s, size_t cap) {
+  std::string out(s, strnlen(s, cap));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return out;
+}
+std::string rate_text(uint64_t units_per_s, RateUnit u) {
+  return u == RateUnit::Calls ? fmt::format("{}/s", units_per_s) : human_bytes(static_cast<double>(units_per_s)) + "/s";
+}
+}  // namespace
+
+FleetStat fleet_snapshot(const ShmFleet& f, uint32_t rules, uint64_t mono_now) {
+  FleetStat s;
+  s.enabled = f.enabled.load(std::memory_order_acquire) == 1;
+  if (!s.enabled) return s;
+  s.store = cut(f.store, kFleetStoreMax);
+  s.host_id = cut(f.host_id, kFleetHostIdMax);
+  s.period_ms = f.period_ms.load(std::memory_order_relaxed);
+  s.live_hosts = f.live_hosts.load(std::memory_order_relaxed);
+  s.agent_pid = f.agent_pid.load(std::memory_order_relaxed);
+  uint64_t exp = f.lease_expiry_ns.load(std::memory_order_acquire);
+  s.state = exp == 0 ? "waiting" : mono_now < exp ? "leased" : "lapsed";
+  s.lease_left_ms = exp == 0 ? 0 : (static_cast<int64_t>(exp) - static_cast<int64_t>(mono_now)) / 1'000'000;
+  s.renewals = f.renewals.load(std::memory_order_relaxed);
+  s.failures = f.failures.load(std::memory_order_relaxed);
+  s.lapses = f.lapses.load(std::memory_order_relaxed);
+  s.lib_fallbacks = f.lib_fallbacks.load(std::memory_order_relaxed);
+  for (uint32_t r = 0; r < rules && r < kMaxRules; ++r)
+    s.rules.push_back({f.cap[r].load(std::memory_order_relaxed), f.grant[r].load(std::memory_order_relaxed),
+                       f.want[r].load(std::memory_order_relaxed), f.fallback[r].load(std::memory_order_relaxed),
+                       f.fleet_used[r].load(std::memory_order_relaxed), f.owed[r].load(std::memory_order_relaxed)});
+  return s;
+}
+
+std::string fleet_table(const FleetStat& f, const LimitSet& limits) {
+  if (!f.enabled) return "";
+  std::string lease = f.state == "leased"   ? fmt::format("leased ({} ms left)", f.lease_left_ms)
+                      : f.state == "lapsed" ? fmt::format("LAPSED {} ms ago: processes run at the fallback", -f.lease_left_ms)
+                                            : std::string("waiting for the first grant");
+  std::string out = fmt::format("  fleet: host '{}' via {}, period {} ms, lease {}\n", f.host_id, f.store, f.period_ms, lease);
+  out += fmt::format("         {} live host{}, agent pid {}, {} renewal{}, {} failed call{}, {} lapse{}, {} process fallback{}\n",
+                     f.live_hosts, f.live_hosts == 1 ? "" : "s", f.agent_pid, f.renewals, f.renewals == 1 ? "" : "s",
+                     f.failures, f.failures == 1 ? "" : "s", f.lapses, f.lapses == 1 ? "" : "s", f.lib_fallbacks,
+                     f.lib_fallbacks == 1 ? "" : "s");
+  double per_s = f.period_ms ? 1000.0 / f.period_ms : 0;
+  for (size_t r = 0; r < f.rules.size() && r < limits.count; ++r) {
+    const FleetRuleStat& q = f.rules[r];
+    RateUnit u = limits.rules[r].unit;
+    char name[256];
+    rule_format(limits.rules[r], name, sizeof name);
+    std::string text(name);
+    if (size_t eq = text.find('='); eq != std::string::npos) text.resize(eq);
+    out += fmt::format("         {}: fleet cap {}, grant {}, fallback {}, fleet use {}{}\n", text, rate_text(q.cap, u),
+                       rate_text(static_cast<uint64_t>(static_cast<double>(q.grant) * per_s), u), rate_text(q.fallback, u),
+                       rate_text(static_cast<uint64_t>(static_cast<double>(q.fleet_used) * per_s), u),
+                       q.owed ? fmt::format(", repaying {}", q.owed) : "");
+  }
+  return out;
+}
+
+std::string fleet_json(const FleetStat& f) {
+  if (!f.enabled) return "";
+  nlohmann::ordered_json j = {{"host_id", f.host_id},       {"store", f.store},           {"period_ms", f.period_ms},
+                              {"state", f.state},           {"lease_left_ms", f.lease_left_ms},
+                              {"live_hosts", f.live_hosts}, {"agent_pid", f.agent_pid},   {"renewals", f.renewals},
+                              {"failures", f.failures},     {"lapses", f.lapses},         {"fallbacks", f.lib_fallbacks}};
+  auto rules = nlohmann::ordered_json::array();
+  for (const auto& q : f.rules)
+    rules.push_back({{"cap", q.cap}, {"grant", q.grant}, {"want", q.want}, {"fallback", q.fallback},
+                     {"fleet_used", q.fleet_used}, {"owed", q.owed}});
+  j["rules"] = std::move(rules);
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+void fleet_prometheus(std::string& out, const std::vector<LabeledStat>& services) {
+  bool any = false;
+  for (const auto& s : services) any = any || s.stat->fleet.enabled;
+  if (!any) return;
+  auto lab = [](const LabeledStat& s, const std::string& extra) {
+    std::string l = "{service=\"" + prom_label_escape(s.stat->service) + "\"";
+    if (!s.user.empty()) l += ",user=\"" + prom_label_escape(s.user) + "\"";
+    return l + ",host=\"" + prom_label_escape(s.stat->fleet.host_id) + "\"" + extra + "}";
+  };
+  struct Gauge { const char* name; const char* type; const char* help; };
+  auto family = [&](const Gauge& g, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", g.name, g.help, g.name, g.type);
+    for (const auto& s : services)
+      if (s.stat->fleet.enabled) out += fmt::format("{}{} {}\n", g.name, lab(s, ""), value(s.stat->fleet));
+  };
+  family({"bonsai_fleet_lease_ok", "gauge", "1 while this host's fleet lease is valid, 0 when it lapsed or is not granted yet."},
+         [](const FleetStat& f) { return f.state == "leased" ? 1 : 0; });
+  family({"bonsai_fleet_live_hosts", "gauge", "Hosts the store counts live for the service."},
+         [](const FleetStat& f) { return f.live_hosts; });
+  family({"bonsai_fleet_renewals_total", "counter", "Leases granted to this host."}, [](const FleetStat& f) { return f.renewals; });
+  family({"bonsai_fleet_failures_total", "counter", "Lease calls to the store that failed or timed out."},
+         [](const FleetStat& f) { return f.failures; });
+  family({"bonsai_fleet_fallbacks_total", "counter", "Times a process found the lease run out and applied the fallback."},
+         [](const FleetStat& f) { return f.lib_fallbacks; });
+  struct PerRule { const char* name; const char* help; uint64_t FleetRuleStat::*field; bool per_period; };
+  for (const PerRule& pr : {PerRule{"bonsai_fleet_cap_per_second", "The fleet-wide cap, by rule.", &FleetRuleStat::cap, false},
+                            PerRule{"bonsai_fleet_grant_per_second", "This host's grant, by rule.", &FleetRuleStat::grant, true},
+                            PerRule{"bonsai_fleet_fallback_per_second", "This host's fallback rate, by rule.", &FleetRuleStat::fallback, false},
+                            PerRule{"bonsai_fleet_used_per_second", "What the live hosts used together, by rule.", &FleetRuleStat::fleet_used, true}}) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", pr.name, pr.help, pr.name);
+    for (const auto& s : services) {
+      const FleetStat& f = s.stat->fleet;
+      if (!f.enabled) continue;
+      for (size_t r = 0; r < f.rules.size(); ++r) {
+        double v = static_cast<double>(f.rules[r].*pr.field);
+        if (pr.per_period) v = f.period_ms ? v * 1000.0 / f.period_ms : 0;
+        out += fmt::format("{}{} {:.0f}\n", pr.name, lab(s, fmt::format(",rule=\"{}\"", r)), v);
+      }
+    }
+  }
+}
+
+}  // namespace bonsai::ctl

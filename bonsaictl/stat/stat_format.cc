@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+// JSON and table rendering of service accounting (see stat_format.h).
+#include "stat/stat_format.h"
+
+#include <fmt/core.h>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "shm/shm_slots.h"
+#include "stat/stat_fleet.h"
+
+namespace bonsai::ctl {
+namespace {
+
+using Json = nlohmann::ordered_json;  // keys in the order written (docs/stat-json.md)
+
+const char* scope_name(ShmScope s) { return s == ShmScope::Service ? "service" : "process"; }
+
+// Rates with one decimal, as numbers (nlohmann would print every digit of a double).
+double one_decimal(double v) { return static_cast<double>(static_cast<int64_t>(v * 10 + (v < 0 ? -0.5 : 0.5))) / 10; }
+
+Json calls_json(const CallStats& cs) {
+  Json out = Json::object();
+  for (size_t c = 0; c < kCallCount; ++c) {
+    const CallStat& s = cs[c];
+    if (!s.calls && !s.bytes && !s.throttled && s.calls_per_s <= 0) continue;
+    Json one = {{"calls", s.calls}, {"bytes", s.bytes}, {"throttled", s.throttled}, {"wait_ns", s.wait_ns}};
+    if (s.wire_bytes) one["wire_bytes"] = s.wire_bytes;  // compressed sockets only
+    if (s.refused || s.shortened || s.held_ns) {  // non-blocking descriptors
+      one["refused"] = s.refused;
+      one["shortened"] = s.shortened;
+      one["held_ns"] = s.held_ns;
+    }
+    if (uint64_t p50 = wait_quantile_ns(s.wait_hist, 0.5)) {  // totals: the service's histogram
+      one["wait_p50_ns"] = p50;
+      one["wait_p99_ns"] = wait_quantile_ns(s.wait_hist, 0.99);
+    }
+    if (s.calls_per_s >= 0) {
+      one["calls_per_s"] = one_decimal(s.calls_per_s);
+      one["bytes_per_s"] = one_decimal(s.bytes_per_s);
+    }
+    out[std::string(call_name(static_cast<CallId>(c)))] = std::move(one);
+  }
+  return out;
+}
+
+// Any wire bytes (compressed sockets) to show? Then the table has a WIRE column.
+bool any_wire(const ServiceStat& s) {
+  for (const auto& c : s.total)
+    if (c.wire_bytes) return true;
+  for (const auto& p : s.processes)
+    for (const auto& c : p.calls)
+      if (c.wire_bytes) return true;
+  return false;
+}
+
+// Any call on a non-blocking descriptor refused or shortened for the cap? Then the
+// table has REFUSED and HELD columns.
+bool any_paced(const ServiceStat& s) {
+  for (const auto& c : s.total)
+    if (c.refused || c.shortened || c.held_ns) return true;
+  return false;
+}
+
+// Any held call in the service's wait histogram? Then the table has a P99 WAIT column.
+bool any_hist(const ServiceStat& s) {
+  for (const auto& c : s.total)
+    for (uint64_t v : c.wait_hist)
+      if (v) return true;
+  return false;
+}
+
+void table_rows(std::string& out, const std::string& who, const CallStats& cs, bool with_rate, bool with_wire,
+                bool with_hist = false, bool with_paced = false) {
+  bool any = false;
+  for (size_t c = 0; c < kCallCount; ++c) {
+    const CallStat& s = cs[c];
+    if (!s.calls && !s.throttled) continue;
+    out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", any ? "" : who,
+                       call_name(static_cast<CallId>(c)), s.calls, human_bytes(static_cast<double>(s.bytes)), s.throttled,
+                       human_ns(s.wait_ns));
+    if (with_wire) out += fmt::format(" {:>11}", s.wire_bytes ? human_bytes(static_cast<double>(s.wire_bytes)) : "-");
+    if (with_hist) {
+      uint64_t p99 = wait_quantile_ns(s.wait_hist, 0.99);
+      out += fmt::format(" {:>10}", p99 ? human_ns(p99) : "-");
+    }
+    if (with_paced) out += fmt::format(" {:>10} {:>10}", s.refused + s.shortened, s.held_ns ? human_ns(s.held_ns) : "-");
+    if (with_rate) out += fmt::format(" {:>12} {:>9.0f}", human_bytes(s.bytes_per_s) + "/s", s.calls_per_s);
+    out += "\n";
+    any = true;
+  }
+  if (!any) out += fmt::format("  {:<22} {}\n", who, "(no calls)");
+}
+
+// "0.2.0 (3 processes)", or each version with its count when they differ, and what
+// bonsaictl itself is when that is not the same: a library older than bonsaictl
+// after an upgrade is something an operator wants to see.
+std::string versions_line(const ServiceStat& s) {
+  std::map<uint32_t, size_t> seen;
+  for (const ProcStat& p : s.processes) ++seen[p.lib_version];
+  std::string out;
+  for (const auto& [code, n] : seen)
+    out += fmt::format("{}{} ({} process{})", out.empty() ? "" : ", ", version_text(code), n, n == 1 ? "" : "es");
+  if (seen.size() > 1 || seen.begin()->first != slot_version_code())
+    out += fmt::format("; bonsaictl is {}", version_text(slot_version_code()));
+  return out;
+}
+
+}  // namespace
+
+std::string json_dump(const Json& j) {
+  // Bytes that are not UTF-8 (a name read from an untrusted segment) become U+FFFD
+  // instead of an exception.
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string json_escape(const std::string& s) {
+  std::string q = json_dump(Json(s));
+  return q.substr(1, q.size() - 2);
+}
+
+std::string human_bytes(double b) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (b >= 1024 && u < 4) b /= 1024, ++u;
+  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, kUnits[u]);
+}
+
+std::string human_ns(uint64_t ns) {
+  if (ns < 1000) return fmt::format("{} ns", ns);
+  if (ns < 1'000'000) return fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
+  if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
+  return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
+}
+
+std::string version_text(uint32_t code) {
+  if (code == 0) return "unknown";
+  return fmt::format("{}.{}.{}", code >> 16, (code >> 8) & 0xff, code & 0xff);
+}
+
+std::string stat_json(const ServiceStat& s) {
+  Json doc = {{"service", s.service}, {"scope", scope_name(s.scope)}, {"time_unix_ns", s.time_unix_ns},
+              {"limits_seq", s.limits_seq}, {"limits", limits_text(s.limits)}};
+  if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
+  Json procs = Json::array();
+  for (const ProcStat& p : s.processes)
+    procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised},
+                     {"supervised_calls", p.sv_calls}, {"not_limited", not_limited(p.flags)},
+                     {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
+                     {"calls", calls_json(p.calls)}});
+  doc["processes"] = std::move(procs);
+  doc["uncounted_processes"] = s.uncounted_processes;
+  doc["exited"] = {{"processes", s.exited_processes}, {"calls", calls_json(s.exited)}};
+  doc["total"] = {{"processes", s.processes.size() + s.exited_processes}, {"calls", calls_json(s.total)}};
+  if (!s.shares.empty()) {  // rules with a ceiling (docs/shares.md)
+    Json shares = Json::array();
+    for (const ShareStat& sh : s.shares) {
+      Json one = {{"rule", sh.text}, {"capacity", sh.capacity}, {"borrowed_bytes", sh.borrowed},
+                  {"host_lent_bytes", sh.host_lent}, {"held_rate_ns", sh.held_rate_ns},
+                  {"held_ceil_ns", sh.held_ceil_ns}};
+      if (sh.borrowed_per_s >= 0) one["borrowed_per_s"] = one_decimal(sh.borrowed_per_s);
+      shares.push_back(std::move(one));
+    }
+    doc["shares"] = std::move(shares);
+  }
+  if (std::string f = fleet_json(s.fleet); !f.empty()) doc["fleet"] = Json::parse(f);
+  return json_dump(doc);
+}
+
+std::string stat_table(const ServiceStat& s) {
+  bool rate = s.interval_s > 0, wire = any_wire(s), hist = any_hist(s), paced = any_paced(s);
+  std::string out = fmt::format("service {} (scope {}, {} attached, {} exited)\n", s.service, scope_name(s.scope),
+                                s.processes.size(), s.exited_processes);
+  if (s.uncounted_processes)
+    out += fmt::format("  WARNING: {} process{} could not be counted: all {} slots were taken when {} started\n",
+                       s.uncounted_processes, s.uncounted_processes == 1 ? "" : "es", kMaxSlots,
+                       s.uncounted_processes == 1 ? "it" : "they");
+  auto lim = limits_text(s.limits);
+  std::string joined;
+  for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;
+  out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
+  out += fleet_table(s.fleet, s.limits);
+  if (!s.processes.empty()) out += fmt::format("  library {}\n", versions_line(s));
+  out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
+                     "WAITED");
+  if (wire) out += fmt::format(" {:>11}", "WIRE");
+  if (hist) out += fmt::format(" {:>10}", "P99 WAIT");
+  if (paced) out += fmt::format(" {:>10} {:>10}", "REFUSED", "HELD");
+  if (rate) out += fmt::format(" {:>12} {:>9}", fmt::format("RATE/{:.1f}s", s.interval_s), "CALLS/s");
+  out += "\n";
+  for (const auto& p : s.processes) {
+    std::string marks = p.supervised ? " (supervised)" : "";
+    for (const auto& n : not_limited(p.flags)) marks += fmt::format(" ({}: NOT limited)", n);
+    table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, marks), p.calls, rate, wire, hist, paced);
+  }
+  if (s.exited_processes)
+    table_rows(out, fmt::format("exited ({})", s.exited_processes), s.exited, rate, wire, hist, paced);
+  table_rows(out, "total", s.total, rate, wire, hist, paced);
+  for (const ShareStat& sh : s.shares) {
+    if (sh.capacity.empty()) {
+      out += fmt::format("  shares {}: no host capacity over it: held to its rate\n", sh.text);
+      continue;
+    }
+    out += fmt::format("  shares {} under {}: borrowed {}, host lent {}, held by rate {}, by ceil {}\n", sh.text,
+                       sh.capacity, human_bytes(static_cast<double>(sh.borrowed)),
+                       human_bytes(static_cast<double>(sh.host_lent)), human_ns(sh.held_rate_ns),
+                       human_ns(sh.held_ceil_ns));
+  }
+  return out;
+}
+
+}  // namespace bonsai::ctl

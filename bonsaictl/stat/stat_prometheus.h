@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// Service accounting in the Prometheus text exposition format (version 0.0.4), for
+// node_exporter's textfile collector (`stat --prometheus`) and `bonsaictl serve`.
+// Every metric and label: docs/metrics.md.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "stat/stat_snapshot.h"
+
+namespace bonsai::ctl {
+
+struct LabeledStat {
+  const ServiceStat* stat;
+  std::string user;  // "" -> no `user` label (one user's services)
+};
+
+// HELP and TYPE once per family, then one sample per service and call (calls that
+// never ran are left out). Counters are live plus exited processes, so they never go
+// backwards when a process ends.
+std::string prometheus_text(const std::vector<LabeledStat>& services);
+
+// A label value escaped as the format requires (\\, \", \n).
+std::string prom_label_escape(const std::string& v);
+
+}  // namespace bonsai::ctl

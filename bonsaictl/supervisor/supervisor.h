@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// The supervisor of `bonsaictl run --supervise`: holds a seccomp user-notification
+// listener for a launched tree (every process and thread that inherited its filter)
+// and charges each notified system call to the service's buckets -- the very buckets,
+// counters and limits of its shared-memory segment the library uses -- before it
+// answers CONTINUE. It never sees a call's result: a call is charged at the thread's
+// next notification by what its I/O counters say moved (rchar/wchar), or, for calls
+// the kernel does not count there, by what it asked for, cut to what its source
+// holds; a call whose size shows only afterwards reserves one chunk before it goes.
+// The exception: zero-copy calls whose ends cannot wait, which it makes itself, cut
+// to their reservation (sv_emulate.h). See docs/limits.md "Supervised programs".
+#pragma once
+#include <string>
+#include <vector>
+
+#include "segment/shm_client.h"
+
+namespace bonsai::ctl {
+
+struct SupervisorStats {
+  uint64_t notifications = 0;
+  uint64_t deferred = 0;
+};
+
+// Serves `notify_fd` until no task uses the filter any more. Processes get slots of
+// `seg` marked supervised; they are released when the processes end. `notified`: the
+// system calls the filter notifies (new limits on others are said to need a restart).
+// `strict`: a `run --strict` tree, whose processes mostly run the library: their slots
+// are shared with it and not marked supervised (each counts the calls handled here).
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict = false);
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT
+// The supervisor's state and steps (supervisor.h is its entry point). What a call is
+// charged and when it may go is the library's arithmetic (bucket/limits_view.h: the view,
+// a call's units, when a bucket allows a call; bucket/debt.h: owed units taken in
+// pieces); what is the supervisor's own is here: notifications (supervisor.cc), what a
+// call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
+// view and the traced processes and threads (sv_view.cc), zero-copy calls made on a
+// thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc), writes on descriptors
+// that must not wait taking turns in their buckets' queues (sv_pace.h).
+#pragma once
+#include <poll.h>
+#include <seccomp.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "abi/limits_abi.h"
+#include "bucket/debt.h"
+#include "bucket/limits_view.h"
+#include "bucket/share.h"
+#include "shm/shm_slots.h"
+#include "segment/shm_client.h"
+#include "supervisor/supervisor.h"
+#include "supervisor/sv_emulate.h"
+#include "supervisor/sv_pace.h"
+#include "supervisor/sv_syscalls.h"
+#include "supervisor/sv_target.h"
+
+namespace bonsai::ctl {
+
+inline constexpr uint64_t kSweepNs = 500'000'000;  // how often gone threads and processes are dropped
+inline constexpr int kValidCheckMs = 100;          // how often held receives check they are still wanted
+
+// The limits in force: the library's view, with the segment's sequence it came from.
+struct SvView {
+  LimitsView lim{};
+  uint64_t seq = 0;
+  bool usable = false;
+  // Shares: per rule with a ceiling and a usable host capacity rule, its parameters
+  // (host1 = 0: held to its rate), as of the host's capacity sequence `host_seq`.
+  ShareParams share[kMaxRules]{};
+  uint8_t host1[kMaxRules]{};
+  uint64_t host_seq = 0;
+  // The bucket's parameters if `bucket` is one of the view's, else nullptr.
+  const BucketParams* params(uint8_t bucket) const {
+    return usable && bucket < lim.set.count ? &lim.params[bucket] : nullptr;
+  }
+};
+
+// A call made and not yet charged: charged at the thread's next notification.
+struct Owed {
+  bool active = false;
+  SvMoved moved = SvMoved::Unit;
+  CallId call = CallId::count_;
+  uint8_t bucket[2] = {kNoBucket, kNoBucket};
+  uint64_t asked = 0;    // an upper bound of what it can move (UINT64_MAX: unknown)
+  uint64_t prepaid = 0;  // units taken before it went (a write's size, a read's reservation)
+  uint64_t view_seq = 0;
+  uint64_t counted = 0;  // bytes counted in the stats before it went (a write's size)
+};
+
+// A descriptor that paced calls are made on (sv_pace.h).
+struct SvDesc {
+  uint64_t last_place = 0;  // when it last took a place in a queue (0: never): light after a while
+  uint64_t last_use = 0;
+  uint64_t credit = 0;      // units of `bucket` its last place held beyond its call
+  uint8_t bucket = kNoBucket;
+  uint64_t seq = 0;         // the view `bucket` is of
+};
+
+struct Proc {
+  int pid = 0;
+  uint64_t start_time = 0;
+  ShmSlot* slot = nullptr;
+  int pidfd = -1;
+  BucketState own[kMaxRules]{};  // scope process
+};
+
+struct Thread {
+  int tid = 0, tgid = 0;
+  int io_fd = -1;
+  SvIo io{};      // its I/O counters when its last settled call went (the baseline)
+  bool io_now = false;  // `io` was read during the notification being handled
+  Owed owed{};
+  DebtList debt;
+};
+
+// A call held back: until `deadline` (its buckets' debt is paid), or, a receive that
+// would block, until its socket has data (`wait_fd`, a copy of it).
+struct Held {
+  uint64_t id;
+  int tid, tgid;
+  CallId call;
+  uint64_t deadline;  // 0: none
+  uint64_t since;
+  int wait_fd = -1;
+  uint64_t asked = 0;
+  uint8_t bucket[2] = {kNoBucket, kNoBucket};
+  // A zero-copy call the supervisor makes itself when released (emu.nr >= 0), cut to
+  // the `reserved` bytes it took from each byte bucket before it was held.
+  SvEmu emu{};
+  uint64_t reserved[2] = {0, 0};
+  // A call on a descriptor that must not wait (sv_pace.h): its place in the queue is
+  // taken; it goes at `deadline`, owing nothing more.
+  bool paced = false;
+};
+
+class Loop {
+ public:
+  Loop(int fd, Segment& seg, std::vector<int> notified, bool strict)
+      : fd_(fd), seg_(seg), notified_(std::move(notified)), strict_(strict) {}
+  SupervisorStats run();
+
+ private:
+  // supervisor.cc: one notification
+  void handle(const seccomp_notif& req);
+  void respond(uint64_t id);
+  // Answers with a result instead of CONTINUE (`r`: bytes, or -errno).
+  void respond_value(uint64_t id, int64_t r);
+  uint64_t asked_bytes(const SvSyscall& sc, const seccomp_notif& req);
+  // sv_view.cc: the limits in force, processes and threads
+  void view_refresh();
+  void say_unseen(const LimitSet& set);
+  Thread* thread_get(int tid);
+  Proc* proc_get(int tgid);
+  void sweep(uint64_t now);
+  void proc_drop(Proc& p);
+  // sv_charge.cc: charging
+  void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
+  // Reads the thread's I/O counters as the baseline of a call about to be settled after
+  // it (once per notification: a call the supervisor makes or charges by its size
+  // needs none).
+  void io_baseline(Thread& th);
+  // `late`: the units have moved already (a read settled after it): the library's
+  // sleepers in the same service bucket then wait them off too (bucket_take_late).
+  void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);
+  void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
+  void pay(Thread& th, Proc& p, uint64_t now);
+  uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
+  uint64_t eligible_at(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
+  // Shares: the rules' share parameters from the host segment (again when its capacity changed).
+  void shares_refresh();
+  // Takes the next piece of a sharing rule's debt (bucket/share.h). @return false if the
+  // rule does not share (the caller takes it from the rate alone).
+  bool share_pay(Thread& th, Proc& p, Debt& d, uint64_t now);
+  // A paced write (sv_pace.cc) on a sharing rule whose rate has no room: a turn borrowed
+  // from the host if the host and the ceiling let it go now (moves 0: not borrowed).
+  SvTurn share_turn(Proc& p, uint8_t bucket, uint64_t need, bool cuttable);
+  // What a paced write took from a sharing rule's rate, charged to its host and ceiling.
+  void share_charge(Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
+  void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
+  BucketState& state(Proc& p, uint8_t bucket);
+  // sv_pace.cc: a write on a descriptor that must not wait takes a place in its
+  // buckets' queues and is held until it is due (answered, made or held: true).
+  bool pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
+            uint64_t now);
+  // sv_held.cc: calls held back
+  void hold(Held h, Proc& p);
+  void release(Held& h, Proc* p, uint64_t now);
+  void release_due(uint64_t now);
+  // Makes an emulated call (h.emu) and answers it with its result; gives back to the
+  // buckets what it reserved and did not move. A notification no longer valid
+  // (the thread was interrupted or killed) is not made, and its reservation given back.
+  void emulate(Held& h, uint64_t now);
+  // How long the loop may sleep (ns), and the held receives' sockets to poll.
+  uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
+
+  int fd_;
+  Segment& seg_;
+  std::vector<int> notified_;  // what the filter notifies (fixed at launch)
+  bool strict_ = false;        // a --strict tree (supervise())
+  bool compat_ = false;        // the notification being handled is a 32-bit call (sv_compat.h)
+  SvView view_;
+  std::unordered_map<int, Thread> threads_;
+  std::unordered_map<int, Proc> procs_;
+  std::vector<Held> held_;
+  SupervisorStats stats_;
+  uint64_t emu_held_ = 0;
+  // The descriptors paced calls were made on, by st_dev and st_ino of the destination
+  // (the same socket in every process that shares it).
+  std::unordered_map<uint64_t, SvDesc> descs_;  // held calls the supervisor will make itself (Held::emu)
+  bool lost_ = false;  // the segment was truncated under us: its mapping is zeroes now
+  uint64_t last_sweep_ = 0;
+};
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: MIT
+// Paced supervised calls (see sv_pace.h): the arithmetic of one take, and the loop's step
+// that holds a call on a descriptor that must not wait until its place is due.
+#include "supervisor/sv_pace.h"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "supervisor/sv_loop.h"
+
+namespace bonsai::ctl {
+
+bool sv_must_not_wait(mode_t mode, int status_flags, bool dontwait) noexcept {
+  if (!S_ISSOCK(mode) && !S_ISFIFO(mode) && !S_ISCHR(mode)) return false;
+  return dontwait || (status_flags & O_NONBLOCK);
+}
+
+uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, const BucketParams* b) noexcept {
+  uint64_t q = UINT64_MAX;
+  for (const BucketParams* p : {a, b})
+    if (p && !p->per_call) q = std::min(q, sv_place_quantum(*p));
+  if (q == UINT64_MAX) return 1;  // call-rate buckets only: one call
+  if (need == UINT64_MAX) return q;
+  if (!cuttable) return need ? need : 1;
+  return need < q ? (need ? need : 1) : q;
+}
+
+SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, uint64_t place,
+                     bool light, uint64_t now) noexcept {
+  if (p.per_call) need = units = place = 1;
+  if (need == UINT64_MAX || need < units) need = units;
+  if (place < units) place = units;
+  light = light && need <= pace_light_max(p);
+  // A light one goes ahead of the queue on the light clock (its bytes are charged all the
+  // same); else it goes now only if nobody is queued and it stays within the depth.
+  if (light && bucket_take_light(s, p, need, now)) return {need, 0, false};
+  bool queued = false;
+  uint64_t tat = bucket_take_or_queue(s, p, units, place, now, &queued, 0, p.depth_ns);
+  if (!queued) return {units, 0, false};
+  return {place, bucket_place_due(p, tat, place, now), true};
+}
+
+SvTurn sv_pace_turn(BucketState& s, const BucketParams& p, uint64_t need, bool cuttable, bool light,
+                    uint64_t& credit, uint64_t now) noexcept {
+  uint64_t q = sv_place_quantum(p);
+  uint64_t want = need == UINT64_MAX ? q : need ? need : 1;
+  if (credit && (cuttable || want <= credit)) {
+    uint64_t moves = std::min(want, credit);
+    credit -= moves;
+    return {moves, 0, false};
+  }
+  uint64_t had = credit, rest = want - had;
+  credit = 0;
+  uint64_t units = cuttable ? std::min(rest, q) : rest;
+  SvPlace pl = sv_pace_take(s, p, rest, units, std::max(units, q), light, now);
+  uint64_t got = std::min(rest, pl.units);
+  credit = pl.units - got;
+  return {had + got, pl.due, pl.queued};
+}
+
+bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
+                uint64_t now) {
+  const auto* a = req.data.args;
+  // Writes with a destination and a size, one message at a time (sendmmsg and tee keep
+  // their own shapes; reads are reserved and settled as before).
+  if (!sc.is_write || sc.fd_arg < 0 || sc.moved == SvMoved::Unit || sc.nr == SYS_sendmmsg || sc.nr == SYS_tee)
+    return false;
+  if (asked == 0 || (!view_.params(h.bucket[0]) && !view_.params(h.bucket[1]))) return false;
+  bool dontwait = (sc.nr == SYS_sendto && (a[3] & MSG_DONTWAIT)) || (sc.nr == SYS_sendmsg && (a[2] & MSG_DONTWAIT)) ||
+                  (sc.nr == SYS_splice && (a[5] & SPLICE_F_NONBLOCK));
+  // A zero-copy call whose source cannot wait either is made here, cut to its place.
+  bool cuttable = sc.src_fd_arg >= 0 && !compat_ && sv_emu_prepare(sc, a, p.pidfd, UINT64_MAX, h.emu);
+  if (sc.src_fd_arg >= 0 && !cuttable) return false;
+  int out = cuttable ? h.emu.out_fd : sv_fd_copy(p.pidfd, static_cast<int>(a[sc.fd_arg]));
+  struct stat st{};
+  int fl = out >= 0 && ::fstat(out, &st) == 0 ? ::fcntl(out, F_GETFL) : -1;
+  if (!cuttable && out >= 0) ::close(out);
+  if (fl < 0 || !sv_must_not_wait(st.st_mode, fl, dontwait)) {
+    sv_emu_close(h.emu);
+    h.emu = SvEmu{};
+    return false;
+  }
+  pay(th, p, now);  // what the thread owes from earlier calls: taken, not waited for
+  uint64_t key = (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
+  SvDesc& d = descs_[key];
+  uint64_t queue_ns = 0;  // the longest queue of its buckets
+  int bytes = 0, byte_i = 0;  // its byte buckets: how many, the last one
+  for (int i = 0; i < 2; ++i)
+    if (const BucketParams* bp = view_.params(h.bucket[i])) {
+      uint64_t tat = state(p, h.bucket[i]).tat_ns.load(std::memory_order_relaxed);
+      queue_ns = std::max(queue_ns, tat > now ? tat - now : 0);
+      if (!bp->per_call) ++bytes, byte_i = i;
+    }
+  bool light = sv_pace_light(d.last_place, now, queue_ns);
+  d.last_use = now;
+  uint64_t need = cuttable ? h.emu.count : asked;
+  uint64_t bound = UINT64_MAX;  // what the call may move: the least any byte bucket gave
+  bool queued = false;
+  h.deadline = 0;
+  if (bytes == 1) {  // its turn, with the descriptor's credit in that bucket
+    uint8_t b = h.bucket[byte_i];
+    if (d.bucket != b || d.seq != view_.seq) d.credit = 0, d.bucket = b, d.seq = view_.seq;
+    SvTurn t = share_turn(p, b, need, cuttable);  // shares: a busy rate borrows first
+    if (!t.moves) {
+      t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now);
+      share_charge(p, b, t.moves, now);  // the host and the ceiling see what the rate let go
+    }
+    queued |= t.queued;
+    h.deadline = t.due;
+    h.reserved[byte_i] = bound = t.moves;
+  }
+  uint64_t units = sv_pace_units(need, cuttable, view_.params(h.bucket[0]), view_.params(h.bucket[1]));
+  for (int i = 0; i < 2; ++i) {  // call-rate buckets; both byte buckets (no credit kept)
+    const BucketParams* bp = view_.params(h.bucket[i]);
+    if (!bp || (bytes == 1 && !bp->per_call)) continue;
+    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, units, light, now);
+    queued |= pl.queued;
+    h.deadline = std::max(h.deadline, pl.due);
+    h.reserved[i] = bp->per_call ? 0 : pl.units;
+    if (!bp->per_call) bound = std::min(bound, pl.units);
+  }
+  if (queued) d.last_place = now;
+  h.paced = true;
+  ProcessCounters* pc = p.slot ? &p.slot->counters : nullptr;
+  auto c = static_cast<size_t>(h.call);
+  if (cuttable) {
+    if (bound < h.emu.count) {
+      h.emu.count = bound;
+      if (pc) pc->shortened[c].fetch_add(1, std::memory_order_relaxed);
+    }
+  } else {
+    // Let go whole: it took all it asks (one turn when that is unknown), settled after by
+    // what moved as any write (sv_charge.cc). Under call-rate buckets only it took its
+    // unit, and its bytes are counted as asked.
+    if (bound == UINT64_MAX) {
+      count(p, h.call, 0, asked == UINT64_MAX ? 0 : asked);
+    } else {
+      count(p, h.call, 0, bound);
+      if (sc.moved == SvMoved::WriteChar) {
+        io_baseline(th);
+        th.owed = Owed{true, sc.moved, h.call, {h.bucket[0], h.bucket[1]}, asked, bound, view_.seq, bound};
+      }
+    }
+  }
+  if (!h.deadline) {
+    if (cuttable) emulate(h, now);
+    else respond(h.id);
+    return true;
+  }
+  if (pc) pc->held_ns[c].fetch_add(h.deadline - now, std::memory_order_relaxed);
+  hold(h, p);
+  return true;
+}
+
+}  // namespace bonsai::ctl

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// Shares under the supervisor (bucket/share.h): a supervised program's calls on a rule
+// with a ceiling are charged as the library charges them -- the ceiling, the guaranteed
+// rate, borrowing from the host -- through the same core, in pieces as its other debt
+// (bucket/debt.h). The host segment is mapped with the library's own code
+// (shm/shm_host.h); without a usable one every rule is held to its rate.
+#include <fmt/core.h>
+
+#include "shm/shm_host.h"
+#include "sys/clock.h"
+#include "segment/shm_client.h"
+#include "supervisor/sv_loop.h"
+
+namespace bonsai::ctl {
+
+void Loop::shares_refresh() {
+  if (!view_.usable) return;
+  bool any = false;
+  for (uint32_t r = 0; r < view_.lim.set.count; ++r)
+    any = any || view_.lim.set.rules[r].ceil > view_.lim.set.rules[r].rate;
+  if (!any) return;
+  char why[320];
+  if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why)) {
+    static bool said = false;
+    if (!said) fmt::print(stderr, "bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate\n",
+                          seg_.service(), why[0] ? why : "no host capacity installed");
+    said = true;
+  }
+  ShmHost* h = shm_host();
+  uint64_t seq = h ? h->capacity.seq.load(std::memory_order_acquire) : 0;
+  if (seq == view_.host_seq && seq && !(seq & 1)) return;
+  view_.host_seq = seq;
+  for (uint32_t r = 0; r < view_.lim.set.count; ++r) {
+    const Rule& rule = view_.lim.set.rules[r];
+    Rule cap;
+    view_.host1[r] = 0;
+    if (rule.ceil > rule.rate && shm_host_rule(rule.host1, cap) && share_params(rule, cap, view_.share[r]))
+      view_.host1[r] = rule.host1;
+  }
+}
+
+bool Loop::share_pay(Thread& th, Proc& p, Debt& d, uint64_t now) {
+  (void)th;
+  uint8_t b = d.bucket;
+  ShmHost* h = shm_host();
+  if (b >= kMaxRules || !view_.host1[b] || !h) return false;
+  const ShareParams& sp = view_.share[b];
+  uint64_t units = std::min<uint64_t>(d.units, static_cast<uint64_t>(sp.rate.batch) * 100);
+  ShareStep prev{ShareWay::Wait, d.share_ceil_at, 0};
+  ShareStep st = share_take(state(p, b), h->buckets[view_.host1[b] - 1], sp, units, now, kDefaultSlackNs,
+                            d.share_wait ? &prev : nullptr);
+  if (st.way == ShareWay::Wait) {
+    d.share_wait = true;
+    d.share_ceil_at = st.ceil_at;
+    d.share_at = std::max(st.go_at, st.ceil_at);
+    return true;
+  }
+  d.share_wait = false;
+  d.share_at = st.go_at;
+  d.units -= units;
+  d.late = std::min(d.late, d.units);
+  if (st.way == ShareWay::Borrow && !lost_)
+    seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
+  return true;
+}
+
+SvTurn Loop::share_turn(Proc& p, uint8_t b, uint64_t need, bool cuttable) {
+  ShmHost* h = shm_host();
+  const BucketParams* bp = view_.params(b);
+  if (!h || !bp || b >= kMaxRules || !view_.host1[b] || need == 0) return {};
+  uint64_t now = mono_ns();
+  BucketState& own = state(p, b);
+  uint64_t units = cuttable ? std::min(need, sv_place_quantum(*bp)) : need;
+  // The rate first, when it lets the call go now; a call it would hold borrows instead.
+  uint64_t tat = std::max(own.tat_ns.load(std::memory_order_relaxed), now);
+  if (tat + bucket_cost_ns(*bp, units) <= now + bp->depth_ns) return {};
+  if (!share_borrow_now(own, h->buckets[view_.host1[b] - 1], view_.share[b], units, now)) return {};
+  if (!lost_) seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
+  return SvTurn{units, 0, false};
+}
+
+void Loop::share_charge(Proc& p, uint8_t b, uint64_t units, uint64_t now) {
+  ShmHost* h = shm_host();
+  if (!h || !units || units == UINT64_MAX || b >= kMaxRules || !view_.host1[b]) return;
+  (void)p;
+  clock_take(h->buckets[view_.host1[b] - 1].tat_ns, view_.share[b].host, units, now);
+  clock_take(state(p, b).ceil_tat_ns, view_.share[b].ceil, units, now);
+}
+
+}  // namespace bonsai::ctl
