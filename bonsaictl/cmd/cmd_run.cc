@@ -17,6 +17,7 @@
 #include "cmd/commands.h"
 #include "fleet/fleet_publish.h"
 #include "launch/launch_kind.h"
+#include "config/limits_merge.h"
 #include "launch/run_env.h"
 #include "shm/seqlock.h"
 #include "segment/shm_client.h"

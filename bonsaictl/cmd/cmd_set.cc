@@ -12,7 +12,7 @@
 #include "abi/limit_parse.h"
 #include "segment/host_client.h"
 #include "cmd/commands.h"
-#include "launch/run_env.h"
+#include "config/limits_merge.h"
 #include "shm/shm_slots.h"
 #include "segment/shm_client.h"
 #include "stat/stat_snapshot.h"

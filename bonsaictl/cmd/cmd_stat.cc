@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "cmd/commands.h"
-#include "stat/stat_fleet.h"
+#include "fleet/fleet_view.h"
 #include "segment/shm_client.h"
 #include "stat/stat_format.h"
 #include "stat/stat_prometheus.h"

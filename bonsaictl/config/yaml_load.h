@@ -11,6 +11,7 @@
 #include "abi/limits_abi.h"
 #include "abi/shm_abi.h"
 #include "base/diag.h"
+#include "config/yaml_strict.h"
 
 namespace bonsai::ctl {
 
@@ -80,8 +81,7 @@ Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
 // sharing rule its capacity rule (shares_resolve). Problems go to `diags`. (yaml_shares.cc)
 void shares_check(Config& cfg, std::vector<Diag>& diags);
 
-// ---- pieces shared with yaml_compression.cc ----
-Diag diag_at(const std::string& file, const YAML::Mark& mark, std::string message);
+// ---- pieces shared with yaml_compression.cc, yaml_fleet.cc (diag_at: yaml_strict.h) ----
 void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,
                       std::vector<Diag>& diags);
 void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags);

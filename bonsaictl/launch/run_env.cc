@@ -168,21 +168,4 @@ bool io_uring_export(const std::string& flag, const std::string& file) {
   return true;
 }
 
-bool limits_merge(LimitSet& base, const LimitSet& extra, std::string& why) {
-  CallMask replaced = 0;
-  for (uint32_t i = 0; i < extra.count; ++i) replaced |= extra.rules[i].calls;
-  LimitSet out{};
-  for (uint32_t i = 0; i < base.count; ++i)
-    if (!(base.rules[i].calls & replaced)) out.rules[out.count++] = base.rules[i];
-  for (uint32_t i = 0; i < extra.count; ++i) {
-    if (out.count == kMaxRules) {
-      why = fmt::format("more than {} rules", kMaxRules);
-      return false;
-    }
-    out.rules[out.count++] = extra.rules[i];
-  }
-  base = out;
-  return true;
-}
-
 }  // namespace bonsai::ctl

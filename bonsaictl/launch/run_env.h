@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 // What `run` needs besides the segment: where libbonsai.so is, the LD_PRELOAD value
-// (ours first, everything already there kept), the segment descriptor handed down,
-// and merging -l rules into a file's limits (what kind of program it is: launch_kind.h).
+// (ours first, everything already there kept), the segment descriptor
+// and the io_uring choice handed down (what kind of program it is: launch_kind.h; merging
+// -l rules into a file's limits: config/limits_merge.h).
 #pragma once
 #include <string>
 #include <vector>
 
-#include "abi/limits_abi.h"
 
 namespace bonsai::ctl {
 
@@ -38,9 +38,5 @@ std::string privdrop_warning(const std::string& lib, unsigned euid);
 // the library deny io_uring_setup (ENOSYS) in the tree. @return false (nothing set)
 // if the value is neither deny nor allow.
 bool io_uring_export(const std::string& flag, const std::string& file);
-
-// Rules of `extra` replace the rules of `base` that share a call with them; the
-// others are kept. @return false (and `why`) if the result holds too many rules.
-bool limits_merge(LimitSet& base, const LimitSet& extra, std::string& why);
 
 }  // namespace bonsai::ctl

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The supervised launch (see sv_launch.h): fork twice (the supervisor is nobody's
-// child but init's), load the filter, pass the listener with SCM_RIGHTS, wait for
-// its answer.
+// child but init's), load the filter (supervisor/sv_filter.h), pass the listener with
+// SCM_RIGHTS, wait for its answer.
 #include "launch/sv_launch.h"
 
 #include <cerrno>
@@ -15,7 +15,6 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -25,6 +24,7 @@
 #include "base/diag.h"
 #include "segment/shm_client.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/sv_filter.h"
 #include "supervisor/sv_syscalls.h"
 
 namespace bonsai::ctl {
@@ -60,78 +60,6 @@ uint32_t answer_wait(Answer* a) {
   return a->state.load(std::memory_order_acquire);
 }
 
-// Strict mode's probe: fcntl(kStrictProbeFd, F_GETFD) fails with EBADF anywhere but
-// under a strict filter, which answers EDOM (no fcntl ever fails so).
-constexpr int kStrictProbeFd = 0x7ffffb05;
-constexpr int kStrictProbeErrno = EDOM;
-
-// Strict mode: NOTIFY (or `act`) for `nr` unless the upper half of its first argument is
-// the mark: two rules, below the mark and above it (unsigned 64-bit compares).
-int rule_add_unmarked(scmp_filter_ctx ctx, uint32_t act, int nr, uint32_t mark) {
-  uint64_t lo = static_cast<uint64_t>(mark) << 32, hi = static_cast<uint64_t>(mark + 1) << 32;
-  int rc = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0_64(SCMP_CMP_LT, lo));
-  if (rc == 0) rc = seccomp_rule_add(ctx, act, nr, 1, SCMP_A0_64(SCMP_CMP_GE, hi));
-  return rc;
-}
-
-// The filter: NOTIFY for the supervised calls, ENOSYS for io_uring_setup when denied,
-// everything else (and every other ABI) allowed. Strict: only unmarked calls notified.
-scmp_filter_ctx filter_build(const SvPlan& plan, const std::vector<int>& nrs, std::string& why) {
-  // API level 5: SCMP_ACT_NOTIFY and the notification calls (libseccomp probes the kernel).
-  if (unsigned api = seccomp_api_get(); api < 5)
-    return why = fmt::format("this kernel or its container policy does not offer seccomp user notification "
-                             "(libseccomp API level {}, 5 needed)", api), nullptr;
-  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-  if (!ctx) return why = "seccomp_init failed", nullptr;
-  int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
-  // The 32-bit ABI (32-bit programs, `int $0x80` in 64-bit ones) and x32 get the same
-  // rules, translated by name: the supervisor charges 32-bit calls (sv_compat.h) and
-  // refuses x32 ones (ENOSYS). Other ABIs cannot run on x86_64.
-  if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X86);
-  if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X32);
-  // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN).
-  if (rc == 0 && geteuid() == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
-  // No speculative-store-bypass mitigation forced on the tree: the filter does not
-  // sandbox hostile code (docs/limits.md), and the mitigation slows every program.
-  // Both best effort (an older libseccomp or kernel lacks them).
-  if (rc == 0 && seccomp_api_get() >= 4) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_SSB, 1);
-  if (rc == 0) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree of the numbers
-  const uint32_t mark = plan.strict_mark;
-  for (int nr : nrs) {
-    if (rc != 0) break;
-    if (mark) {  // the hand-over below is marked too
-      rc = rule_add_unmarked(ctx, SCMP_ACT_NOTIFY, nr, mark);
-    } else if (nr == SCMP_SYS(sendmsg)) {  // all but the hand-over below
-      rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 1, SCMP_A0_32(SCMP_CMP_NE, kHandoffFd));
-      if (rc == 0) rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 1, SCMP_A2_32(SCMP_CMP_NE, kHandoffFlags));
-    } else {
-      rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, nr, 0);
-    }
-  }
-  // The 32-bit ABI's socketcall multiplexes send and recv, which have no name of their
-  // own in the 64-bit table: every socketcall goes (the supervisor sorts them out).
-  bool sockets = false;
-  for (int nr : nrs)
-    for (int s : {SCMP_SYS(sendto), SCMP_SYS(recvfrom), SCMP_SYS(sendmsg), SCMP_SYS(recvmsg), SCMP_SYS(sendmmsg),
-                  SCMP_SYS(recvmmsg), SCMP_SYS(connect), SCMP_SYS(accept), SCMP_SYS(accept4)})
-      sockets |= nr == s;
-  if (rc == 0 && sockets) rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socketcall), 0);
-  if (rc == 0 && (plan.deny_io_uring || mark)) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
-  if (mark) {
-    // Kernel AIO: io_submit's iocbs are the library's to charge (its syscall()); a
-    // context made by anyone else (a static program) would escape: ENOSYS.
-    if (rc == 0) rc = rule_add_unmarked(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_setup), mark);
-    if (rc == 0)
-      rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(kStrictProbeErrno), SCMP_SYS(fcntl), 2,
-                            SCMP_A0_32(SCMP_CMP_EQ, kStrictProbeFd), SCMP_A1_32(SCMP_CMP_EQ, F_GETFD));
-  }
-  if (rc != 0) {
-    why = fmt::format("building the seccomp filter: {}", std::strerror(-rc));
-    seccomp_release(ctx);
-    return nullptr;
-  }
-  return ctx;
-}
 
 int listener_receive(int sock) {
   char byte;
@@ -210,27 +138,10 @@ bool listener_send(int sock, int fd, uint32_t mark) {
 
 }  // namespace
 
-bool sv_inside_strict() noexcept {
-  int saved = errno;
-  bool in = syscall(SYS_fcntl, kStrictProbeFd, F_GETFD, 0) == -1 && errno == kStrictProbeErrno;
-  errno = saved;
-  return in;
-}
-
-uint32_t sv_strict_mark_new() {
-  for (int i = 0; i < 64; ++i) {
-    uint32_t m = 0;
-    if (getrandom(&m, sizeof m, 0) != sizeof m) runtime_error(fmt::format("getrandom: {}", std::strerror(errno)));
-    m |= 0x80000000u;
-    if (strict_mark_valid(m)) return m;
-  }
-  runtime_error("no strict mark could be drawn");
-}
-
 void sv_launch(const SvPlan& plan) {
   std::vector<int> nrs = sv_notified_syscalls(plan.limits);
   std::string why;
-  scmp_filter_ctx ctx = filter_build(plan, nrs, why);
+  scmp_filter_ctx ctx = sv_filter_build(nrs, plan.deny_io_uring, plan.strict_mark, why);
   // What the user can do instead: without --strict (the library alone), or without a supervisor.
   const char* instead = plan.strict_mark ? "run without --strict to limit what libbonsai.so sees"
                                          : "--no-supervise runs it WITHOUT LIMITS";

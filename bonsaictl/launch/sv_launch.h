@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Starting a supervised program (`bonsaictl run --supervise`): the calling process,
 // about to exec the command, forks the supervisor (detached: its own session, not a
-// child of the command), installs a seccomp filter on itself through libseccomp that
-// notifies the system calls the service's limits name, hands the listener over and
+// child of the command), installs the seccomp filter (supervisor/sv_filter.h) on itself,
+// which notifies the system calls the service's limits name, hands the listener over and
 // waits until the supervisor serves it. The command then inherits the filter, and so
 // does everything it starts.
 #pragma once
 #include <string>
 
 #include "abi/limits_abi.h"
+#include "supervisor/sv_filter.h"  // sv_inside_strict, sv_strict_mark_new
 
 namespace bonsai::ctl {
 
@@ -23,21 +24,8 @@ struct SvPlan {
   uint32_t strict_mark = 0;
 };
 
-// Is this process inside a tree started with `run --strict`? The strict filter answers
-// a probe no other filter answers (the environment may have been scrubbed). The kernel
-// allows one listener per filter chain, so a supervisor cannot start inside one: `run`
-// and the trampoline start none there, and the strict one charges everything.
-bool sv_inside_strict() noexcept;
-
-// A fresh strict mark (getrandom), valid by abi/strict_mark.h.
-uint32_t sv_strict_mark_new();
-
 // Does the above. Throws CtlError(1) with one line saying why when the kernel or the
 // environment refuses seccomp, or the supervisor cannot start: nothing is started then.
 void sv_launch(const SvPlan& plan);
-
-// The flags of the one sendmsg() the filter lets through unnotified (the listener's
-// hand-over on descriptor kHandoffFd): a combination no program sends with.
-inline constexpr int kHandoffFd = 1017;
 
 }  // namespace bonsai::ctl

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// bonsaictl's handle on service segments: create (exclusively, mode 0600), open
+// bonsaictl's handle on service segments (of the target user, target_user.h): create (exclusively, mode 0600), open
 // with owner, type, mode, size and layout checked (a file another user planted
 // under our name is refused, for root too), list, remove, and publish limits.
 // Everything read from a segment is untrusted: a damaged one is reported with what
@@ -11,33 +11,11 @@
 #include <vector>
 
 #include "abi/shm_abi.h"
+#include "segment/target_user.h"  // whose segments: the names carry the uid
 
 namespace bonsai::ctl {
 
 std::string shm_prefix();          // BONSAI_SHM_PREFIX or ""
-unsigned ctl_uid();                // the uid that names the segments: the effective one, or --user's
-unsigned ctl_gid();                // its group (for segments root makes for another user)
-// `--user NAME` (root only, bonsaictl/cmd/commands.cc): address NAME's services; segments
-// root creates for it are owned by it (mode 0600), so its processes attach as usual.
-void ctl_target_user(unsigned uid, unsigned gid, const std::string& name);
-bool ctl_other_user();             // --user names someone other than the effective user
-const std::string& ctl_user_name();
-// Resolves NAME or UID and makes it the target (root only, or the caller itself).
-// Throws a usage error (unknown user) or a runtime error (not allowed).
-void ctl_target_user_named(const std::string& who);
-// While alive, `who` is the target (for one service of a file); then the previous one.
-class TargetUserScope {
- public:
-  explicit TargetUserScope(const std::string& who);
-  ~TargetUserScope();
-  TargetUserScope(const TargetUserScope&) = delete;
-  TargetUserScope& operator=(const TargetUserScope&) = delete;
-
- private:
-  bool set_, prev_set_;
-  unsigned prev_uid_, prev_gid_;
-  std::string prev_name_;
-};
 std::string segment_path(const std::string& service);  // /dev/shm/<prefix>bonsai.<uid>.<service>
 uint64_t unix_now_ns();
 
@@ -132,8 +110,5 @@ void segment_remove(const std::string& service, bool force = false);
 // root included; bad mode). `path`/`service` go into the advice on how to clear it.
 std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me, const std::string& path = "",
                                   const std::string& service = "");
-
-// "user nobody (uid 65534)", or "uid 4242" when the user has no name.
-std::string user_text(unsigned uid);
 
 }  // namespace bonsai::ctl

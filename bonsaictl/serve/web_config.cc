@@ -15,7 +15,7 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
-#include "config/yaml_load.h"
+#include "config/yaml_strict.h"
 
 namespace bonsai::ctl {
 namespace {

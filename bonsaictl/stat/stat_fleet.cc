@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Rendering a fleet service's lease (see stat_fleet.h).
+// Drawing a fleet service's lease (see stat_fleet.h).
 #include "stat/stat_fleet.h"
 
 #include <cstring>
@@ -7,44 +7,15 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/limit_parse.h"
-#include "stat/stat_format.h"
+#include "stat/stat_text.h"
 
 namespace bonsai::ctl {
 
 namespace {
-std::string cut(const char* s, size_t cap) {
-  std::string out(s, strnlen(s, cap));
-  for (char& c : out)
-    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
-  return out;
-}
 std::string rate_text(uint64_t units_per_s, RateUnit u) {
   return u == RateUnit::Calls ? fmt::format("{}/s", units_per_s) : human_bytes(static_cast<double>(units_per_s)) + "/s";
 }
 }  // namespace
-
-FleetStat fleet_snapshot(const ShmFleet& f, uint32_t rules, uint64_t mono_now) {
-  FleetStat s;
-  s.enabled = f.enabled.load(std::memory_order_acquire) == 1;
-  if (!s.enabled) return s;
-  s.store = cut(f.store, kFleetStoreMax);
-  s.host_id = cut(f.host_id, kFleetHostIdMax);
-  s.period_ms = f.period_ms.load(std::memory_order_relaxed);
-  s.live_hosts = f.live_hosts.load(std::memory_order_relaxed);
-  s.agent_pid = f.agent_pid.load(std::memory_order_relaxed);
-  uint64_t exp = f.lease_expiry_ns.load(std::memory_order_acquire);
-  s.state = exp == 0 ? "waiting" : mono_now < exp ? "leased" : "lapsed";
-  s.lease_left_ms = exp == 0 ? 0 : (static_cast<int64_t>(exp) - static_cast<int64_t>(mono_now)) / 1'000'000;
-  s.renewals = f.renewals.load(std::memory_order_relaxed);
-  s.failures = f.failures.load(std::memory_order_relaxed);
-  s.lapses = f.lapses.load(std::memory_order_relaxed);
-  s.lib_fallbacks = f.lib_fallbacks.load(std::memory_order_relaxed);
-  for (uint32_t r = 0; r < rules && r < kMaxRules; ++r)
-    s.rules.push_back({f.cap[r].load(std::memory_order_relaxed), f.grant[r].load(std::memory_order_relaxed),
-                       f.want[r].load(std::memory_order_relaxed), f.fallback[r].load(std::memory_order_relaxed),
-                       f.fleet_used[r].load(std::memory_order_relaxed), f.owed[r].load(std::memory_order_relaxed)});
-  return s;
-}
 
 std::string fleet_table(const FleetStat& f, const LimitSet& limits) {
   if (!f.enabled) return "";

@@ -8,6 +8,7 @@
 
 #include "shm/shm_slots.h"
 #include "stat/stat_fleet.h"
+#include "stat/stat_text.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -108,35 +109,13 @@ std::string versions_line(const ServiceStat& s) {
 
 }  // namespace
 
+namespace {
 std::string json_dump(const Json& j) {
   // Bytes that are not UTF-8 (a name read from an untrusted segment) become U+FFFD
   // instead of an exception.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
-
-std::string json_escape(const std::string& s) {
-  std::string q = json_dump(Json(s));
-  return q.substr(1, q.size() - 2);
-}
-
-std::string human_bytes(double b) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) b /= 1024, ++u;
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.2f} {}", b, kUnits[u]);
-}
-
-std::string human_ns(uint64_t ns) {
-  if (ns < 1000) return fmt::format("{} ns", ns);
-  if (ns < 1'000'000) return fmt::format("{:.1f} us", static_cast<double>(ns) / 1e3);
-  if (ns < 1'000'000'000) return fmt::format("{:.1f} ms", static_cast<double>(ns) / 1e6);
-  return fmt::format("{:.2f} s", static_cast<double>(ns) / 1e9);
-}
-
-std::string version_text(uint32_t code) {
-  if (code == 0) return "unknown";
-  return fmt::format("{}.{}.{}", code >> 16, (code >> 8) & 0xff, code & 0xff);
-}
+}  // namespace
 
 std::string stat_json(const ServiceStat& s) {
   Json doc = {{"service", s.service}, {"scope", scope_name(s.scope)}, {"time_unix_ns", s.time_unix_ns},

@@ -2,6 +2,7 @@
 // The Prometheus text format of service accounting (see stat_prometheus.h).
 #include "stat/stat_prometheus.h"
 #include "stat/stat_fleet.h"
+#include "stat/stat_text.h"
 
 #include <fmt/core.h>
 
@@ -79,17 +80,6 @@ void per_call(std::string& out, const Family& f, const std::vector<LabeledStat>&
 }
 
 }  // namespace
-
-std::string prom_label_escape(const std::string& v) {
-  std::string out;
-  for (char ch : v) {
-    if (ch == '\\') out += "\\\\";
-    else if (ch == '"') out += "\\\"";
-    else if (ch == '\n') out += "\\n";
-    else out += ch;
-  }
-  return out;
-}
 
 std::string prometheus_text(const std::vector<LabeledStat>& services) {
   std::string out;

@@ -10,17 +10,10 @@
 
 namespace bonsai::ctl {
 
-struct LabeledStat {
-  const ServiceStat* stat;
-  std::string user;  // "" -> no `user` label (one user's services)
-};
-
 // HELP and TYPE once per family, then one sample per service and call (calls that
 // never ran are left out). Counters are live plus exited processes, so they never go
 // backwards when a process ends.
 std::string prometheus_text(const std::vector<LabeledStat>& services);
 
-// A label value escaped as the format requires (\\, \", \n).
-std::string prom_label_escape(const std::string& v);
 
 }  // namespace bonsai::ctl

@@ -2,7 +2,6 @@
 // Copies a segment's accounting (see stat_snapshot.h). Reading races the processes'
 // relaxed counter updates by design: each number is exact at some instant.
 #include "stat/stat_snapshot.h"
-#include "stat/stat_fleet.h"
 
 #include <chrono>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include <fmt/core.h>
 #include <thread>
 
+#include "abi/fleet_abi.h"
 #include "abi/limit_parse.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
@@ -21,6 +21,41 @@
 #include "segment/shm_client.h"
 
 namespace bonsai::ctl {
+
+namespace {
+// A string of the fleet block cut at its bound, anything but printable ASCII as '?'.
+std::string fleet_text(const char* s, size_t cap) {
+  std::string out(s, strnlen(s, cap));
+  for (char& c : out)
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
+  return out;
+}
+
+// The fleet block (`rules`: the limits' rule count) as of `mono_now`: read from the
+// segment (untrusted: strings cut at their bounds, counts as they are).
+FleetStat fleet_snapshot(const ShmFleet& f, uint32_t rules, uint64_t mono_now) {
+  FleetStat s;
+  s.enabled = f.enabled.load(std::memory_order_acquire) == 1;
+  if (!s.enabled) return s;
+  s.store = fleet_text(f.store, kFleetStoreMax);
+  s.host_id = fleet_text(f.host_id, kFleetHostIdMax);
+  s.period_ms = f.period_ms.load(std::memory_order_relaxed);
+  s.live_hosts = f.live_hosts.load(std::memory_order_relaxed);
+  s.agent_pid = f.agent_pid.load(std::memory_order_relaxed);
+  uint64_t exp = f.lease_expiry_ns.load(std::memory_order_acquire);
+  s.state = exp == 0 ? "waiting" : mono_now < exp ? "leased" : "lapsed";
+  s.lease_left_ms = exp == 0 ? 0 : (static_cast<int64_t>(exp) - static_cast<int64_t>(mono_now)) / 1'000'000;
+  s.renewals = f.renewals.load(std::memory_order_relaxed);
+  s.failures = f.failures.load(std::memory_order_relaxed);
+  s.lapses = f.lapses.load(std::memory_order_relaxed);
+  s.lib_fallbacks = f.lib_fallbacks.load(std::memory_order_relaxed);
+  for (uint32_t r = 0; r < rules && r < kMaxRules; ++r)
+    s.rules.push_back({f.cap[r].load(std::memory_order_relaxed), f.grant[r].load(std::memory_order_relaxed),
+                       f.want[r].load(std::memory_order_relaxed), f.fallback[r].load(std::memory_order_relaxed),
+                       f.fleet_used[r].load(std::memory_order_relaxed), f.owed[r].load(std::memory_order_relaxed)});
+  return s;
+}
+}  // namespace
 
 // Does process `pid` hold an io_uring (a descriptor on "anon_inode:[io_uring]")? What
 // moves through a ring is not limited: `stat` says so (issue #40). One readlink per

@@ -89,6 +89,13 @@ struct ServiceStat {
 // Fills `s.shares` from the segment and the host's (stat_shares.cc).
 void shares_snapshot(Segment& seg, ServiceStat& s);
 
+// A service's copy with the user it belongs to (root's view of every user: Prometheus
+// and JSON label it; "" -> no `user` label).
+struct LabeledStat {
+  const ServiceStat* stat;
+  std::string user;
+};
+
 // Checks the segment (Segment::check), reclaims dead processes' slots, then copies
 // the accounting. Throws CtlError with the damage (exit 1) if anything read is out
 // of range: header, rule count and rules, slot states and pids.

@@ -6,7 +6,7 @@
 #include <fmt/core.h>
 
 #include "abi/limit_parse.h"
-#include "stat/stat_format.h"
+#include "stat/stat_text.h"
 
 namespace bonsai::ctl {
 

@@ -2,7 +2,7 @@
 // The supervisor's state and steps (supervisor.h is its entry point). What a call is
 // charged and when it may go is the library's arithmetic (bucket/limits_view.h: the view,
 // a call's units, when a bucket allows a call; bucket/debt.h: owed units taken in
-// pieces); what is the supervisor's own is here: notifications (supervisor.cc), what a
+// pieces); what is the supervisor's own is here: notifications (sv_loop.cc), what a
 // call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
 // view and the traced processes and threads (sv_view.cc), zero-copy calls made on a
 // thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc), writes on descriptors
@@ -113,7 +113,7 @@ class Loop {
   SupervisorStats run();
 
  private:
-  // supervisor.cc: one notification
+  // sv_loop.cc: one notification
   void handle(const seccomp_notif& req);
   void respond(uint64_t id);
   // Answers with a result instead of CONTINUE (`r`: bytes, or -errno).

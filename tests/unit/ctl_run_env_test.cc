@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "launch/launch_kind.h"
+#include "config/limits_merge.h"
 #include "launch/run_env.h"
 #include "abi/limit_parse.h"
 

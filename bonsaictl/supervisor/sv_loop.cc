@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// The supervisor's loop (see supervisor.h, sv_loop.h): one thread, one poll -- the
+// The supervisor's loop (see sv_loop.h), and supervise(), the room's entry point
+// (supervisor.h: the face the launch sees; the loop's state stays in sv_loop.h): one thread, one poll -- the
 // listener, the sockets of receives waiting for data, and the earliest deadline of a
 // held call -- and what one notification does: find the call's buckets, charge what
 // it asks (or owe it until the thread's next call), answer CONTINUE or hold it.
-#include "supervisor/supervisor.h"
+#include "supervisor/sv_loop.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -16,7 +17,7 @@
 
 #include "shm/shm_guard.h"
 #include "supervisor/sv_compat.h"
-#include "supervisor/sv_loop.h"
+#include "supervisor/supervisor.h"
 #include "sys/clock.h"
 
 #include <linux/seccomp.h>

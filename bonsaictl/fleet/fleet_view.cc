@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `bonsaictl stat --fleet SERVICE` (issue 37): the fleet as the store sees it -- every
-// live host, when it last called, what it asked for and used last period, per rule --
-// read from Redis with the service's store and password (its segment names them).
+// The fleet as the store sees it (see fleet_view.h).
+#include "fleet/fleet_view.h"
+
 #include <fmt/core.h>
 #include <map>
 #include <cstring>
@@ -12,8 +12,8 @@
 #include "fleet/fleet_redis.h"
 #include "fleet/fleet_script.h"
 #include "segment/shm_client.h"
-#include "stat/stat_fleet.h"
-#include "stat/stat_format.h"
+#include "stat/stat_snapshot.h"
+#include "stat/stat_text.h"
 
 namespace bonsai::ctl {
 
