@@ -9,6 +9,7 @@
 #include "bucket/share.h"
 #include "log/blog.h"
 #include "runtime/limiter.h"
+#include "runtime/pace.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_host.h"
@@ -159,23 +160,11 @@ bool share_settle_slow(const Ticket& t, uint64_t units) noexcept {
   return true;
 }
 
-bool share_borrow_slow(const Ticket& t, uint64_t units) noexcept {
+PaceShare share_pace(const Ticket& t) noexcept {
   ShmHost* host = shm_host();
   ShareCache* c;
-  if (!host || !share_lookup(t, c)) return false;
-  uint64_t now = mono_ns() - limiter_clock_offset();
-  if (!share_borrow_now(g_limiter.buckets[t.bucket], host->buckets[c->host1 - 1], c->p, units, now)) return false;
-  if (g_limiter.shares) g_limiter.shares->borrowed[t.bucket].fetch_add(units, std::memory_order_relaxed);
-  return true;
-}
-
-void share_charge_host(const Ticket& t, uint64_t units) noexcept {
-  ShmHost* host = shm_host();
-  ShareCache* c;
-  if (!host || !units || !share_lookup(t, c)) return;
-  uint64_t now = mono_ns() - limiter_clock_offset();
-  clock_take(g_limiter.buckets[t.bucket].ceil_tat_ns, c->p.ceil, units, now);
-  clock_take(host->buckets[c->host1 - 1].tat_ns, c->p.host, units, now);
+  if (!host || !share_lookup(t, c)) return {};
+  return {&host->buckets[c->host1 - 1], &c->p};
 }
 
 }  // namespace bonsai
