@@ -18,10 +18,6 @@
 namespace bonsai {
 namespace {
 
-// Rounds of Wait before a taker commits to its own rate (it is then never starved by
-// borrowers, and waits as it would without shares).
-constexpr int kShareRounds = 16;
-
 // This thread's parameters of the last sharing rule it refilled: rebuilt when the view,
 // the bucket or the host's capacity changed (three bucket_params, ~100 ns, not per refill).
 struct ShareCache {
@@ -109,12 +105,7 @@ bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* wait
     ShareSleep sl{0, offset, g_limiter.seen_seq.load(std::memory_order_relaxed), cancellable};
     pthread_cleanup_push(share_wait_cancelled, slot);
     bool going = !in_wait;
-    for (int round = 0; going && st.way == ShareWay::Wait; ++round) {
-      if (round == kShareRounds) {
-        uint64_t at = share_take_rate(own, hb, c->p, units, mono_ns() - offset, slack);
-        st = ShareStep{ShareWay::Rate, ceil_at, at > ceil_at ? at : ceil_at};
-        break;
-      }
+    while (going && st.way == ShareWay::Wait) {  // share_take commits to the rate after kShareRounds
       sl.deadline = st.go_at > ceil_at ? st.go_at : ceil_at;  // nothing goes before the ceiling
       uint64_t before = mono_ns();
       going = share_sleep(&sl);
