@@ -44,23 +44,10 @@ bool Loop::share_pay(Thread& th, Proc& p, Debt& d, uint64_t now) {
   uint8_t b = d.bucket;
   ShmHost* h = shm_host();
   if (b >= kMaxRules || !view_.host1[b] || !h) return false;
-  const ShareParams& sp = view_.share[b];
-  uint64_t units = std::min<uint64_t>(d.units, static_cast<uint64_t>(sp.rate.batch) * 100);
-  ShareStep prev{ShareWay::Wait, d.share_ceil_at, 0};
-  ShareStep st = share_take(state(p, b), h->buckets[view_.host1[b] - 1], sp, units, now, kDefaultSlackNs,
-                            d.share_wait ? &prev : nullptr);
-  if (st.way == ShareWay::Wait) {
-    d.share_wait = true;
-    d.share_ceil_at = st.ceil_at;
-    d.share_at = std::max(st.go_at, st.ceil_at);
-    return true;
-  }
-  d.share_wait = false;
-  d.share_at = st.go_at;
-  d.units -= units;
-  d.late = std::min(d.late, d.units);
-  if (st.way == ShareWay::Borrow && !lost_)
-    seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
+  uint64_t units = 0;
+  if (debt_share_piece(d, state(p, b), h->buckets[view_.host1[b] - 1], view_.share[b], now, kDefaultSlackNs,
+                       &units) == ShareWay::Borrow)
+    share_borrowed(b, units);
   return true;
 }
 
