@@ -144,11 +144,10 @@ class Loop {
   // Takes the next piece of a sharing rule's debt (bucket/share.h). @return false if the
   // rule does not share (the caller takes it from the rate alone).
   bool share_pay(Thread& th, Proc& p, Debt& d, uint64_t now);
-  // A paced write (sv_pace.cc) on a sharing rule whose rate has no room: a turn borrowed
-  // from the host if the host and the ceiling let it go now (moves 0: not borrowed).
-  SvTurn share_turn(Proc& p, uint8_t bucket, uint64_t need, bool cuttable);
-  // What a paced write took from a sharing rule's rate, charged to its host and ceiling.
-  void share_charge(Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
+  // A paced write's (sv_pace.cc) sharing rule: its host bucket and parameters for
+  // pace_take (none: held to its rate); and units the host lent it, counted.
+  PaceShare share_host(uint8_t bucket);
+  void share_borrowed(uint8_t bucket, uint64_t units);
   void count(Proc& p, CallId call, uint64_t calls, uint64_t bytes);
   BucketState& state(Proc& p, uint8_t bucket);
   // sv_pace.cc: a write on a descriptor that must not wait takes a place in its

@@ -31,22 +31,16 @@ uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, cons
 }
 
 SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, uint64_t place,
-                     bool light, uint64_t now) noexcept {
+                     bool light, uint64_t now, const PaceShare& share) noexcept {
   if (p.per_call) need = units = place = 1;
   if (need == UINT64_MAX || need < units) need = units;
   if (place < units) place = units;
-  light = light && need <= pace_light_max(p);
-  // A light one goes ahead of the queue on the light clock (its bytes are charged all the
-  // same); else it goes now only if nobody is queued and it stays within the depth.
-  if (light && bucket_take_light(s, p, need, now)) return {need, 0, false};
-  bool queued = false;
-  uint64_t tat = bucket_take_or_queue(s, p, units, place, now, &queued, 0, p.depth_ns);
-  if (!queued) return {units, 0, false};
-  return {place, bucket_place_due(p, tat, place, now), true};
+  PaceTake t = pace_take(s, p, share, PaceAsk{light ? need : 0, units, place}, now);
+  return {t.units, t.due, t.way == PaceWay::Queue, t.way == PaceWay::Borrow};
 }
 
 SvTurn sv_pace_turn(BucketState& s, const BucketParams& p, uint64_t need, bool cuttable, bool light,
-                    uint64_t& credit, uint64_t now) noexcept {
+                    uint64_t& credit, uint64_t now, const PaceShare& share) noexcept {
   uint64_t q = sv_place_quantum(p);
   uint64_t want = need == UINT64_MAX ? q : need ? need : 1;
   if (credit && (cuttable || want <= credit)) {
@@ -57,10 +51,10 @@ SvTurn sv_pace_turn(BucketState& s, const BucketParams& p, uint64_t need, bool c
   uint64_t had = credit, rest = want - had;
   credit = 0;
   uint64_t units = cuttable ? std::min(rest, q) : rest;
-  SvPlace pl = sv_pace_take(s, p, rest, units, std::max(units, q), light, now);
+  SvPlace pl = sv_pace_take(s, p, rest, units, std::max(units, q), light, now, share);
   uint64_t got = std::min(rest, pl.units);
   credit = pl.units - got;
-  return {had + got, pl.due, pl.queued};
+  return {had + got, pl.due, pl.queued, pl.borrowed ? pl.units : 0};
 }
 
 bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
@@ -105,11 +99,8 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   if (bytes == 1) {  // its turn, with the descriptor's credit in that bucket
     uint8_t b = h.bucket[byte_i];
     if (d.bucket != b || d.seq != view_.seq) d.credit = 0, d.bucket = b, d.seq = view_.seq;
-    SvTurn t = share_turn(p, b, need, cuttable);  // shares: a busy rate borrows first
-    if (!t.moves) {
-      t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now);
-      share_charge(p, b, t.moves, now);  // the host and the ceiling see what the rate let go
-    }
+    SvTurn t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now, share_host(b));
+    share_borrowed(b, t.borrowed);
     queued |= t.queued;
     h.deadline = t.due;
     h.reserved[byte_i] = bound = t.moves;
@@ -118,7 +109,8 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   for (int i = 0; i < 2; ++i) {  // call-rate buckets; both byte buckets (no credit kept)
     const BucketParams* bp = view_.params(h.bucket[i]);
     if (!bp || (bytes == 1 && !bp->per_call)) continue;
-    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, units, light, now);
+    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, units, light, now, share_host(h.bucket[i]));
+    share_borrowed(h.bucket[i], pl.borrowed ? pl.units : 0);
     queued |= pl.queued;
     h.deadline = std::max(h.deadline, pl.due);
     h.reserved[i] = bp->per_call ? 0 : pl.units;

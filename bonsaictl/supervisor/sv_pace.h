@@ -3,17 +3,19 @@
 // terminal: Go's sockets), paced as the library paces them (libbonsai/runtime/pace.cc,
 // docs/limits.md "Non-blocking descriptors" and "Supervised programs"): the call takes
 // one place of one turn (sv_place_quantum: the library's pace_quantum) at the end of
-// its bucket's queue (bucket_take_or_queue) and is held by the supervisor until the place
-// is due (bucket_place_due), then made cut to it (a zero-copy call the supervisor makes
+// its bucket's queue and is held by the supervisor until the place is due (the library's
+// own take, bucket/pace_step.h: pace_take), then made cut to it (a zero-copy call the supervisor makes
 // itself, sv_emulate.h) or let go whole (its place was all it asks). Descriptors take
 // turns whatever their call sizes (what a place holds beyond a call is the descriptor's
 // credit: deficit round robin) and however many threads make them (max-min fair); a
 // light descriptor (no place lately) with a small write goes ahead on the light clock.
-// The arithmetic is the library's (bucket/token_bucket.h); only its use is here.
+// The arithmetic is the library's (bucket/pace_step.h: light, borrowing under shares,
+// going now or taking a place); only the sizes of a call's turn are here.
 #pragma once
 #include <cstdint>
 #include <sys/types.h>
 
+#include "bucket/pace_step.h"
 #include "bucket/token_bucket.h"
 #include "supervisor/sv_emulate.h"
 
@@ -51,18 +53,19 @@ uint64_t sv_pace_units(uint64_t need, bool cuttable, const BucketParams* a, cons
 
 // What one paced call took from one bucket.
 struct SvPlace {
-  uint64_t units = 0;   // units taken: what the call may move (1 in a call-rate bucket)
-  uint64_t due = 0;     // when it may go (0: now)
-  bool queued = false;  // a place at the end of the bucket's queue (else it went ahead)
+  uint64_t units = 0;     // units taken: what the call may move (1 in a call-rate bucket)
+  uint64_t due = 0;       // when it may go (0: now)
+  bool queued = false;    // a place at the end of the bucket's queue (else it went ahead)
+  bool borrowed = false;  // shares: its units were lent by the host
 };
 
 // Takes for a call asking `need` units, cut to `units` (sv_pace_units), from bucket `s`
-// at `now`: it goes now with `units` when the bucket has no queue (its clock within the
-// depth), or, `light`, with a write of up to pace_light_max, all it asks, ahead of the
-// queue on the light clock (bucket_take_light); else it takes a place of `place` (>= `units`) units at
-// the end of the queue, due when the place starts. One CAS loop (bucket_take_or_queue).
+// at `now` (pace_take): `light`, a write of up to pace_light_max goes ahead of a queue,
+// all it asks; under shares (`share`) a rate with no room for `place` lends from the
+// host; else it goes now with `units` when the bucket has no queue, or takes a place of
+// `place` (>= `units`) units at the end of the queue, due when the place starts.
 SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint64_t units, uint64_t place,
-                     bool light, uint64_t now) noexcept;
+                     bool light, uint64_t now, const PaceShare& share = {}) noexcept;
 
 // One call's turn on a descriptor whose call charges one byte bucket `s`, the descriptor
 // holding `credit` units of it: what its last place held beyond its call (deficit round
@@ -71,11 +74,12 @@ SvPlace sv_pace_take(BucketState& s, const BucketParams& p, uint64_t need, uint6
 // goes now with it (a `cuttable` one with what there is); else it takes (sv_pace_take)
 // what is missing and keeps what its place holds beyond the call.
 struct SvTurn {
-  uint64_t moves = 0;   // what the call may move (a call not cuttable: all it asks, or a turn if unknown)
-  uint64_t due = 0;     // when it may go (0: now)
-  bool queued = false;  // it took a place in the queue
+  uint64_t moves = 0;     // what the call may move (a call not cuttable: all it asks, or a turn if unknown)
+  uint64_t due = 0;       // when it may go (0: now)
+  bool queued = false;    // it took a place in the queue
+  uint64_t borrowed = 0;  // shares: units the host lent (its turn)
 };
 SvTurn sv_pace_turn(BucketState& s, const BucketParams& p, uint64_t need, bool cuttable, bool light,
-                    uint64_t& credit, uint64_t now) noexcept;
+                    uint64_t& credit, uint64_t now, const PaceShare& share = {}) noexcept;
 
 }  // namespace bonsai::ctl

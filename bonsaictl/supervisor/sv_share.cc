@@ -44,47 +44,21 @@ bool Loop::share_pay(Thread& th, Proc& p, Debt& d, uint64_t now) {
   uint8_t b = d.bucket;
   ShmHost* h = shm_host();
   if (b >= kMaxRules || !view_.host1[b] || !h) return false;
-  const ShareParams& sp = view_.share[b];
-  uint64_t units = std::min<uint64_t>(d.units, static_cast<uint64_t>(sp.rate.batch) * 100);
-  ShareStep prev{ShareWay::Wait, d.share_ceil_at, 0};
-  ShareStep st = share_take(state(p, b), h->buckets[view_.host1[b] - 1], sp, units, now, kDefaultSlackNs,
-                            d.share_wait ? &prev : nullptr);
-  if (st.way == ShareWay::Wait) {
-    d.share_wait = true;
-    d.share_ceil_at = st.ceil_at;
-    d.share_at = std::max(st.go_at, st.ceil_at);
-    return true;
-  }
-  d.share_wait = false;
-  d.share_at = st.go_at;
-  d.units -= units;
-  d.late = std::min(d.late, d.units);
-  if (st.way == ShareWay::Borrow && !lost_)
-    seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
+  uint64_t units = 0;
+  if (debt_share_piece(d, state(p, b), h->buckets[view_.host1[b] - 1], view_.share[b], now, kDefaultSlackNs,
+                       &units) == ShareWay::Borrow)
+    share_borrowed(b, units);
   return true;
 }
 
-SvTurn Loop::share_turn(Proc& p, uint8_t b, uint64_t need, bool cuttable) {
+PaceShare Loop::share_host(uint8_t b) {
   ShmHost* h = shm_host();
-  const BucketParams* bp = view_.params(b);
-  if (!h || !bp || b >= kMaxRules || !view_.host1[b] || need == 0) return {};
-  uint64_t now = mono_ns();
-  BucketState& own = state(p, b);
-  uint64_t units = cuttable ? std::min(need, sv_place_quantum(*bp)) : need;
-  // The rate first, when it lets the call go now; a call it would hold borrows instead.
-  uint64_t tat = std::max(own.tat_ns.load(std::memory_order_relaxed), now);
-  if (tat + bucket_cost_ns(*bp, units) <= now + bp->depth_ns) return {};
-  if (!share_borrow_now(own, h->buckets[view_.host1[b] - 1], view_.share[b], units, now)) return {};
-  if (!lost_) seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
-  return SvTurn{units, 0, false};
+  if (!h || b >= kMaxRules || !view_.host1[b]) return {};
+  return {&h->buckets[view_.host1[b] - 1], &view_.share[b]};
 }
 
-void Loop::share_charge(Proc& p, uint8_t b, uint64_t units, uint64_t now) {
-  ShmHost* h = shm_host();
-  if (!h || !units || units == UINT64_MAX || b >= kMaxRules || !view_.host1[b]) return;
-  (void)p;
-  clock_take(h->buckets[view_.host1[b] - 1].tat_ns, view_.share[b].host, units, now);
-  clock_take(state(p, b).ceil_tat_ns, view_.share[b].ceil, units, now);
+void Loop::share_borrowed(uint8_t b, uint64_t units) {
+  if (units && b < kMaxRules && !lost_) seg_.seg().shares.borrowed[b].fetch_add(units, std::memory_order_relaxed);
 }
 
 }  // namespace bonsai::ctl

@@ -53,11 +53,34 @@ DebtList::Piece DebtList::next_piece(Debt& d, uint64_t piece) noexcept {
   return {late, k - late};
 }
 
+namespace {
+
+uint64_t piece_units(const BucketParams& p) noexcept { return static_cast<uint64_t>(p.batch) * 100; }  // batches: ~1 ms
+
+}  // namespace
+
 uint64_t debt_take_piece(Debt& d, BucketState& s, const BucketParams& p, uint64_t now_ns) noexcept {
-  DebtList::Piece piece = DebtList::next_piece(d, static_cast<uint64_t>(p.batch) * 100);  // batches: ~1 ms
+  DebtList::Piece piece = DebtList::next_piece(d, piece_units(p));
   if (piece.late) bucket_take_late(s, p, piece.late, now_ns);
   if (piece.fresh) bucket_take(s, p, piece.fresh, now_ns);
   return piece.late + piece.fresh;
+}
+
+ShareWay debt_share_piece(Debt& d, BucketState& own, BucketState& host, const ShareParams& p, uint64_t now_ns,
+                          uint64_t slack, uint64_t* taken) noexcept {
+  uint64_t units = std::min(d.units, std::max<uint64_t>(piece_units(p.rate), 1));
+  ShareStep st = share_take(own, host, p, units, now_ns, slack, d.share_wait ? &d.share_step : nullptr);
+  *taken = 0;
+  d.share_wait = st.way == ShareWay::Wait;
+  d.share_step = st;
+  if (d.share_wait) {
+    d.share_at = std::max(st.go_at, st.ceil_at);
+    return st.way;
+  }
+  d.share_at = st.go_at;
+  DebtList::next_piece(d, units);  // off the debt, what moved first (the rate or the host took it all)
+  *taken = units;
+  return st.way;
 }
 
 }  // namespace bonsai

@@ -5,6 +5,17 @@
 #include "abi/limit_parse.h"
 
 namespace bonsai {
+namespace {
+
+// Units charged to the rate (and the host) whatever either says. @return when they may go (0: now).
+uint64_t take_rate(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
+                   uint64_t slack) noexcept {
+  uint64_t tat = clock_take(own.tat_ns, p.rate, units, now);
+  clock_take(host.tat_ns, p.host, units, now);
+  return bucket_eligible(p.rate, tat, now, slack);
+}
+
+}  // namespace
 
 bool share_params(const Rule& rule, const Rule& capacity, ShareParams& out) noexcept {
   if (rule.ceil <= rule.rate || rule.ceil > kMaxRate) return false;
@@ -21,9 +32,15 @@ bool share_params(const Rule& rule, const Rule& capacity, ShareParams& out) noex
 
 ShareStep share_take(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
                      uint64_t slack, const ShareStep* retry) noexcept {
-  ShareStep step{ShareWay::Wait, retry ? retry->ceil_at : 0, 0};
+  ShareStep step{ShareWay::Wait, retry ? retry->ceil_at : 0, 0, retry ? retry->rounds : 0};
   if (step.ceil_at <= now) step.ceil_at = 0;
   if (!retry) step.ceil_at = bucket_eligible(p.ceil, clock_take(own.ceil_tat_ns, p.ceil, units, now), now, slack);
+  if (retry && step.rounds >= kShareRounds) {  // the starvation guard (share.h)
+    step.way = ShareWay::Rate;
+    uint64_t at = take_rate(own, host, p, units, now, slack);
+    step.go_at = at > step.ceil_at ? at : step.ceil_at;
+    return step;
+  }
   uint64_t tat = 0, rate_due = 0, host_due = 0;
   if (clock_try_take(own.tat_ns, p.rate, units, now, &tat, &rate_due)) {
     clock_take(host.tat_ns, p.host, units, now);  // the host sees every unit its takers move
@@ -40,14 +57,10 @@ ShareStep share_take(BucketState& own, BucketState& host, const ShareParams& p, 
   }
   step.go_at = rate_due < host_due ? rate_due : host_due;
   if (step.go_at <= now) step.go_at = now + 1;  // raced: try again at once, never in the past
+  // A round is a wait served: a caller back early (the supervisor pays debt at any
+  // notification of the thread) has not waited yet.
+  if (!retry || now >= retry->go_at) ++step.rounds;
   return step;
-}
-
-uint64_t share_take_rate(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
-                         uint64_t slack) noexcept {
-  uint64_t tat = clock_take(own.tat_ns, p.rate, units, now);
-  clock_take(host.tat_ns, p.host, units, now);
-  return bucket_eligible(p.rate, tat, now, slack);
 }
 
 ShareWay share_take_late(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units,

@@ -6,7 +6,8 @@
 //   1. charges the ceiling clock; a ceiling in debt beyond its depth holds the units;
 //   2. if the rule's own rate lets them go, takes them there and charges the host;
 //   3. else, if the host has spare capacity, borrows them from the host;
-//   4. else waits until the earlier of the two could let them go, and tries 2-3 again.
+//   4. else waits until the earlier of the two could let them go, and tries 2-3 again;
+//      after kShareRounds rounds of it, takes them from the rate whatever it says (5.).
 // Guarantees hold because step 2 never asks the host: a busy borrower only pushes the
 // host into debt, which stops borrowing, not the rates. At most 3 read-modify-writes per
 // refill (ceiling, rate, host; or ceiling, host, the borrowed count). Used by the library
@@ -36,22 +37,29 @@ enum class ShareWay : uint8_t { Rate, Borrow, Wait };
 
 struct ShareStep {
   ShareWay way;
-  uint64_t ceil_at;   // when the ceiling lets the units go (0: now)
-  uint64_t go_at;     // Rate/Borrow: when the units may go (0: now; >= ceil_at);
-                      // Wait: when to try again (the earlier of rate and host)
+  uint64_t ceil_at;     // when the ceiling lets the units go (0: now)
+  uint64_t go_at;       // Rate/Borrow: when the units may go (0: now; >= ceil_at);
+                        // Wait: when to try again (the earlier of rate and host)
+  uint32_t rounds = 0;  // Wait: rounds of it so far for these units
 };
+
+// The starvation guard: rounds of Wait after which a taker commits to its own rate. A
+// rate and a host kept busy by others (takers of a batch each, as the library's threads)
+// may never have room for these units when they try, least of all units costing more than
+// the depth (they go on an idle clock only: a supervised call's debt is taken in pieces
+// of ~100 ms): charged to the rate whatever it says, they then wait it out, as without
+// shares, behind the takes already made and ahead of those to come.
+inline constexpr uint32_t kShareRounds = 16;
 
 // One refill of `units` on the rule's state `own` and the host's `host` at `now`.
 // `retry`: the Wait step an earlier call returned for these same units (their ceiling is
-// charged: its time is carried over), or nullptr for a first try.
+// charged: its time is carried over; a retry at or after its go_at is one more round), or
+// nullptr for a first try. A retry after kShareRounds rounds takes them from the rate
+// (and charges the host) whatever either says: Rate, go_at when the rate lets them go.
+// The library's refill (runtime/share_wait.cc) and the supervisor's debt (bucket/debt.h:
+// debt_share_piece) both retry through it: one guard for both.
 ShareStep share_take(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
                      uint64_t slack, const ShareStep* retry) noexcept;
-
-// Units charged to the rate (and the host) whatever either says: after too many rounds of
-// Wait, so that a taker is never starved (it then waits out the rate, as without shares).
-// @return when they may go (0: now).
-uint64_t share_take_rate(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
-                         uint64_t slack) noexcept;
 
 // Units that already moved (a read's bytes beyond the thread's credit): the ceiling
 // charged; the rate if it has room (and the host), else the host (borrowed, into debt if

@@ -15,6 +15,19 @@ uint64_t units_in(uint64_t rate, uint64_t ns) {
   return u > kSaturate ? kSaturate : u;
 }
 
+// Where a take at `now` starts: the clock's tat, or now if it is idle or garbage (beyond
+// now + max_ahead_ns: forgotten).
+uint64_t clock_base(uint64_t tat, const BucketParams& p, uint64_t now_ns) {
+  uint64_t ceiling = now_ns + p.max_ahead_ns;
+  if (ceiling < now_ns) ceiling = UINT64_MAX;
+  return tat > now_ns && tat <= ceiling ? tat : now_ns;
+}
+
+// The furthest past now a take costing `cost` may start and still go now: within the
+// depth after it; units costing more than the depth go only on an idle clock (the most
+// room there is), or they could never go this way.
+uint64_t clock_room(const BucketParams& p, uint64_t cost) { return cost < p.depth_ns ? p.depth_ns - cost : 0; }
+
 }  // namespace
 
 uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept {
@@ -75,15 +88,11 @@ uint64_t clock_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_
 bool clock_try_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units, uint64_t now_ns,
                     uint64_t* tat_out, uint64_t* due) noexcept {
   uint64_t cost = bucket_cost_ns(p, units);
-  // Within the depth: the take goes now. Units costing more than the depth go only on an
-  // idle clock (the most room there is), or they could never be taken this way.
-  uint64_t room = cost < p.depth_ns ? p.depth_ns - cost : 0;
-  uint64_t ceiling = now_ns + p.max_ahead_ns;
-  if (ceiling < now_ns) ceiling = UINT64_MAX;
+  uint64_t room = clock_room(p, cost);
   uint64_t tat = clock.load(std::memory_order_relaxed);
   uint64_t next;
   do {
-    uint64_t base = tat > now_ns && tat <= ceiling ? tat : now_ns;  // garbage: forgotten
+    uint64_t base = clock_base(tat, p, now_ns);
     if (base > now_ns + room) {
       *due = base - room;
       return false;
@@ -92,6 +101,12 @@ bool clock_try_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_
   } while (!clock.compare_exchange_weak(tat, next, std::memory_order_relaxed));
   *tat_out = next;
   return true;
+}
+
+bool clock_has_room(const std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units,
+                    uint64_t now_ns) noexcept {
+  uint64_t base = clock_base(clock.load(std::memory_order_relaxed), p, now_ns);
+  return base <= now_ns + clock_room(p, bucket_cost_ns(p, units));
 }
 
 uint64_t bucket_take_or_queue(BucketState& s, const BucketParams& p, uint64_t units_free, uint64_t units_queued,

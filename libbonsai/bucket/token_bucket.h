@@ -73,6 +73,11 @@ uint64_t clock_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_
 bool clock_try_take(std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units, uint64_t now_ns,
                     uint64_t* tat_out, uint64_t* due) noexcept;
 
+// clock_try_take's test without the take: whether the clock would let `units` go now. The
+// one meaning of "a rate has room" under shares (bucket/share.h, bucket/pace_step.h).
+bool clock_has_room(const std::atomic<uint64_t>& clock, const BucketParams& p, uint64_t units,
+                    uint64_t now_ns) noexcept;
+
 // Returns `units` taken earlier that were not used (a write that moved less than it
 // paid for): tat goes back by their cost, never below `now` (an idle bucket's clock
 // restarts at now anyway, so nothing is gained by going further).

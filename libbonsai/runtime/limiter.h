@@ -151,11 +151,7 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept _
 bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* waited) noexcept;
 // A read's overdraft on a sharing rule. @return false if the rule does not share.
 bool share_settle_slow(const Ticket& t, uint64_t units) noexcept;
-// Calls that must not wait (runtime/pace.cc) on a sharing rule: `units` borrowed now if
-// the host and the ceiling allow (@return true), and units taken from the rate charged
-// to the host and the ceiling as well (no-ops if the rule does not share).
-bool share_borrow_slow(const Ticket& t, uint64_t units) noexcept;
-void share_charge_host(const Ticket& t, uint64_t units) noexcept;
+// Calls that must not wait on a sharing rule: share_pace (runtime/pace.h).
 
 // Takes a deficit the last call left (see credit_needs_settle) at once.
 void ticket_settle_slow(const Ticket& t) noexcept __attribute__((noinline));

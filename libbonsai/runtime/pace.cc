@@ -134,6 +134,11 @@ void add_credit(const Ticket& t, int64_t units) noexcept {
   if (t_thread.credit_gen == t.gen) lane_add(t_thread.credit[t.bucket], units);
 }
 
+void count_borrowed(const Ticket& t, const PaceTake& pt) noexcept {
+  if (pt.way == PaceWay::Borrow && g_limiter.shares)
+    g_limiter.shares->borrowed[t.bucket].fetch_add(pt.units, std::memory_order_relaxed);
+}
+
 }  // namespace
 
 int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t n, uint64_t chunk,
@@ -182,56 +187,31 @@ int64_t ticket_try_slow(Ticket& t, int fd, PaceDir dir, bool dontwait, uint64_t 
   BucketState& bucket = g_limiter.buckets[t.bucket];
   uint64_t tat_seen = bucket.tat_ns.load(std::memory_order_relaxed);
   uint64_t queue_ns = tat_seen > host_now ? tat_seen - host_now : 0;
-  bool light = dir == kPaceWrite && need && need <= pace_light_max(p) && pace_is_light(last, now, queue_ns);
-  // Otherwise it goes now only if nobody is queued (a bucket with a queue serves places
-  // in order: whoever calls first must not drain the depth), with a batch only from a
-  // full bucket (idle for a depth): a bucket in use hands out a quantum at a time.
-  if (light && queue_ns) {
-    uint64_t units = need > held_credit ? need - held_credit : 1;
-    if (bucket_take_light(bucket, p, units, host_now)) {
-      share_charge_host(t, units);
-      add_credit(t, static_cast<int64_t>(units));
-      return granted(t);
-    }
-  }
-  // Shares: a rate with no room now borrows the host's idle capacity before it queues
-  // (HTB: its own rate first, then the host's spare, up to the ceiling).
-  {
-    uint64_t units = queue_units ? queue_units : free_units;
-    if (tat_seen > host_now + p.depth_ns / 2 && share_borrow_slow(t, units)) {
-      add_credit(t, static_cast<int64_t>(units));
-      return granted(t);
-    }
-  }
+  bool light = dir == kPaceWrite && need && pace_is_light(last, now, queue_ns);
+  // A batch only from a full bucket (idle for a depth): a bucket in use hands out a
+  // quantum at a time, so that whoever calls first does not drain the depth.
   if (tat_seen + p.depth_ns > host_now && !p.per_call) free_units = queue_units ? queue_units : 1;
-  bool queued = false;
-  uint64_t tat = bucket_take_or_queue(bucket, p, free_units, queue_units, host_now, &queued, 0, p.depth_ns);
-  if (!queued) {
-    share_charge_host(t, free_units);
-    add_credit(t, static_cast<int64_t>(free_units));
-    return granted(t);
-  }
-  share_charge_host(t, queue_units);  // its place in the rate's queue: the host sees it now
-  if (queue_units == 0) return granted(t);  // shortened to the credit in hand
-  uint64_t due = bucket_place_due(p, tat, queue_units, host_now);
-  if (due == 0) {  // the place is due now
-    add_credit(t, static_cast<int64_t>(queue_units));
+  PaceAsk ask{light ? (need > held_credit ? need - held_credit : 1) : 0, free_units, queue_units};
+  PaceTake pt = pace_take(bucket, p, share_pace(t), ask, host_now);  // shares: the rate, else the host's spare
+  count_borrowed(t, pt);
+  if (pt.due == 0) {  // it goes now (what it took is its credit; a place of none: its credit in hand)
+    add_credit(t, static_cast<int64_t>(pt.units));
     return granted(t);
   }
   if (!pace_lock(*s)) {  // the slot is being changed under a signal handler: let it go
-    add_credit(t, static_cast<int64_t>(queue_units));
+    add_credit(t, static_cast<int64_t>(pt.units));
     return granted(t);
   }
   PaceReservation& r = s->res[dir];
   __atomic_store_n(&s->last_place[dir], now, __ATOMIC_RELAXED);
-  r = PaceReservation{due + offset, static_cast<int64_t>(queue_units), t.view, t.gen, t.bucket, true};
+  r = PaceReservation{pt.due + offset, static_cast<int64_t>(pt.units), t.view, t.gen, t.bucket, true};
   __atomic_store_n(&s->held, static_cast<uint8_t>(s->held | (1u << dir)), __ATOMIC_RELAXED);
   __atomic_store_n(&s->kick, static_cast<uint8_t>(s->kick | (1u << dir)), __ATOMIC_RELAXED);  // an edge when due
   pace_unlock(*s);
   pace_mark_held(fd);
   pace_count_refused(t, true);
   if (ProcessCounters* pc = g_limiter.counters)
-    pc->held_ns[static_cast<size_t>(t.call)].fetch_add(due - host_now, std::memory_order_relaxed);
+    pc->held_ns[static_cast<size_t>(t.call)].fetch_add(pt.due - host_now, std::memory_order_relaxed);
   return 0;
 }
 
@@ -246,21 +226,18 @@ void ticket_pace_next(const Ticket& t, int fd, PaceDir dir, uint64_t rest, uint6
   uint64_t units = p.per_call ? 1 : rest < q ? rest : q;
   if (!units) return;
   uint64_t offset = limiter_clock_offset();
+  PaceShare share = share_pace(t);  // (may say once that the rule cannot share: not under the slot's lock)
+  // The slot first: a place taken and not kept would have to be given back to every
+  // clock pace_take charged (rate, ceiling, host).
+  if (!pace_lock(*s)) return;
   uint64_t now = mono_ns();
   uint64_t host_now = now - offset;
-  // Shares: a rate with no room lends from the host first (a place due at once); else a
-  // place in the rate's queue, which the host sees now.
-  BucketState& b = g_limiter.buckets[t.bucket];
-  bool borrowed = b.tat_ns.load(std::memory_order_relaxed) > host_now + p.depth_ns / 2 && share_borrow_slow(t, units);
-  uint64_t due = 0;
-  if (!borrowed) due = bucket_place_due(p, bucket_take(b, p, units, host_now), units, host_now);
-  if (!pace_lock(*s)) {  // cannot keep the place: give it back
-    if (!borrowed) bucket_give_back(b, p, units, host_now);
-    return;
-  }
-  if (!borrowed) share_charge_host(t, units);
+  // A place in the rate's queue; shares: borrowed from the host if the rate has no room (due at once).
+  PaceTake pt = pace_take(g_limiter.buckets[t.bucket], p, share, PaceAsk{0, units, units}, host_now);
+  count_borrowed(t, pt);
+  uint64_t due = pt.due;
   __atomic_store_n(&s->last_place[dir], now, __ATOMIC_RELAXED);
-  s->res[dir] = PaceReservation{due ? due + offset : now, static_cast<int64_t>(units), t.view, t.gen, t.bucket, true};
+  s->res[dir] = PaceReservation{due ? due + offset : now, static_cast<int64_t>(pt.units), t.view, t.gen, t.bucket, true};
   __atomic_store_n(&s->held, static_cast<uint8_t>(s->held | (1u << dir)), __ATOMIC_RELAXED);
   __atomic_store_n(&s->kick, static_cast<uint8_t>(s->kick | (1u << dir)), __ATOMIC_RELAXED);
   pace_unlock(*s);

@@ -12,6 +12,7 @@
 #pragma once
 #include <cstdint>
 
+#include "bucket/pace_step.h"
 #include "runtime/limiter.h"
 
 namespace bonsai {
@@ -44,6 +45,11 @@ void ticket_pace_next(const Ticket& t, int fd, PaceDir dir, uint64_t rest, uint6
 // A call on `fd` was cut short by the library (a chunk) though the kernel took all it
 // was offered: an edge-triggered loop registered for it gets a new edge (errno kept).
 void pace_kick(int fd, PaceDir dir) noexcept __attribute__((noinline));
+
+// Shares (runtime/share_wait.cc): the host bucket and parameters of the ticket's rule
+// for pace_take (bucket/pace_step.h), or none if the rule does not share or the host is
+// unusable (it is then held to its rate).
+PaceShare share_pace(const Ticket& t) noexcept;
 
 // True when the thread's credit covers a call needing `need` units (no wait, no try).
 inline bool ticket_covered(const Ticket& t, uint64_t need) noexcept {

@@ -9,6 +9,7 @@
 #include "bucket/share.h"
 #include "log/blog.h"
 #include "runtime/limiter.h"
+#include "runtime/pace.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_host.h"
@@ -16,10 +17,6 @@
 
 namespace bonsai {
 namespace {
-
-// Rounds of Wait before a taker commits to its own rate (it is then never starved by
-// borrowers, and waits as it would without shares).
-constexpr int kShareRounds = 16;
 
 // This thread's parameters of the last sharing rule it refilled: rebuilt when the view,
 // the bucket or the host's capacity changed (three bucket_params, ~100 ns, not per refill).
@@ -108,12 +105,7 @@ bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* wait
     ShareSleep sl{0, offset, g_limiter.seen_seq.load(std::memory_order_relaxed), cancellable};
     pthread_cleanup_push(share_wait_cancelled, slot);
     bool going = !in_wait;
-    for (int round = 0; going && st.way == ShareWay::Wait; ++round) {
-      if (round == kShareRounds) {
-        uint64_t at = share_take_rate(own, hb, c->p, units, mono_ns() - offset, slack);
-        st = ShareStep{ShareWay::Rate, ceil_at, at > ceil_at ? at : ceil_at};
-        break;
-      }
+    while (going && st.way == ShareWay::Wait) {  // share_take commits to the rate after kShareRounds
       sl.deadline = st.go_at > ceil_at ? st.go_at : ceil_at;  // nothing goes before the ceiling
       uint64_t before = mono_ns();
       going = share_sleep(&sl);
@@ -159,23 +151,11 @@ bool share_settle_slow(const Ticket& t, uint64_t units) noexcept {
   return true;
 }
 
-bool share_borrow_slow(const Ticket& t, uint64_t units) noexcept {
+PaceShare share_pace(const Ticket& t) noexcept {
   ShmHost* host = shm_host();
   ShareCache* c;
-  if (!host || !share_lookup(t, c)) return false;
-  uint64_t now = mono_ns() - limiter_clock_offset();
-  if (!share_borrow_now(g_limiter.buckets[t.bucket], host->buckets[c->host1 - 1], c->p, units, now)) return false;
-  if (g_limiter.shares) g_limiter.shares->borrowed[t.bucket].fetch_add(units, std::memory_order_relaxed);
-  return true;
-}
-
-void share_charge_host(const Ticket& t, uint64_t units) noexcept {
-  ShmHost* host = shm_host();
-  ShareCache* c;
-  if (!host || !units || !share_lookup(t, c)) return;
-  uint64_t now = mono_ns() - limiter_clock_offset();
-  clock_take(g_limiter.buckets[t.bucket].ceil_tat_ns, c->p.ceil, units, now);
-  clock_take(host->buckets[c->host1 - 1].tat_ns, c->p.host, units, now);
+  if (!host || !share_lookup(t, c)) return {};
+  return {&host->buckets[c->host1 - 1], &c->p};
 }
 
 }  // namespace bonsai

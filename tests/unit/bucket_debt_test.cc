@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include "bucket/debt.h"
+#include "token_bucket_sim.h"
 
 using namespace bonsai;
 
@@ -89,4 +90,54 @@ TEST_CASE("debt: a piece is ~100 ms of rate, what moved first, taken from the bu
   CHECK(debt_take_piece(d, s, p, now) == 0);
   CHECK(s.tat_ns.load() == now + 250'000'000);
   CHECK(s.late_ns.load() == 60'000'000);
+}
+
+TEST_CASE("debt: under shares a piece goes through share_take, with the library's starvation guard", "[debt]") {
+  using namespace bonsai::test;
+  Rule r = rule_of(10'000'000);  // 100 ns a byte: a piece (100 batches) is 1,000,000 bytes, 100 ms
+  r.ceil = 40'000'000;
+  r.host1 = 1;
+  ShareParams p{};
+  REQUIRE(share_params(r, rule_of(100'000'000), p));
+  uint64_t now = kUptime;
+  {  // The rate spent, the host idle: a piece is borrowed at once.
+    BucketState own{}, host{};
+    own.tat_ns.store(now + 9'500'000);
+    Debt d{0, 300'000, 100'000};
+    uint64_t taken = 0;
+    CHECK(debt_share_piece(d, own, host, p, now, kDebtNs, &taken) == ShareWay::Borrow);
+    CHECK(taken == 300'000);
+    CHECK((d.units == 0 && d.late == 0 && !d.share_wait));
+    CHECK(own.tat_ns.load() == now + 9'500'000);
+    CHECK(host.tat_ns.load() == now + bucket_cost_ns(p.host, 300'000));
+  }
+  {  // A rate and a host kept busy by the library's threads: the piece (more than the depth)
+     // never finds them idle; after kShareRounds rounds it is taken from the rate.
+    BucketState own{}, host{};
+    auto others = [&](uint64_t at) {
+      clock_take(own.tat_ns, p.rate, 10'000, at);
+      clock_take(host.tat_ns, p.host, 10'000, at);
+    };
+    Debt d{0, 2'500'000, 0};
+    uint64_t taken = 0;
+    others(now);
+    uint32_t tries = 0;
+    ShareWay way = ShareWay::Wait;
+    while (tries < 100 && (way = debt_share_piece(d, own, host, p, now, kDebtNs, &taken)) == ShareWay::Wait) {
+      CHECK(d.share_wait);
+      CHECK(d.share_at > now);
+      CHECK(d.units == 2'500'000);
+      now = d.share_at;
+      others(now);
+      ++tries;
+    }
+    CHECK(tries == kShareRounds);
+    CHECK(way == ShareWay::Rate);
+    CHECK(taken == 1'000'000);
+    CHECK((d.units == 1'500'000 && !d.share_wait));
+    CHECK(d.share_at > now);  // it waits out the rate
+    // The next piece starts afresh: its own rounds.
+    CHECK(debt_share_piece(d, own, host, p, now, kDebtNs, &taken) == ShareWay::Wait);
+    CHECK(d.share_step.rounds == 1);
+  }
 }

@@ -159,6 +159,45 @@ TEST_CASE("shares: the three states of a refill", "[shares]") {
   CHECK(st.go_at == st.ceil_at);
 }
 
+TEST_CASE("shares: a taker its rate and host never have room for commits to its rate after kShareRounds",
+          "[shares]") {
+  // Units costing more than the depth (a supervised call's debt piece: 100 ms of rate) go
+  // on an idle clock only; other takers (the library's threads, a batch each) keep the
+  // rate and the host from ever being idle when it tries.
+  ShareParams p;
+  REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));
+  BucketState own{}, host{};
+  uint64_t now = kUptime;
+  auto others = [&](uint64_t at) {
+    clock_take(own.tat_ns, p.rate, 10'000, at);
+    clock_take(host.tat_ns, p.host, 10'000, at);
+  };
+  const uint64_t units = 1'000'000;
+  others(now);
+  ShareStep st = share_take(own, host, p, units, now, kDebtNs, nullptr);
+  REQUIRE(st.way == ShareWay::Wait);
+  CHECK(st.rounds == 1);
+  // A caller back before its time (the supervisor pays at any notification) has not
+  // served a round: it may try, it is not counted.
+  ShareStep early = share_take(own, host, p, units, now, kDebtNs, &st);
+  CHECK(early.way == ShareWay::Wait);
+  CHECK(early.rounds == 1);
+  uint32_t retries = 0;
+  while (st.way == ShareWay::Wait && retries < 100) {
+    now = std::max(st.go_at, st.ceil_at);
+    others(now);
+    st = share_take(own, host, p, units, now, kDebtNs, &st);
+    ++retries;
+  }
+  CHECK(retries == kShareRounds);
+  REQUIRE(st.way == ShareWay::Rate);
+  // Charged to the rate (and the host) behind the takes made: it waits that out, no more.
+  uint64_t tat = own.tat_ns.load();
+  CHECK(tat >= now + bucket_cost_ns(p.rate, units));
+  CHECK(st.go_at == bucket_eligible(p.rate, tat, now, kDebtNs));
+  CHECK(st.go_at > now);
+}
+
 TEST_CASE("shares: a garbage host clock is forgotten, not waited for", "[shares]") {
   ShareParams p;
   REQUIRE(share_params(share_rule(10 * MB, 40 * MB), rule_of(100 * MB), p));

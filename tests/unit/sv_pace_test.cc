@@ -224,3 +224,36 @@ TEST_CASE("sv_pace: a light descriptor's small write goes ahead of 40 busy ones"
   CHECK(light_wait <= 1'000'000);
   CHECK(jain(moved) >= 0.999);
 }
+
+TEST_CASE("sv_pace: under shares a turn the rate cannot give within its depth is lent by the host", "[sv_pace]") {
+  Rule r = rule_of(5'000'000);
+  r.ceil = 20'000'000;
+  r.host1 = 1;
+  ShareParams sp{};
+  REQUIRE(share_params(r, rule_of(100'000'000), sp));
+  const BucketParams& p = sp.rate;
+  uint64_t q = sv_place_quantum(p);  // 39,062 bytes: 7.8 ms of rate, the depth 10 ms
+  uint64_t now = 1'000'000'000;
+  BucketState own{}, host{};
+  own.tat_ns.store(now + 5'000'000, std::memory_order_relaxed);  // a whole turn would end past the depth
+  uint64_t credit = 0;
+  SvTurn t = sv_pace_turn(own, p, 3000, true, false, credit, now, {&host, &sp});
+  CHECK((t.moves == 3000 && t.due == 0 && !t.queued));
+  CHECK(t.borrowed == q);  // a whole turn, as a place would be: the credit keeps the rest
+  CHECK(credit == q - 3000);
+  CHECK(own.tat_ns.load() == now + 5'000'000);  // the rate is untouched
+  CHECK(host.tat_ns.load() == now + bucket_cost_ns(sp.host, q));
+  // With 2 ms of queue a turn fits: the rate gives it, in its queue's order, and the host
+  // and the ceiling see it as it is taken.
+  BucketState own2{}, host2{};
+  own2.tat_ns.store(now + 2'000'000, std::memory_order_relaxed);
+  credit = 0;
+  t = sv_pace_turn(own2, p, 3000, true, false, credit, now, {&host2, &sp});
+  CHECK((t.queued && t.due == now + 2'000'000 && t.borrowed == 0));
+  CHECK(host2.tat_ns.load() == now + bucket_cost_ns(sp.host, q));
+  CHECK(own2.ceil_tat_ns.load() == now + bucket_cost_ns(sp.ceil, q));
+  // Its next calls go on the credit: nothing more charged.
+  t = sv_pace_turn(own2, p, 3000, true, false, credit, now, {&host2, &sp});
+  CHECK((t.moves == 3000 && t.due == 0));
+  CHECK(host2.tat_ns.load() == now + bucket_cost_ns(sp.host, q));
+}
