@@ -139,7 +139,7 @@ void Loop::handle(const seccomp_notif& in) {
   // Whose size is known only afterwards: reserve before it goes, so that the calls of
   // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
   // call whose ends cannot wait is made here, cut to its reservation.
-  // A write on a descriptor that must not wait takes its turn in the queue (sv_pace.h).
+  // A write on a descriptor that must not wait takes its turn in the queue (sv_turn.h, sv_pace.cc).
   if (limited && pace(*sc, req, *th, *p, h, asked, now)) return;
   uint64_t reserve = limited ? sv_reserve_bytes(asked, view_.params(h.bucket[0]), view_.params(h.bucket[1])) : 0;
   if (reserve && sc->src_fd_arg >= 0 && !compat_ &&

@@ -6,7 +6,7 @@
 // call moved, learnt after it (sv_charge.cc), the held-call queue (sv_held.cc), the
 // view and the traced processes and threads (sv_view.cc), zero-copy calls made on a
 // thread's behalf (sv_emulate.h, Loop::emulate in sv_held.cc), writes on descriptors
-// that must not wait taking turns in their buckets' queues (sv_pace.h).
+// that must not wait taking turns in their buckets' queues (sv_turn.h, sv_pace.cc).
 #pragma once
 #include <poll.h>
 #include <seccomp.h>
@@ -23,7 +23,7 @@
 #include "segment/shm_client.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/sv_emulate.h"
-#include "supervisor/sv_pace.h"
+#include "supervisor/sv_turn.h"
 #include "supervisor/sv_syscalls.h"
 #include "supervisor/sv_target.h"
 
@@ -60,7 +60,7 @@ struct Owed {
   uint64_t counted = 0;  // bytes counted in the stats before it went (a write's size)
 };
 
-// A descriptor that paced calls are made on (sv_pace.h).
+// A descriptor that paced calls are made on (sv_turn.h, sv_pace.cc).
 struct SvDesc {
   uint64_t last_place = 0;  // when it last took a place in a queue (0: never): light after a while
   uint64_t last_use = 0;
@@ -101,7 +101,7 @@ struct Held {
   // the `reserved` bytes it took from each byte bucket before it was held.
   SvEmu emu{};
   uint64_t reserved[2] = {0, 0};
-  // A call on a descriptor that must not wait (sv_pace.h): its place in the queue is
+  // A call on a descriptor that must not wait (sv_turn.h, sv_pace.cc): its place in the queue is
   // taken; it goes at `deadline`, owing nothing more.
   bool paced = false;
 };

@@ -5,9 +5,14 @@
 #
 #   sys <- abi <- bucket <- log <- shm <- runtime <- compress <- interpose
 #
-# A file in libbonsai/M/ may include its own module and lower ones only; bonsaictl/
-# may include its own files and sys, abi, bucket, log, shm, compress (it links those,
-# never runtime or interpose). A module's subfolder belongs to the module
+# A file in libbonsai/M/ may include its own module and lower ones only. bonsaictl/ is
+# in rooms, layered the same way, lowest first (CTL_ORDER below):
+#
+#   base <- segment <- config <- stat <- fleet <- serve <- supervisor <- launch <- cmd <- main.cc
+#
+# each may include its own room, the rooms below and sys, abi, bucket, log, shm,
+# compress (it links those, never runtime or interpose); and bonsaictl's files form no
+# cycle (a header and its .cc taken as one file: tsort finds loops). A module's subfolder belongs to the module
 # (interpose/compressed/, the compression hooks, is part of interpose) and shows the
 # rest of the library one header, its `*_hooks.h`: its other headers may be included
 # from inside the folder only (the wrappers see compress_hooks.h alone). Every quoted
@@ -62,6 +67,7 @@ module_of() {
 }
 
 bad=0
+ctl_edges=()  # "FROM TO" between bonsaictl files (X.h and X.cc as one), for the cycle check
 while IFS= read -r hit; do
   file=${hit%%:*}; rest=${hit#*:}; line=${rest%%:*}; text=${rest#*:}
   inc=${text#*\"}; inc=${inc%%\"*}
@@ -90,6 +96,9 @@ while IFS= read -r hit; do
         continue
       fi ;;
   esac
+  case $file:$target in
+    bonsaictl/*:bonsaictl/*) [ "${file%.*}" = "${target%.*}" ] || ctl_edges+=("${file%.*} ${target%.*}") ;;
+  esac
   module_of "$file"; from=$REPLY
   module_of "$target"; to=$REPLY
   [ -z "$from" ] && continue            # tests, bench: any repository file
@@ -104,6 +113,16 @@ while IFS= read -r hit; do
   fi
 done < <(grep -rn --include='*.h' --include='*.cc' --include='*.c' --include='*.hpp' --include='*.cpp' \
            -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' libbonsai bonsaictl tests bench 2>/dev/null)
+
+# No cycles between bonsaictl's files either (X.h with X.cc as one): tsort names a loop.
+if ((${#ctl_edges[@]})); then
+  loops=$(printf '%s\n' "${ctl_edges[@]}" | tsort 2>&1 >/dev/null)
+  if [ -n "$loops" ]; then
+    echo "bonsaictl: files that include each other (X.h and X.cc count as one):"
+    printf '%s\n' "$loops"
+    bad=1
+  fi
+fi
 
 if [ "$bad" = 0 ]; then
   echo "layers: ok (${ORDER[*]}; bonsaictl rooms: ${CTL_ORDER[*]})"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Supervised mode's pacing of calls on descriptors that must not wait (bonsaictl/supervisor/sv_pace.h):
+// Supervised mode's pacing of calls on descriptors that must not wait (bonsaictl/supervisor/sv_turn.h):
 // which destinations are paced, the units a call takes, one take (free, queued, light),
 // and a simulated supervisor serving many threads whose calls ask different sizes:
 // they take turns a quantum at a time (even shares, the rate exact), and a light
@@ -15,7 +15,7 @@
 #include <random>
 #include <vector>
 
-#include "supervisor/sv_pace.h"
+#include "supervisor/sv_turn.h"
 #include "token_bucket_sim.h"
 
 using namespace bonsai;

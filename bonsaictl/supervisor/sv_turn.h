@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Supervised calls on descriptors that must not wait (a non-blocking socket, pipe or
+// The turns of supervised calls on descriptors that must not wait (a non-blocking socket, pipe or
 // terminal: Go's sockets), paced as the library paces them (libbonsai/runtime/pace.cc,
 // docs/limits.md "Non-blocking descriptors" and "Supervised programs"): the call takes
 // one place of one turn (sv_place_quantum: the library's pace_quantum) at the end of
