@@ -141,17 +141,20 @@ test-symbols: $(LIBBONSAI)
 test-options:
 	$(Q)bash tests/tools/check_options_doc.sh
 
-# One suite at a time: the timing checks of the integration tests must not share the
-# two cores with the unit tests' fuzzers (builds inside each step still run in parallel).
-test: deps-check all
+# Every suite (tests/suite.sh): the integration tests first, several at a time, while
+# the unit, fuzz and sanitizer builds compile at idle CPU priority; then the suites that
+# keep the CPU busy, one at a time. ~15 min on 2 cores; the closing lines give each
+# suite's time. One suite alone: test-unit, test-integration, test-fuzz, test-asan, test-tsan.
+test: deps-check
+	$(Q)$(MAKE) --no-print-directory all preload
 	$(Q)$(MAKE) --no-print-directory test-layers test-symbols test-options
-	$(Q)$(MAKE) --no-print-directory test-unit
-	$(Q)$(MAKE) --no-print-directory test-integration
-	$(Q)$(MAKE) --no-print-directory test-fuzz
-	$(Q)$(MAKE) --no-print-directory MODE=asan test-unit
-	$(Q)$(MAKE) --no-print-directory MODE=asan test-integration-asan
-	$(Q)$(MAKE) --no-print-directory MODE=tsan test-unit
-	$(Q)$(MAKE) --no-print-directory MODE=tsan test-integration-tsan
+	$(Q)MAKE="$(MAKE)" B=$(B) OUT=$(OUT) bash tests/suite.sh
+
+# What a suite needs built (tests/suite.sh builds them in the background).
+.PHONY: preload unit-tests sanitizer-build
+preload: $(PRELOAD_BIN)
+unit-tests: $(UNIT_BIN)
+sanitizer-build: $(LIBBONSAI) $(PRELOAD_BIN) $(UNIT_BIN)
 
 # Sanitizer builds: unit tests, plus the preload programs with the sanitized library
 # (the sanitizer runtime is preloaded first, as an uninstrumented host requires).
