@@ -37,3 +37,18 @@ wait_attached() {
   done
   fail "service $1: fewer than $2 processes attached after 5 s"
 }
+
+# build_gocat: builds $BONSAI_BUILD/go/gocat (go/gocat.go, a static Go copy program) when
+# missing or older than its source; sets GOCAT. False (the log in $T/gobuild.log) when go
+# is absent or cannot build it: the caller skips its Go case. Each test that runs gocat
+# builds it here, none relies on another having run first.
+build_gocat() {
+  local src
+  src=$(cd "$(dirname "$0")" && pwd)/go
+  GOCAT=$BONSAI_BUILD/go/gocat
+  command -v go > /dev/null || { echo "go not installed" > "$T/gobuild.log"; return 1; }
+  [ -x "$GOCAT" ] && [ "$GOCAT" -nt "$src/gocat.go" ] && return 0
+  mkdir -p "$BONSAI_BUILD/go"
+  (cd "$src" && CGO_ENABLED=0 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
+    go build -o "$GOCAT" gocat.go) > "$T/gobuild.log" 2>&1
+}

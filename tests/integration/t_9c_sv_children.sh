@@ -11,7 +11,6 @@
 . "$(dirname "$0")/ctl_lib.sh"
 need_prog sv_static spawn_child no_seccomp
 need_cmd python3 sh
-here=$(cd "$(dirname "$0")" && pwd)
 P=$PRE/sv_static S=$PRE/spawn_child
 BB=$(command -v busybox || true)
 if [ -n "$BB" ] && ! file -L "$BB" 2>/dev/null | grep -q 'statically linked'; then BB=; fi
@@ -63,11 +62,7 @@ check_rate "static program by execvp after a failed one, reads cap 2 MiB/s" $((3
   "$(field "$(sed -n 2p "$T/out")" secs)" $CAP
 
 # (d) a Go program (io.Copy, its own system calls) started by sh
-GOCAT=$BONSAI_BUILD/go/gocat
-if command -v go > /dev/null && { [ -x "$GOCAT" ] && [ "$GOCAT" -nt "$here/go/gocat.go" ] || {
-  mkdir -p "$BONSAI_BUILD/go"
-  (cd "$here/go" && CGO_ENABLED=0 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
-    go build -o "$GOCAT" gocat.go) > "$T/gobuild.log" 2>&1; }; }; then
+if build_gocat; then
   timed_run "sh -> Go io.Copy" "$CTL" run -s d -l "writes=${CAP}B/s" -- sh -c "$GOCAT $T/in $T/go.out"
   check_rate "Go child (io.Copy file to file), writes cap 2 MiB/s" $((3 * MiB)) "$(field "$(cat "$T/out")" secs)" $CAP
   cmp -s "$T/in" "$T/go.out" || fail "the Go copy differs"
