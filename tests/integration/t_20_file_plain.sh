@@ -3,8 +3,8 @@
 # Every file data-call family of a plain build under one cap: read/write, pread,
 # readv, preadv, preadv2, sendfile, copy_file_range, splice, vmsplice, tee,
 # syscall(SYS_read/SYS_write), stdio fread/fwrite, fgets/fputs, getline.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/xfer_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog file_xfer
 P=$PRE/file_xfer
 imports "$P" read write pread pwrite readv writev preadv pwritev preadv2 pwritev2 sendfile \

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The fortify symbols (-O2 -D_FORTIFY_SOURCE=2, non-constant sizes): __read_chk,
 # __pread_chk, __fread_chk, __fgets_chk, each under a cap, counted, data exact.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/xfer_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog file_xfer_fortify
 imports "$PRE/file_xfer_fortify" __read_chk __pread_chk __fread_chk __fgets_chk
 make_data "$T/bin" 4

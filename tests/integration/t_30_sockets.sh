@@ -4,8 +4,8 @@
 # send/recv, sendto/recvfrom, sendmsg/recvmsg, sendmmsg/recvmmsg, and the fortified
 # __recv_chk/__recvfrom_chk. Both directions share the bucket; data exact.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/xfer_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog sock_xfer sock_xfer_fortify
 imports "$PRE/sock_xfer" send recv sendto recvfrom sendmsg recvmsg sendmmsg recvmmsg
 imports "$PRE/sock_xfer_fortify" __recv_chk __recvfrom_chk

@@ -3,7 +3,7 @@
 # Issue #16: `env -i dd` under `bonsaictl run` holds the cap (process and service
 # scope); `stat` lists a process under the program it runs now (sh -c 'exec dd');
 # #8.12: a relative BONSAI_LIB still works after a child changes directory.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd
 cap=$((2 * MiB))
 for scope in process service; do

@@ -4,7 +4,7 @@
 # constructor runs before ours) and before it. All data arrives, every write is
 # counted and the cap holds overall.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/lib.sh"
 need_prog ctor_lib write_bytes
 export BONSAI_TEST_CTOR_BYTES=$((2 * MiB))
 for order in after before; do

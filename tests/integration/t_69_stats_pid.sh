@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # BONSAI_STATS with %p: each process (the two dd a shell runs) writes its own
 # file named by its pid, holding one JSON line with that pid and its own counts.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/lib.sh"
 need_cmd dd sh
 limited 'write=64MiB/s' "$T/st.%p.json" sh -c \
   'dd if=/dev/zero of=/dev/null bs=4k count=100 status=none; dd if=/dev/zero of=/dev/null bs=4k count=300 status=none; true' ||

@@ -4,8 +4,8 @@
 # v2 forms, and the same through syscall()) under a cap on that call takes its time
 # (4 MiB at 2 MiB/s: ~2 s; before, 0.05-0.2 s) and moves its data intact. Vectors of
 # 300 uneven entries, and of 1000 small ones (pieces run out of entries first).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/shape_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls
 imports "$PRE/shape_calls" readv writev preadv pwritev preadv64 pwritev64 preadv2 pwritev2 preadv64v2 pwritev64v2 syscall
 # MODE:CALL (the limit name the mode's call is charged to)

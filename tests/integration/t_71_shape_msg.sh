@@ -6,8 +6,8 @@
 # through syscall(), and one datagram larger than a chunk (paid before, never cut).
 # Non-blocking writev calls on TCP hold the cap (were 1.8x it: the kernel took MBs per
 # call, charged after).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/shape_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls
 imports "$PRE/shape_calls" sendmsg recvmsg sendmmsg recvmmsg writev syscall
 CASES="sendmsg:sendmsg sys_sendmsg:sendmsg recvmsg:recvmsg sendmmsg:sendmmsg recvmmsg:recvmmsg

@@ -4,8 +4,8 @@
 # fread, fread_unlocked, fputs, fgets, getline) under a cap on it takes its time
 # (4 MiB at 2 MiB/s: ~2 s; before, 0.05-0.15 s: charged after the fact) and moves its
 # data intact; the FILE stays usable (fgets/getline: the next line reads right).
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/shape_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls
 imports "$PRE/shape_calls" fwrite fwrite_unlocked fread fread_unlocked fputs fgets __getdelim  # getline: inlined to __getdelim at -O2
 CASES="fwrite:fwrite fwrite_items:fwrite fwrite_unlocked:fwrite fputs:fwrite fread:fread

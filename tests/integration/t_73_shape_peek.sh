@@ -4,8 +4,8 @@
 # nor counted. A reader that peeks each piece before reading it gets its full cap
 # (4 MiB at 2 MiB/s: ~2 s; before, ~4 s: every byte was charged twice) through recv,
 # recvfrom and recvmsg, and its counters show the bytes read once.
-. "$(dirname "$0")/lib.sh"
-. "$(dirname "$0")/shape_cases.sh"
+. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls
 imports "$PRE/shape_calls" recv recvfrom recvmsg
 CASES="peek_recv:recv peek_recvfrom:recvfrom peek_recvmsg:recvmsg"

@@ -3,7 +3,7 @@
 # vmsplice, named and through syscall(SYS_vmsplice), holds a byte cap (4 MiB at
 # 2 MiB/s: about 2 s) and the reader gets every byte.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/lib.sh"
 need_prog vmsplice_loop
 for how in named syscall; do
   out=$(limited 'vmsplice=2MiB/s' "$T/$how.json" "$PRE/vmsplice_loop" "$how") || fail "$how: vmsplice_loop failed"

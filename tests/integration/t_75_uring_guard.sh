@@ -7,7 +7,7 @@
 # `bonsaictl run --io-uring=deny` and YAML `io_uring: deny` set it; bad values are
 # refused (run: exit 2) or warned about (library: allowed); a filter that cannot be
 # installed is said once and the program runs on (fail open).
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog uring_read
 P=$PRE/uring_read
 head -c $((8 * MiB)) /dev/zero > "$T/f8" || fail "no test file"

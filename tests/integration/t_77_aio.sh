@@ -6,7 +6,7 @@
 # at aio_error, or after a LIO_WAIT batch); cancelled requests are given back; the 64
 # names (aio_rw64) likewise. No cap: as fast as ever, still counted.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/lib/lib.sh"
 need_prog aio_rw aio_rw64
 imports "$PRE/aio_rw" aio_read aio_write lio_listio aio_error aio_return aio_cancel
 imports "$PRE/aio_rw64" aio_read64 aio_write64 lio_listio64 aio_error64 aio_return64

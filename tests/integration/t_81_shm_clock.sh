@@ -4,7 +4,7 @@
 # (a) a process in a time namespace 100000 s ahead joins a scope-service bucket;
 # (b) 2^62 is written into the shared bucket's clock while two processes share it.
 # Each time both processes keep moving and together hold the cap.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 
 # shares SERVICE: "NS A B": the time, then the bytes written so far by each process.

@@ -3,7 +3,7 @@
 # Issue 8, item 5, for programs with a SIGBUS handler of their own: a handler installed
 # after start-up (sigaction or signal) must not replace the segment guard. The program's
 # own faults still reach its handler; a truncated segment does not kill it.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sigbus_app
 for how in sigaction signal; do
   name=bus$how

@@ -6,7 +6,7 @@
 # wrong and how to recover, and rm --force + run recover. A segment truncated, then
 # re-created, then removed while `stat --watch` runs: bonsaictl survives (it used to
 # die of SIGBUS), reports the damage once, follows the new segment, drops the removed one.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 
 # put64 FILE OFFSET VALUE: writes a little-endian 64-bit word.

@@ -4,7 +4,7 @@
 # a static one stay supervised and capped (one service bucket for the forked tree);
 # `fd:` kinds hold (a pipe-only cap leaves file writes alone); socket sends and
 # receives are capped.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static
 need_cmd dd
 P=$PRE/sv_static

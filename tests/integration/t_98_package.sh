@@ -9,7 +9,7 @@
 # Needs root (dpkg -i); never leaves the package installed.
 # timeout: 360
 # (make deb takes ~35 s on an idle 2-vCPU machine, 90 s on a loaded one)
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (dpkg -i)"
 [ -z "${BONSAI_SANITIZER:-}" ] || skip "the package is built in release mode only"
 need_cmd dpkg-buildpackage dh scdoc lintian man git

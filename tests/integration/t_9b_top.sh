@@ -3,7 +3,7 @@
 # bonsaictl top (issue 10): --batch prints plain iterations with the limit, its use
 # against the cap and no escape codes; on a terminal (tmux) it draws full screen, shows
 # the service, and quits on q.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd tmux
 
 "$CTL" run -s topsvc -l 'writes=4MiB/s' -- dd if=/dev/zero of=/dev/null bs=64k count=100000 status=none &

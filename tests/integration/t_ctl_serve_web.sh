@@ -7,7 +7,7 @@
 # (RequireAndVerifyClientCert), and a bad file rejected with FILE:LINE:COL, exit 2,
 # nothing listening.
 # timeout: 60
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd curl openssl htpasswd
 
 hash=$(htpasswd -nbB -C 10 prom s3cret | cut -d: -f2)

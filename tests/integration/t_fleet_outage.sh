@@ -6,7 +6,7 @@
 # keeps at least most of its share in every second (never stalled). Resumed: leases
 # again. Restarted empty on the same port, and its scripts flushed (NOSCRIPT): the
 # agents load the script again and lease on.
-. "$(dirname "$0")/fleet_lib.sh"
+. "$(dirname "$0")/lib/fleet_lib.sh"
 
 cap=$((8 * MiB))
 fleet_redis_start

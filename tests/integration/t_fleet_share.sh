@@ -5,7 +5,7 @@
 # evenly; Redis serves about hosts / period lease calls a second; the store sees four
 # live hosts (stat --fleet). Demand moved to one host: it gets nearly the whole cap
 # within a second (a few periods). The agents never send their own clock (MONITOR).
-. "$(dirname "$0")/fleet_lib.sh"
+. "$(dirname "$0")/lib/fleet_lib.sh"
 
 cap=$((8 * MiB))
 fleet_redis_start

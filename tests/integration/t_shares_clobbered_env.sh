@@ -6,7 +6,7 @@
 # copied at set-up (BONSAI_SHM_PREFIX is in the environment the program wiped). It then
 # borrows the idle capacity: well above its own rate.
 # timeout: 60
-. "$(dirname "$0")/shares_lib.sh"
+. "$(dirname "$0")/lib/shares_lib.sh"
 need_prog clobber_writer
 cat > "$T/own.yaml" <<YAML
 version: 1

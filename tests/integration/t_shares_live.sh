@@ -5,7 +5,7 @@
 # borrowing service removed (rm) while it borrows: the other keeps its rate, the removed
 # one's process runs on.
 # timeout: 120
-. "$(dirname "$0")/shares_lib.sh"
+. "$(dirname "$0")/lib/shares_lib.sh"
 shares_yaml 16 4 8
 writer a null; pa=$!
 writer b null; pb=$!

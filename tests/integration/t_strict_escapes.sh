@@ -7,7 +7,7 @@
 # (glibc's internal writes, charged by the supervisor) is held once, not twice; a static
 # child of a shell, a Go child and a setuid child run by another user are held; data
 # arrives whole.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog strict_probe sv_static write_bytes
 P=$PRE/strict_probe
 CAP=$((8 * MiB))

@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: MIT
-# Shared helpers for tests/integration/t_*.sh: running a program under libbonsai,
+# Shared helpers for tests/integration/t_*.sh (each sources lib/lib.sh or a library that
+# sources it): running a program under libbonsai,
 # reading BONSAI_STATS JSON, timing, tolerance checks, sha256 comparison.
 # Sourced, never run. Exit codes: 0 pass, 77 skip, anything else fail.
 set -u
+# TLIB: this folder (tests/integration/lib/: the sourced libraries and helper programs).
+TLIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 : "${BONSAI_BUILD:?BONSAI_BUILD must name the build dir (libbonsai.so, bonsaictl, preload/)}"
 BONSAI_BUILD=$(cd "$BONSAI_BUILD" && pwd)

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 # Helpers of the shares tests (issue 38; sourced, not run): a host capacity shared by two
 # services a and b in one namespace, writers of each descriptor kind, rates from stat.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/ctl_lib.sh"
 need_cmd dd python3
 cleanup_hooks+=('rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai-host.*')
 CAP=$((16 * MiB)) RATE_A=$((4 * MiB)) RATE_B=$((8 * MiB))

@@ -3,7 +3,7 @@
 # 127.0.0.1 without persistence, "hosts" as namespaces (BONSAI_SHM_PREFIX <base>hN.)
 # each with its own fleet agent (--host-id hN), dd writers under the fleet cap of
 # service `web`, and the hosts' rates sampled together (fleet_sample.py).
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/ctl_lib.sh"
 need_cmd redis-server redis-cli python3 dd timeout
 
 FLEET_BASE=$BONSAI_SHM_PREFIX
@@ -74,7 +74,7 @@ fleet_writer_start() {
 }
 
 # fleet_sample N SECS STEP: the N hosts' byte counts, sampled (JSON, fleet_sample.py).
-fleet_sample() { python3 "$(dirname "$0")/fleet_sample.py" "$CTL" "$FLEET_BASE" "$1" "$2" "$3"; }
+fleet_sample() { python3 "$TLIB/fleet_sample.py" "$CTL" "$FLEET_BASE" "$1" "$2" "$3"; }
 
 # sample_eval JSON EXPR: a Python expression over the samples: `t` (seconds), `b` (rows
 # of per-host bytes), `rate(h)` host h's (1-based) bytes/s over the whole window,

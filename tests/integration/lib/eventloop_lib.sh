@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Event-loop servers under a cap (issue #35), shared by t_eventloop_*.sh (sourced, not run:
-# named outside run.sh's t_*.sh glob). el_case SERVER starts the real server
+# Event-loop servers under a cap (issue #35), shared by t_eventloop_*.sh (sourced, not
+# run). el_case SERVER starts the real server
 # (bench/lib/eventloop_servers.sh, the servers bench/streaming.sh measures) in a service
 # scope under `writes=1MB/s:fd=socket`, 10 clients each reading a large file at their own
 # 250 KB/s for 5 s (bench/lib/paced_clients.py; demand 2.5x the cap), and 3 requests for a
@@ -10,8 +10,8 @@
 # aggregate lies within [0.6, 1.15] x the cap, the server's writes as `bonsaictl stat`
 # counted them are at most 1.15 x the cap (an overrun the paced clients cannot take in sits
 # in socket buffers), every 1 KiB request answered within 2 s.
-. "$(dirname "$0")/ctl_lib.sh"
-EL_ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+. "$(dirname "${BASH_SOURCE[0]}")/ctl_lib.sh"
+EL_ROOT=$(cd "$TLIB/../../.." && pwd)
 . "$EL_ROOT/bench/lib/eventloop_servers.sh"
 EL_N=10 EL_RATE=250000 EL_CAP=1MB EL_CAP_B=1000000 EL_SECS=5
 # The Go server is built once into the build tree (a cold `go build` takes ~30 s).

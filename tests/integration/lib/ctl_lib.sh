@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-# Helpers shared by the ctl and shm tests (sourced, not run: named outside run.sh's t_*.sh glob): the
+# Helpers shared by the ctl and shm tests (sourced, not run): the
 # bonsaictl binary, reading `bonsaictl stat --json`, the segment's file name.
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CTL=$BONSAI_BUILD/bonsaictl
 [ -x "$CTL" ] || fail "no $CTL (build first)"
 seg_file() { echo "/dev/shm/${BONSAI_SHM_PREFIX}bonsai.$(id -u).$1"; }
@@ -38,13 +38,12 @@ wait_attached() {
   fail "service $1: fewer than $2 processes attached after 5 s"
 }
 
-# build_gocat: builds $BONSAI_BUILD/go/gocat (go/gocat.go, a static Go copy program) when
+# build_gocat: builds $BONSAI_BUILD/go/gocat (lib/go/gocat.go, a static Go copy program) when
 # missing or older than its source; sets GOCAT. False (the log in $T/gobuild.log) when go
 # is absent or cannot build it: the caller skips its Go case. Each test that runs gocat
 # builds it here, none relies on another having run first.
 build_gocat() {
-  local src
-  src=$(cd "$(dirname "$0")" && pwd)/go
+  local src=$TLIB/go
   GOCAT=$BONSAI_BUILD/go/gocat
   command -v go > /dev/null || { echo "go not installed" > "$T/gobuild.log"; return 1; }
   [ -x "$GOCAT" ] && [ "$GOCAT" -nt "$src/gocat.go" ] && return 0
