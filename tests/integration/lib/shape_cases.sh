@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Driver for the t_7x_shape_* tests: one huge call of a family under a cap on that
+# Driver for the t_shape_* tests: one huge call of a family under a cap on that
 # call alone must take its time, move its data intact and be counted once. Runs
 # tests/preload/shape_calls; sourced after lib.sh, never run.
 

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
-# Driver for the file_xfer family tests (t_2*_file_*.sh): start capped copies in the
-# background, then check each one's data (sha256), its stats (every expected call
-# counted) and its rate. Sourced after lib.sh; never run.
+# Driver for the file_xfer family tests (t_io_file_*.sh, t_io_sockets.sh): start capped
+# copies in the background, then check each one's data (sha256), its stats (every
+# expected call counted) and its rate. Sourced after lib.sh; never run.
 
 DATA_CALLS="read pread readv preadv recv recvfrom recvmsg recvmmsg write pwrite writev pwritev
 send sendto sendmsg sendmmsg sendfile splice vmsplice tee copy_file_range fread fwrite"
