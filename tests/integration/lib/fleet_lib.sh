@@ -73,6 +73,22 @@ fleet_writer_start() {
   cleanup_hooks+=("kill ${WRITER_PID[$1]} 2>/dev/null")
 }
 
+# fleet_setup HOSTS CAP_MIB WRITERS SECS: the fleet tests' common start. A private Redis
+# (fleet_redis_start); $cfg, $T/fleet.yaml, capping service `web`'s writes at CAP_MIB
+# MiB/s fleet-wide ($cap: the same in bytes); HOSTS hosts up, each with its agent and the
+# service loaded; a writer on each host listed in WRITERS (e.g. "1 2 3 4") for SECS at
+# most; then 1.5 s for the leases to settle.
+fleet_setup() {
+  local i
+  cap=$(($2 * MiB))
+  fleet_redis_start
+  cfg=$T/fleet.yaml
+  fleet_config "$cfg" "${2}MiB/s"
+  fleet_hosts_up "$1" "$cfg"
+  for i in $3; do fleet_writer_start "$i" "$cfg" "$4"; done
+  sleep 1.5
+}
+
 # fleet_sample N SECS STEP: the N hosts' byte counts, sampled (JSON, fleet_sample.py).
 fleet_sample() { python3 "$TLIB/fleet_sample.py" "$CTL" "$FLEET_BASE" "$1" "$2" "$3"; }
 
