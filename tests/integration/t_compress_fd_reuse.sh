@@ -5,6 +5,7 @@
 # closefrom, syscall(SYS_close), dup2/dup3 over it): a file opened on the number is
 # written and read normally, on the sending and on the receiving side.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog comp_fd_reuse
 out=$(env LD_PRELOAD="$PRELOAD" BONSAI_COMPRESS_TO='127.0.0.1:*' BONSAI_COMPRESS_ACCEPT=1 \

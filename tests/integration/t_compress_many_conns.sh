@@ -6,6 +6,7 @@
 # limit allows, sockets on descriptor numbers past 100000 on both sides. Last, a receiver
 # whose address space runs out (ulimit -v): connections it cannot decode are reset
 # (ECONNRESET on read, an error logged), the others decoded; never raw frames.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog comp_many_conns
 N=1500

@@ -5,6 +5,7 @@
 # for every read/write call, both directions, several connections on threads,
 # poll/select/epoll-driven receivers, sendfile, and plain streams left untouched.
 # sanitized: yes
+# timeout: 40
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd zcat
 PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c

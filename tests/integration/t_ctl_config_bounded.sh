@@ -4,6 +4,7 @@
 # `run -c /dev/zero` end with exit 2 at once (size bound) instead of hanging; a key
 # twice and a second document are errors with FILE:LINE:COL; `check-limits` exists and
 # refuses an option given twice; every call name may have a rule of its own.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 CTL=$BONSAI_BUILD/bonsaictl
 expect_error() {  # expect_error WHAT TEXT CMD...: exit 2 within 20 s, stderr contains TEXT

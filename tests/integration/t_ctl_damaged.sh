@@ -6,6 +6,7 @@
 # wrong and how to recover, and rm --force + run recover. A segment truncated, then
 # re-created, then removed while `stat --watch` runs: bonsaictl survives (it used to
 # die of SIGBUS), reports the damage once, follows the new segment, drops the removed one.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 

@@ -3,6 +3,7 @@
 # Fail open (issue 3): with BONSAI_SERVICE naming a missing, garbage, truncated,
 # wrong-version or world-readable segment, a program runs unlimited and unharmed
 # (exit 0, all its data) and the library says so in exactly one stderr line.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 

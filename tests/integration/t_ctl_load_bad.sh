@@ -3,6 +3,7 @@
 # bonsaictl load/check (issue 3): a valid file creates its services; a bad one is
 # reported as FILE:LINE:COL, exits 2 and changes nothing (limits and the set of
 # segments stay as they were); run warns when a program cannot be limited.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 

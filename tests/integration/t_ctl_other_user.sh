@@ -4,6 +4,7 @@
 # another user with --user: the segment is that user's (owner, mode 0600), the command
 # runs as that user and is capped; stat, ls, set and rm address it; the user sees it as
 # their own; a non-root user cannot address anyone else's services.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static
 [ "$(id -u)" = 0 ] || skip "needs root (useradd, --user)"

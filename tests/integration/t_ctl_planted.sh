@@ -5,6 +5,7 @@
 # used to accept it (root was exempt from the owner check) while the library refused
 # it, so `run -l write=1MiB/s` ran dd unlimited. Now every command refuses it,
 # naming the owner and how to clear it; dd never runs; rm --force (root) clears it.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (plants a segment as user nobody with setpriv)"
 need_cmd setpriv dd

@@ -4,6 +4,7 @@
 # enough for python-driven polling on a loaded machine) is seen
 # attached while it runs and folded into the exited totals after; its rate holds;
 # the segment is mode 0600; stat names the library's version; a shell's forked children get slots of their own.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 

@@ -9,7 +9,7 @@
 # (within 1 s expected; the times are printed). serve's stderr stays short.
 # Then --max-requests 1 with 300 services (a scrape of some 30 ms): of twenty scrapes at
 # once the ones beyond the first get 503, and the count comes back down afterwards.
-# timeout: 90
+# timeout: 50
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd curl python3
 

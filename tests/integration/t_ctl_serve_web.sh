@@ -6,7 +6,7 @@
 # --cacert 200, plain HTTP refused), a client certificate required
 # (RequireAndVerifyClientCert), and a bad file rejected with FILE:LINE:COL, exit 2,
 # nothing listening.
-# timeout: 60
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd curl openssl htpasswd
 

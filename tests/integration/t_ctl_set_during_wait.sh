@@ -3,6 +3,7 @@
 # A live set reaches a process that is asleep in a long wait: dd writing 1 MiB blocks
 # under write=20KiB/s sleeps ~50 s per block; raising the cap must end the wait within
 # a fraction of a second (waits sleep in short slices and watch the limits).
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd
 

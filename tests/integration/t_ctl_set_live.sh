@@ -3,6 +3,7 @@
 # bonsaictl set mid-run (issue 3): a dd writing under 1 MiB/s is raised to 4 MiB/s
 # while it runs; the rate measured from `stat` before and after follows, and
 # `set --wait` reports that the process applied the change.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 

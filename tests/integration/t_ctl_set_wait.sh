@@ -5,6 +5,7 @@
 # It used to count the idle and the dead as "not applied" (exit 1 every time). Only
 # processes asleep in a wait under the old limits matter: the others apply the new
 # ones on their next call. Bad --wait values are usage errors (exit 2).
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd sleep
 

@@ -3,6 +3,7 @@
 # Scope service (issue 3): two dd processes attached to one service share one
 # 4 MiB/s bucket in shared memory: together they hold the cap (within 10%), and
 # each gets a fair part of it.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 

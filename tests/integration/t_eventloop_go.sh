@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# timeout: 180
+# timeout: 50
 # Issue #35 (event-loop servers under a cap): a static Go net/http.FileServer
 # (bench/go/fileserver, CGO_ENABLED=0: supervised by `bonsaictl run`; sendfile on
 # non-blocking sockets from many goroutines) in a service scope under writes=1MB/s:fd=socket, 10 clients at 250 KB/s for 5 s

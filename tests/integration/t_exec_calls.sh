@@ -6,6 +6,7 @@
 # execve); a child that closes every descriptor (closefrom, close_range, a close()
 # loop, the same through syscall()) and changes uid still finds the service (root only); a child given another
 # BONSAI_SERVICE joins that one; BONSAI_LEAVE=1 is the way out.
+# timeout: 50
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog exec_calls
 imports "$PRE/exec_calls" execve execv execvp execvpe execl execle execlp fexecve execveat posix_spawn posix_spawnp \

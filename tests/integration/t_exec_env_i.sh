@@ -3,6 +3,7 @@
 # Issue #16: `env -i dd` under `bonsaictl run` holds the cap (process and service
 # scope); `stat` lists a process under the program it runs now (sh -c 'exec dd');
 # #8.12: a relative BONSAI_LIB still works after a child changes directory.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd
 cap=$((2 * MiB))

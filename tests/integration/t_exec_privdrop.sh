@@ -3,6 +3,7 @@
 # Issue #8.7: privilege drops stay in the service: `run -- setpriv --reuid=65534 ... dd`
 # holds the cap (the segment, root's and 0600, is reached through the inherited
 # BONSAI_SHM_FD), also with a scrubbed environment, and is counted in the service.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd setpriv dd
 nobody_loads_lib || skip "needs root, and a library user nobody can read (not under a private directory)"

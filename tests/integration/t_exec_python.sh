@@ -3,6 +3,7 @@
 # Issue #16: a Python service's workers started with subprocess.run(env={...},
 # close_fds=True), os.posix_spawn(path, argv, {}) and (root) subprocess.run(user=65534)
 # stay in the service and hold its cap.
+# timeout: 40
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3 dd
 cap=$((2 * MiB))

@@ -5,6 +5,7 @@
 # nobody renews its lease, and its processes fall back by themselves to cap / 4 (the
 # library, no agent involved) -- neither unlimited nor stalled. The agent restarted:
 # it leases again and host 1 gets nearly the whole cap back.
+# timeout: 40
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
 fleet_setup 4 8 1 20

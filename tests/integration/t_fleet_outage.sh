@@ -6,6 +6,7 @@
 # keeps at least most of its share in every second (never stalled). Resumed: leases
 # again. Restarted empty on the same port, and its scripts flushed (NOSCRIPT): the
 # agents load the script again and lease on.
+# timeout: 60
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
 fleet_setup 4 8 "1 2 3 4" 25

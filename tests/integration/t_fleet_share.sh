@@ -5,6 +5,7 @@
 # evenly; Redis serves about hosts / period lease calls a second; the store sees four
 # live hosts (stat --fleet). Demand moved to one host: it gets nearly the whole cap
 # within a second (a few periods). The agents never send their own clock (MONITOR).
+# timeout: 40
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
 fleet_setup 4 8 "1 2 3 4" 20

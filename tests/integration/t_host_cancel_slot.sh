@@ -4,6 +4,7 @@
 # cancel_wait's two throttled threads are cancelled, the process stays alive without
 # I/O, and `set --wait` must find no process asleep under the old limits (before the
 # fix the cancelled threads stayed counted and set --wait timed out, exit 1).
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog cancel_wait
 

@@ -4,6 +4,7 @@
 # constructor runs before ours) and before it. All data arrives, every write is
 # counted and the cap holds overall.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog ctor_lib write_bytes
 export BONSAI_TEST_CTOR_BYTES=$((2 * MiB))

@@ -3,6 +3,7 @@
 # fork() in a multithreaded process while another thread waits in a throttled write():
 # each child writes and exits promptly (no inherited lock), with counters of its own.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog fork_threads
 out=$(limited 'write=1MiB/s' "$T/s.json" "$PRE/fork_threads" 5) || fail "fork_threads failed"

@@ -4,6 +4,7 @@
 # (libc's environment is not set up yet), then main write()s 2 MiB. All data arrives,
 # every write is counted and the cap holds overall.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog preinit_write
 out=$(limited 'write=2MiB/s' "$T/preinit.json" "$PRE/preinit_write" "$T/preinit.out" 2M) || fail "preinit_write failed"

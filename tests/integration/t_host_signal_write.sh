@@ -4,6 +4,7 @@
 # a throttled write(): no deadlock, no EINTR leaks out, all data and records arrive,
 # and the signals neither lose nor add time (the rate holds).
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog sig_write
 out=$(limited 'write=2MiB/s' "$T/s.json" "$PRE/sig_write" "$T/data" "$T/records" 4M) || fail "sig_write failed"

@@ -6,6 +6,7 @@
 # at aio_error, or after a LIO_WAIT batch); cancelled requests are given back; the 64
 # names (aio_rw64) likewise. No cap: as fast as ever, still counted.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog aio_rw aio_rw64
 imports "$PRE/aio_rw" aio_read aio_write lio_listio aio_error aio_return aio_cancel

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The fortify symbols (-O2 -D_FORTIFY_SOURCE=2, non-constant sizes): __read_chk,
 # __pread_chk, __fread_chk, __fgets_chk, each under a cap, counted, data exact.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog file_xfer_fortify

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The LFS symbols (-D_FILE_OFFSET_BITS=64): pread64/pwrite64, preadv64/pwritev64,
 # preadv64v2/pwritev64v2, sendfile64, each under a cap, counted, data exact.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog file_xfer_lfs

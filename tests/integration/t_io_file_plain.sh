@@ -3,6 +3,7 @@
 # Every file data-call family of a plain build under one cap: read/write, pread,
 # readv, preadv, preadv2, sendfile, copy_file_range, splice, vmsplice, tee,
 # syscall(SYS_read/SYS_write), stdio fread/fwrite, fgets/fputs, getline.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog file_xfer

@@ -3,6 +3,7 @@
 # fio engines under a cap, side by side: psync (pread64), vsync (readv), pvsync2
 # (preadv64v2), libaio (io_submit through syscall()) at reads=4MiB/s, splice (splice +
 # vmsplice) at reads+writes=8MiB/s. 8 MiB each; fio's bandwidth and our counters agree.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd fio
 make_data "$T/file" 8

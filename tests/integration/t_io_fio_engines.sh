@@ -6,6 +6,7 @@
 # both hops, so it runs at half the cap). 2 s per run, time-based on a 16 MiB file; the
 # read and the write run of an engine side by side. fio's bandwidth against the cap, and
 # the bytes bonsai counted under the engine's call against fio's.
+# timeout: 60
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd fio python3
 cap=$((16 * MiB))

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # curl downloads 6 MiB from python3 http.server on 127.0.0.1, once under a recv cap and
 # once under an fwrite cap (curl writes the body with fwrite): 3 MiB/s each, data exact.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd curl python3
 mkdir "$T/www"

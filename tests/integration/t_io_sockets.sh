@@ -4,6 +4,7 @@
 # send/recv, sendto/recvfrom, sendmsg/recvmsg, sendmmsg/recvmmsg, and the fortified
 # __recv_chk/__recvfrom_chk. Both directions share the bucket; data exact.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/xfer_cases.sh"
 need_prog sock_xfer sock_xfer_fortify

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # A bad BONSAI_LIMITS prints exactly one stderr line quoting it; the program runs
 # unlimited, its output intact, and exits 0.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd dd
 make_data "$T/src" 8

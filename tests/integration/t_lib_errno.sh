@@ -3,6 +3,7 @@
 # errno: calls on a bad fd fail with EBADF (ENOTSOCK for send on a file) under limits,
 # and successful throttled calls leave the caller's errno untouched.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog errno_keep
 out=$(limited 'reads+writes=2MiB/s' "$T/s.json" "$PRE/errno_keep" "$T/scratch") || fail "errno_keep failed"

@@ -4,6 +4,7 @@
 # (reads, writes), a `+` shared bucket against two separate ones, an fd= rule that must
 # not touch file writes, and 4 threads of one process sharing one cap.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd dd
 need_prog open_loop threads_write

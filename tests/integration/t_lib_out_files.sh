@@ -7,6 +7,7 @@
 # a file planted by another user (nobody, in a sticky world-writable directory) is
 # refused with one warning and its target is unchanged; a regular file gets its JSON
 # line appended, as before; a FIFO with a reader gets it too.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog env_clobber
 need_cmd mkfifo timeout python3

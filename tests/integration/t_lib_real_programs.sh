@@ -3,6 +3,7 @@
 # Real programs under a cap, side by side: dd (read/write), cat into a pipe (read),
 # cp (copy_file_range asking ~2^63 bytes: the clamp must let the cap act) and python
 # shutil.copyfile (sendfile64). Each moves 8 MiB at 4 MiB/s; data exact, calls counted.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd dd cat cp python3
 make_data "$T/src" 8

@@ -3,6 +3,7 @@
 # Programs LD_PRELOAD cannot reach run simply unlimited: a static binary, and a
 # setuid-root copy run by an unprivileged user (AT_SECURE). The same dynamic program
 # run by that user without setuid is limited (the control). Skips where impossible.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog write_bytes write_bytes_static
 out=$(limited 'write=1MiB/s' "$T/static.json" "$PRE/write_bytes_static" /dev/null 8M) || fail "static program failed"

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: MIT
 # BONSAI_STATS with %p: each process (the two dd a shell runs) writes its own
 # file named by its pid, holding one JSON line with that pid and its own counts.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd dd sh
 limited 'write=64MiB/s' "$T/st.%p.json" sh -c \

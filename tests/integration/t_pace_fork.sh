@@ -4,6 +4,7 @@
 # edge-triggered, the child runs the loop under a send cap. The child's copy of the
 # library's registrations drives the holds and edges: no lost edge (a 2 s wait), the cap
 # held.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd python3
 out=$(limited 'send=2MiB/s' "$T/s.json" timeout 30 python3 "$TLIB/pace_epoll_fork.py") ||

@@ -5,6 +5,7 @@
 # with EAGAIN, poll() wakes the caller when the tokens are due (no busy loop: about one
 # poll per refusal), the data arrives intact and the caps hold.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog nonblock_io
 out=$(limited 'read=4MiB/s,write=4MiB/s,recv=2MiB/s' "$T/s.json" "$PRE/nonblock_io") || fail "nonblock_io failed"

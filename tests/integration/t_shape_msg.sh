@@ -6,6 +6,7 @@
 # through syscall(), and one datagram larger than a chunk (paid before, never cut).
 # Non-blocking writev calls on TCP hold the cap (were 1.8x it: the kernel took MBs per
 # call, charged after).
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls

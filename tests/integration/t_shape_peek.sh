@@ -4,6 +4,7 @@
 # nor counted. A reader that peeks each piece before reading it gets its full cap
 # (4 MiB at 2 MiB/s: ~2 s; before, ~4 s: every byte was charged twice) through recv,
 # recvfrom and recvmsg, and its counters show the bytes read once.
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls

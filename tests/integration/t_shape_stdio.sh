@@ -4,6 +4,7 @@
 # fread, fread_unlocked, fputs, fgets, getline) under a cap on it takes its time
 # (4 MiB at 2 MiB/s: ~2 s; before, 0.05-0.15 s: charged after the fact) and moves its
 # data intact; the FILE stays usable (fgets/getline: the next line reads right).
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls

@@ -4,6 +4,7 @@
 # v2 forms, and the same through syscall()) under a cap on that call takes its time
 # (4 MiB at 2 MiB/s: ~2 s; before, 0.05-0.2 s) and moves its data intact. Vectors of
 # 300 uneven entries, and of 1000 small ones (pieces run out of entries first).
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 . "$(dirname "$0")/lib/shape_cases.sh"
 need_prog shape_calls

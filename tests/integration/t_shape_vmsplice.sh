@@ -3,6 +3,7 @@
 # vmsplice, named and through syscall(SYS_vmsplice), holds a byte cap (4 MiB at
 # 2 MiB/s: about 2 s) and the reader gets every byte.
 # sanitized: yes
+# timeout: 30
 . "$(dirname "$0")/lib/lib.sh"
 need_prog vmsplice_loop
 for how in named syscall; do

@@ -3,6 +3,7 @@
 # Shares (issue 38) for a supervised static program: the supervisor charges its writes
 # through the same core as the library (bucket/share.h). Alone it borrows up to the
 # capacity; beside a busy library-run tenant it keeps its rate and the other keeps its.
+# timeout: 30
 . "$(dirname "$0")/lib/shares_lib.sh"
 need_prog sv_static
 shares_yaml 16 4 8

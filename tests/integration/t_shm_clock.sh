@@ -4,6 +4,7 @@
 # (a) a process in a time namespace 100000 s ahead joins a scope-service bucket;
 # (b) 2^62 is written into the shared bucket's clock while two processes share it.
 # Each time both processes keep moving and together hold the cap.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 

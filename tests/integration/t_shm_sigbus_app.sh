@@ -3,6 +3,7 @@
 # Issue 8, item 5, for programs with a SIGBUS handler of their own: a handler installed
 # after start-up (sigaction or signal) must not replace the segment guard. The program's
 # own faults still reach its handler; a truncated segment does not kill it.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sigbus_app
 for how in sigaction signal; do

@@ -3,6 +3,7 @@
 # Issue 8, item 5: a segment truncated, overwritten or removed while a process is
 # attached must not kill it (SIGBUS): dd goes on, on its last limits (its own
 # buckets from then on), and says so once on stderr.
+# timeout: 40
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd truncate
 

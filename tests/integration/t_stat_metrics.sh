@@ -3,6 +3,7 @@
 # Observability (issue 10): `stat --prometheus` passes promtool; `stat --pid` finds a
 # process's service; `bonsaictl serve` answers /metrics, and a real Prometheus server
 # scraping it every second computes a PromQL rate of bytes equal to the cap.
+# timeout: 60
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3 curl promtool prometheus
 

@@ -3,6 +3,7 @@
 # bonsaictl top (issue 10): --batch prints plain iterations with the limit, its use
 # against the cap and no escape codes; on a terminal (tmux) it draws full screen, shows
 # the service, and quits on q.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd tmux
 

@@ -7,6 +7,7 @@
 # (glibc's internal writes, charged by the supervisor) is held once, not twice; a static
 # child of a shell, a Go child and a setuid child run by another user are held; data
 # arrives whole.
+# timeout: 50
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog strict_probe sv_static write_bytes
 P=$PRE/strict_probe

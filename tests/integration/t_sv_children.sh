@@ -8,6 +8,7 @@
 # that forks and execs again stays capped; `stat` lists the child as supervised; a
 # supervisor killed mid-run ends the child cleanly and its parent goes on; a child
 # whose supervisor cannot start runs unlimited, said on stderr and in `stat`.
+# timeout: 60
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static spawn_child no_seccomp
 need_cmd python3 sh

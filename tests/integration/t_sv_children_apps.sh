@@ -5,6 +5,7 @@
 # dynamically linked: told by its build-id note) for a `copyto`. Each holds the
 # service's cap; so does busybox started after a uid drop (setpriv). Cases whose
 # program is missing are skipped (make deps installs busybox-static, rclone and nodejs).
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 CAP=$((2 * MiB))

@@ -6,6 +6,7 @@
 # hung; a segment truncated under the supervisor does not harm the service; a
 # setuid program is not supervised (and says why); io_uring is denied in a
 # supervised tree by default, allowed on request.
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static no_seccomp uring_read
 P=$PRE/sv_static

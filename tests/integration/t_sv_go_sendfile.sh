@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# timeout: 300
+# timeout: 50
 # Supervised sendfile under many threads (issue 35): a static Go file server
 # (net/http.FileServer: sendfile of up to 4 MiB a call on non-blocking sockets, from
 # as many threads as goroutines are in system calls) with 8 concurrent downloads for

@@ -5,6 +5,7 @@
 # pipe; a pipe read is charged what it moved (a writer's 4 KiB pieces read 64 KiB at
 # a time); `stat` lists the process as supervised; a program marked as Go is
 # supervised too.
+# timeout: 40
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static write_bytes
 need_cmd dd python3 objcopy

@@ -4,6 +4,7 @@
 # a static one stay supervised and capped (one service bucket for the forked tree);
 # `fd:` kinds hold (a pipe-only cap leaves file writes alone); socket sends and
 # receives are capped.
+# timeout: 40
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static
 need_cmd dd

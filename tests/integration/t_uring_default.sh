@@ -6,6 +6,7 @@
 # exported BONSAI_IO_URING keep it; a user without root is told at launch, and a
 # process holding a ring is flagged in `stat` ("io_uring: NOT limited"), and on its own
 # stderr once when it set the ring up through glibc's syscall().
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog uring_read uring_syscall
 [ "$(id -u)" = 0 ] || skip "needs root (the root default and another user's launch)"

@@ -7,6 +7,7 @@
 # `bonsaictl run --io-uring=deny` and YAML `io_uring: deny` set it; bad values are
 # refused (run: exit 2) or warned about (library: allowed); a filter that cannot be
 # installed is said once and the program runs on (fail open).
+# timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog uring_read
 P=$PRE/uring_read
