@@ -5,7 +5,7 @@
 #  1. 8 threads of 64 KiB writes under a 4 MiB/s service cap while `bonsaictl set` applies
 #     the same limit again ~100 times a second: within 1% of the cap;
 #  2. 4 and 8 MiB/s alternating ~100 times a second: within 2% of the time-weighted mean
-#     of the caps in force (tests/integration/set_churn.py times each set);
+#     of the caps in force (tests/integration/lib/set_churn.py times each set);
 #  3. what a `bonsaictl set` costs (wall time, process start included) and what an
 #     install costs the library (unit_tests '[runtime_limiter_bench]': rate-only and
 #     renumbering updates).
@@ -17,7 +17,7 @@ echo "target,value,unit,limit,verdict" > "$csv"
 here=$(cd "$BENCH_DIR/.." && pwd)
 TW=$HELP/threads_write
 gcc -std=gnu11 -O2 -o "$TW" "$here/tests/preload/threads_write.c" -lpthread || die "cannot build threads_write"
-CHURN=(python3 "$here/tests/integration/set_churn.py" "$CTL")
+CHURN=(python3 "$here/tests/integration/lib/set_churn.py" "$CTL")
 
 wait_attached() {  # SERVICE
   local i

@@ -23,7 +23,7 @@ if [ "$BENCH" = full ]; then HOSTS="4 16" SECS=10 OUTAGE=10; else HOSTS="4" SECS
 HOSTS=${FLEET_HOSTS:-$HOSTS}; SECS=${FLEET_SECS:-$SECS}; OUTAGE=${FLEET_OUTAGE:-$OUTAGE}
 CAP=${FLEET_CAP:-16MiB}; PERIOD=${FLEET_PERIOD:-250ms}
 CAP_B=$(bytes_of "$CAP"); PERIOD_MS=${PERIOD%ms}
-SAMPLE=$ROOT/tests/integration/fleet_sample.py
+SAMPLE=$ROOT/tests/integration/lib/fleet_sample.py
 CSV=$RES/fleet.csv
 echo "hosts,cap_bps,period_ms,window_s,agg_ratio,jain,redis_calls_per_s,expected_calls_per_s,converge_periods,converge_window_end_periods,outage_s,outage_max_agg_ratio,outage_min_host_ratio,resumed_agg_ratio" >"$CSV"
 BASE=$BONSAI_SHM_PREFIX

@@ -6,5 +6,6 @@
 # pipe, each after a write() has made the stream framed (tests/preload/comp_calls.c).
 # Exact bytes each time; the receiver's totals show frames decoded.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 comp_prog comp_calls 8

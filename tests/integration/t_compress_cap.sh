@@ -4,7 +4,8 @@
 # text gets through at a multiple of the cap in application bytes, while random
 # bytes lose nothing against no compression; the call accounting (BONSAI_STATS)
 # shows fewer wire bytes than application bytes. Wide tolerances: a loaded 2-core CI.
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 need_cmd zcat
 PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
 [ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"

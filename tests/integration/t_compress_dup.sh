@@ -6,5 +6,6 @@
 # watches while the library holds decoded bytes (tests/preload/comp_dup.c). Exact
 # bytes each time; the receiver's totals show frames decoded.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 comp_prog comp_dup 6

@@ -6,7 +6,8 @@
 # link-ceiling veto reads the cap's current rate, not the link it measured before, and a
 # changed cap restarts the policy (back-offs earned at 5 MiB/s held the dear level for
 # 3-13 s). Checked by the chunks sent per level.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd zcat python3
 PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
 [ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"

@@ -7,7 +7,8 @@
 # the system when it closes. The sender's resident memory after closing must fall by
 # at least half of what the 8 connections added (~40 MiB; it kept all of it before),
 # every body arrive byte-exact, and the stats line show the peak memory and no refusal.
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 need_cmd python3 zcat
 [ -n "${SAN_RT:-}" ] && skip "resident memory under a sanitizer's shadow is not the library's"
 N=8

@@ -9,7 +9,8 @@
 # byte cap: text through 8 MiB/s at a multiple of the cap, random bytes at the cap.
 # Receivers are slowed by a read cap so the senders' sockets fill. Exact bytes each time.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+# timeout: 40
+. "$(dirname "$0")/lib/lib.sh"
 need_cmd zcat python3
 need_prog comp_nonblock
 PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c

@@ -5,7 +5,8 @@
 # for every read/write call, both directions, several connections on threads,
 # poll/select/epoll-driven receivers, sendfile, and plain streams left untouched.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+# timeout: 40
+. "$(dirname "$0")/lib/lib.sh"
 need_cmd zcat
 PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c
 [ -x "$PEER" ] || fail "no $PEER: make it (make test-integration builds it)"

@@ -5,5 +5,6 @@
 # fprintf, putc, fputs / read, fread, fgets, getc, getline (tests/preload/comp_stdio.c,
 # one process forking a sender per case). The receiver's totals show frames decoded.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 comp_prog comp_stdio 6

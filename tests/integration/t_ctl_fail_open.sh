@@ -3,7 +3,8 @@
 # Fail open (issue 3): with BONSAI_SERVICE naming a missing, garbage, truncated,
 # wrong-version or world-readable segment, a program runs unlimited and unharmed
 # (exit 0, all its data) and the library says so in exactly one stderr line.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 
 # under SERVICE: runs dd (8 MiB) with BONSAI_SERVICE=SERVICE and a 1 MiB/s cap that

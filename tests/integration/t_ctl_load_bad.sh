@@ -3,7 +3,8 @@
 # bonsaictl load/check (issue 3): a valid file creates its services; a bad one is
 # reported as FILE:LINE:COL, exits 2 and changes nothing (limits and the set of
 # segments stay as they were); run warns when a program cannot be limited.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 
 cat > "$T/good.yaml" <<'YAML'

@@ -4,7 +4,8 @@
 # enough for python-driven polling on a loaded machine) is seen
 # attached while it runs and folded into the exited totals after; its rate holds;
 # the segment is mode 0600; stat names the library's version; a shell's forked children get slots of their own.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 
 timed dd "$CTL" run -s web -l 'write=2MiB/s' -- dd if=/dev/zero of=/dev/null bs=4k count=2048 status=none

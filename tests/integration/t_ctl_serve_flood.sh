@@ -9,8 +9,8 @@
 # (within 1 s expected; the times are printed). serve's stderr stays short.
 # Then --max-requests 1 with 300 services (a scrape of some 30 ms): of twenty scrapes at
 # once the ones beyond the first get 503, and the count comes back down afterwards.
-# timeout: 90
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 50
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd curl python3
 
 # A non-loopback IPv4 address of this host, if any: serve then listens on every address.
@@ -30,7 +30,7 @@ curl -sf -o /dev/null "http://127.0.0.1:$port/metrics" || fail "serve does not a
 # server kept.
 flood() {
   rm -f "$T/ready"
-  python3 "$(dirname "$0")/serve_flood.py" "$port" 2000 "$1" "$2" "$T/ready" 60 ${3:+"$3"} &
+  python3 "$TLIB/serve_flood.py" "$port" 2000 "$1" "$2" "$T/ready" 60 ${3:+"$3"} &
   flood_pid=$!
   cleanup_hooks+=("kill $flood_pid 2>/dev/null")
   for _ in $(seq 1 300); do [ -s "$T/ready" ] && break; sleep 0.1; done

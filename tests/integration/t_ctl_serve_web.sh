@@ -6,8 +6,8 @@
 # --cacert 200, plain HTTP refused), a client certificate required
 # (RequireAndVerifyClientCert), and a bad file rejected with FILE:LINE:COL, exit 2,
 # nothing listening.
-# timeout: 60
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd curl openssl htpasswd
 
 hash=$(htpasswd -nbB -C 10 prom s3cret | cut -d: -f2)

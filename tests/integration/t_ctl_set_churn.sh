@@ -6,11 +6,11 @@
 # (it gave 1.5-7x before), 4 and 8 MiB/s alternating hold the time-weighted mean of the
 # caps in force (10x before); so do processes sharing the scope, and a supervised static
 # program (writer and reader). Tolerances are wide for CI; bench/ctl_churn.sh measures the targets.
-# timeout: 150
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 70
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 need_prog threads_write write_bytes write_bytes_static sv_static
-CHURN="python3 $(dirname "$0")/set_churn.py $CTL"
+CHURN="python3 $TLIB/set_churn.py $CTL"
 
 # churn_case NAME LO HI LIMIT...: the rate over ~3 s of churn within [LO, HI] x the mean.
 churn_case() {

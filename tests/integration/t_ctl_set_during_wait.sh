@@ -3,7 +3,8 @@
 # A live set reaches a process that is asleep in a long wait: dd writing 1 MiB blocks
 # under write=20KiB/s sleeps ~50 s per block; raising the cap must end the wait within
 # a fraction of a second (waits sleep in short slices and watch the limits).
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd
 
 "$CTL" run -s sleepy -l 'write=20KiB/s' -- dd if=/dev/zero of=/dev/null bs=1M count=2 status=none &

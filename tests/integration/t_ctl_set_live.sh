@@ -3,7 +3,8 @@
 # bonsaictl set mid-run (issue 3): a dd writing under 1 MiB/s is raised to 4 MiB/s
 # while it runs; the rate measured from `stat` before and after follows, and
 # `set --wait` reports that the process applied the change.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 
 "$CTL" run -s live -l 'write=1MiB/s' -- dd if=/dev/zero of=/dev/null bs=4k count=1000000 status=none &

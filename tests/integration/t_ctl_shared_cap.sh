@@ -3,7 +3,8 @@
 # Scope service (issue 3): two dd processes attached to one service share one
 # 4 MiB/s bucket in shared memory: together they hold the cap (within 10%), and
 # each gets a fair part of it.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 
 pids=

@@ -5,5 +5,6 @@
 # (eventloop_lib.sh): every client gets a tenth of its fair share or more, the aggregate
 # stays within [0.6, 1.15] x the cap (the server's writes by bonsaictl stat <= 1.15 x), 1 KiB
 # requests during the run answer within 2 s. Skipped when the server is missing.
-. "$(dirname "$0")/eventloop_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/eventloop_lib.sh"
 el_case node

@@ -5,15 +5,10 @@
 # nobody renews its lease, and its processes fall back by themselves to cap / 4 (the
 # library, no agent involved) -- neither unlimited nor stalled. The agent restarted:
 # it leases again and host 1 gets nearly the whole cap back.
-. "$(dirname "$0")/fleet_lib.sh"
+# timeout: 40
+. "$(dirname "$0")/lib/fleet_lib.sh"
 
-cap=$((8 * MiB))
-fleet_redis_start
-cfg=$T/fleet.yaml
-fleet_config "$cfg" 8MiB/s
-fleet_hosts_up 4 "$cfg"
-fleet_writer_start 1 "$cfg" 20
-sleep 1.5
+fleet_setup 4 8 1 20
 s=$(fleet_sample 1 1.5 0.5)
 check_rate "host 1 alone, leased" "$(sample_eval "$s" 'int(rate(1))')" 1 "$cap" 0.75 1.08
 

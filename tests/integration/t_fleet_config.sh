@@ -5,7 +5,8 @@
 # unknown keys, a password file that is not absolute), and `load` of a bad file changes
 # nothing; the agent refuses a bad --host-id (exit 2) and a second agent in one namespace
 # (exit 1); `load` starts an agent when none runs, and it leaves when its services are gone.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/ctl_lib.sh"
 
 good=$T/good.yaml
 cat > "$good" <<'EOC'

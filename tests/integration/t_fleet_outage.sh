@@ -6,15 +6,10 @@
 # keeps at least most of its share in every second (never stalled). Resumed: leases
 # again. Restarted empty on the same port, and its scripts flushed (NOSCRIPT): the
 # agents load the script again and lease on.
-. "$(dirname "$0")/fleet_lib.sh"
+# timeout: 60
+. "$(dirname "$0")/lib/fleet_lib.sh"
 
-cap=$((8 * MiB))
-fleet_redis_start
-cfg=$T/fleet.yaml
-fleet_config "$cfg" 8MiB/s
-fleet_hosts_up 4 "$cfg"
-for i in 1 2 3 4; do fleet_writer_start "$i" "$cfg" 25; done
-sleep 1.5
+fleet_setup 4 8 "1 2 3 4" 25
 [ "$(fleet_field 1 'd["fleet"]["state"]')" = leased ] || fail "no lease before the outage: $(fleet_field 1 'd["fleet"]')"
 
 kill -STOP "$REDIS_PID"

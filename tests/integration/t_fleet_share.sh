@@ -5,15 +5,10 @@
 # evenly; Redis serves about hosts / period lease calls a second; the store sees four
 # live hosts (stat --fleet). Demand moved to one host: it gets nearly the whole cap
 # within a second (a few periods). The agents never send their own clock (MONITOR).
-. "$(dirname "$0")/fleet_lib.sh"
+# timeout: 40
+. "$(dirname "$0")/lib/fleet_lib.sh"
 
-cap=$((8 * MiB))
-fleet_redis_start
-cfg=$T/fleet.yaml
-fleet_config "$cfg" 8MiB/s
-fleet_hosts_up 4 "$cfg"
-for i in 1 2 3 4; do fleet_writer_start "$i" "$cfg" 20; done
-sleep 1.5
+fleet_setup 4 8 "1 2 3 4" 20
 
 c0=$(evalsha_calls); s0=$(now_ns)
 # The lease calls' arguments: none may be a clock reading (seconds, ms, us or ns since 1970).

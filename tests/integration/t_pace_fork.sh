@@ -4,9 +4,10 @@
 # edge-triggered, the child runs the loop under a send cap. The child's copy of the
 # library's registrations drives the holds and edges: no lost edge (a 2 s wait), the cap
 # held.
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 need_cmd python3
-out=$(limited 'send=2MiB/s' "$T/s.json" timeout 30 python3 "$(dirname "$0")/pace_epoll_fork.py") ||
+out=$(limited 'send=2MiB/s' "$T/s.json" timeout 30 python3 "$TLIB/pace_epoll_fork.py") ||
   fail "the forked loop failed: $out"
 note "$out"
 check_rate "child's sends" "$(field "$out" bytes)" "$(field "$out" secs)" $((2 * 1048576))

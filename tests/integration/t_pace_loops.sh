@@ -8,7 +8,8 @@
 # evenly among the descriptors, let a light descriptor's small write through at once,
 # and not spin.
 # sanitized: yes
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 need_prog nb_loop
 for mode in et lt oneshot poll select "et pipe" threads; do
   set -- $mode

@@ -5,8 +5,8 @@
 # live `load`, and the library attaches to the capacity under the segment prefix it
 # copied at set-up (BONSAI_SHM_PREFIX is in the environment the program wiped). It then
 # borrows the idle capacity: well above its own rate.
-# timeout: 60
-. "$(dirname "$0")/shares_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/shares_lib.sh"
 need_prog clobber_writer
 cat > "$T/own.yaml" <<YAML
 version: 1

@@ -4,7 +4,8 @@
 # add up to more than the capacity and a ceil below its rate at FILE:LINE:COL (exit 2,
 # and `load` of such a file touches nothing); the grammar's :ceil=; `load` makes the host
 # segment; stat --json, the table and the metrics show what was borrowed.
-. "$(dirname "$0")/shares_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/shares_lib.sh"
 cat > "$T/over.yaml" <<'YAML'
 version: 1
 host:

@@ -4,8 +4,8 @@
 # 16 MiB/s capacity, a guaranteed 4 and 8 MiB/s, ceilings at the capacity. A alone takes
 # the capacity (work conserving); with B busy too, each keeps its rate and together they
 # stay within the capacity. (Tolerances for a busy 2-core machine; bench/ measures tight.)
-# timeout: 120
-. "$(dirname "$0")/shares_lib.sh"
+# timeout: 80
+. "$(dirname "$0")/lib/shares_lib.sh"
 shares_yaml 16 4 8
 sink
 for kind in file pipe socket nbsocket; do

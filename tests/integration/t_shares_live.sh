@@ -4,8 +4,8 @@
 # SIGCONT), a live change of the capacity (load again) and of one rate (set), and the
 # borrowing service removed (rm) while it borrows: the other keeps its rate, the removed
 # one's process runs on.
-# timeout: 120
-. "$(dirname "$0")/shares_lib.sh"
+# timeout: 60
+. "$(dirname "$0")/lib/shares_lib.sh"
 shares_yaml 16 4 8
 writer a null; pa=$!
 writer b null; pb=$!

@@ -3,7 +3,8 @@
 # Shares (issue 38) for a supervised static program: the supervisor charges its writes
 # through the same core as the library (bucket/share.h). Alone it borrows up to the
 # capacity; beside a busy library-run tenant it keeps its rate and the other keeps its.
-. "$(dirname "$0")/shares_lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/shares_lib.sh"
 need_prog sv_static
 shares_yaml 16 4 8
 out=$("$CTL" run -s a -- "$PRE/sv_static" write "$T/out" 32M 2>"$T/err") || fail "supervised write: $(cat "$T/err")"

@@ -9,7 +9,8 @@
 # the one .bss page of the kept settings. Then the handing down itself: a program that
 # changes directory and executes another with an empty environment, under a relative and
 # an absolute LD_PRELOAD, still runs it with the library.
-. "$(dirname "$0")/lib.sh"
+# timeout: 30
+. "$(dirname "$0")/lib/lib.sh"
 need_prog startup_pages
 probe=$PRE/startup_pages
 case $LIB in /*) ;; *) fail "LIB is not absolute: $LIB" ;; esac

@@ -7,7 +7,8 @@
 # strict tree starts no supervisor of its own and its static program stays under the
 # outer cap; the library and the supervisor share process slots without losing or
 # doubling one; dd, python and curl are held as under plain preload.
-. "$(dirname "$0")/ctl_lib.sh"
+# timeout: 50
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog strict_probe sv_static uring_syscall
 P=$PRE/strict_probe
 CAP=$((8 * MiB))

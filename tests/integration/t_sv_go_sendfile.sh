@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# timeout: 300
+# timeout: 50
 # Supervised sendfile under many threads (issue 35): a static Go file server
 # (net/http.FileServer: sendfile of up to 4 MiB a call on non-blocking sockets, from
 # as many threads as goroutines are in system calls) with 8 concurrent downloads for
@@ -8,7 +8,7 @@
 # within [0.6, 1.1] x cap x time -- and a 1 KiB request made meanwhile is answered
 # within 2 s. Before the supervisor reserved a call's units before letting it go and
 # bounded a sendfile to one chunk, such a server got 2.2x its cap.
-. "$(dirname "$0")/ctl_lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd go curl
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 . "$ROOT/bench/lib/eventloop_servers.sh"  # el_build_go: the Go file server the streaming bench measures

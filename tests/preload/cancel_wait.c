@@ -2,7 +2,7 @@
    cancel_wait: two threads wait in throttled wrappers (one 8 MiB write() cut into chunks,
    one loop of 4 KiB write()s); main cancels both after 300 ms and reports how long the
    joins took. Both must end with PTHREAD_CANCELED. With an argument SECS it then stays
-   alive that long without I/O (t_65: a cancelled wait must not be left counted). */
+   alive that long without I/O (t_host_cancel_slot: a cancelled wait must not be left counted). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>

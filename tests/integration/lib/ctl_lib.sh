@@ -1,0 +1,53 @@
+# SPDX-License-Identifier: MIT
+# Helpers shared by the ctl and shm tests (sourced, not run): the
+# bonsaictl binary, reading `bonsaictl stat --json`, the segment's file name.
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+CTL=$BONSAI_BUILD/bonsaictl
+[ -x "$CTL" ] || fail "no $CTL (build first)"
+seg_file() { echo "/dev/shm/${BONSAI_SHM_PREFIX}bonsai.$(id -u).$1"; }
+cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai.*; do [ -e "$f" ] && rm -f "$f"; done')
+
+# jq_stat SERVICE EXPR: evaluates the Python expression EXPR on the service's stat
+# document `d` (e.g. 'd["total"]["calls"]["write"]["bytes"]'); missing keys give 0.
+jq_stat() {
+  "$CTL" stat "$1" --json 2>/dev/null | python3 -c '
+import json, sys
+try:
+    d = json.loads(sys.stdin.readline())
+    print(eval(sys.argv[1]))
+except (KeyError, IndexError, ValueError):
+    print(0)' "$2"
+}
+
+# total_bytes SERVICE CALL: bytes moved by CALL in the whole service so far.
+total_bytes() { jq_stat "$1" "d['total']['calls']['$2']['bytes']"; }
+
+# sample SERVICE CALL: "NS BYTES" now (time taken just before reading the counters).
+sample() { local t; t=$(now_ns); echo "$t $(total_bytes "$1" "$2")"; }
+
+# rate_between "NS1 B1" "NS2 B2": bytes per second between two samples.
+rate_between() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", (y[2] - x[2]) / ((y[1] - x[1]) / 1e9) }'; }
+
+# wait_attached SERVICE N: waits (up to 5 s) until N processes are attached.
+wait_attached() {
+  local i
+  for i in $(seq 1 100); do
+    [ "$(jq_stat "$1" 'len(d["processes"])')" -ge "$2" ] && return 0
+    sleep 0.05
+  done
+  fail "service $1: fewer than $2 processes attached after 5 s"
+}
+
+# build_gocat: builds $BONSAI_BUILD/go/gocat (lib/go/gocat.go, a static Go copy program) when
+# missing or older than its source; sets GOCAT. False (the log in $T/gobuild.log) when go
+# is absent or cannot build it: the caller skips its Go case. Each test that runs gocat
+# builds it here, none relies on another having run first.
+build_gocat() {
+  local src=$TLIB/go
+  GOCAT=$BONSAI_BUILD/go/gocat
+  command -v go > /dev/null || { echo "go not installed" > "$T/gobuild.log"; return 1; }
+  [ -x "$GOCAT" ] && [ "$GOCAT" -nt "$src/gocat.go" ] && return 0
+  mkdir -p "$BONSAI_BUILD/go"
+  (cd "$src" && CGO_ENABLED=0 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
+    go build -o "$GOCAT" gocat.go) > "$T/gobuild.log" 2>&1
+}
