@@ -148,6 +148,24 @@ constexpr bool numbers_fit(bool i386) {
 }
 static_assert(numbers_fit(false) && numbers_fit(true), "a number is twice in the table, or not below kNrLimit");
 
+// The positions its readers index arguments with (the library's syscall() takes them
+// as they are): in range, a descriptor for every data call, a flags position for flags.
+constexpr bool rows_sane() {
+  auto arg = [](int i) { return i >= -1 && i < 6; };
+  for (const SyscallEntry& e : kTable) {
+    if (!arg(e.fd_arg) || !arg(e.src_fd_arg) || !arg(e.src_off_arg) || !arg(e.off_arg) || !arg(e.size_arg) ||
+        !arg(e.flags_arg))
+      return false;
+    if ((e.size == SysSize::None) != (e.moved == SysMoved::Unit)) return false;  // metadata: no size
+    if (e.size != SysSize::None && (e.fd_arg < 0 || e.size_arg < 0)) return false;
+    if ((e.size == SysSize::Iov || e.size == SysSize::Mmsg) && e.size_arg < 1) return false;
+    if (e.src_fd_arg >= 0 && e.size != SysSize::Arg) return false;
+    if ((e.flags != SysFlags::None) != (e.flags_arg >= 0)) return false;
+  }
+  return true;
+}
+static_assert(rows_sane(), "an argument position out of range or missing");
+
 // number -> row, for one ABI.
 constexpr std::array<uint8_t, kNrLimit> index_of(bool i386) {
   std::array<uint8_t, kNrLimit> idx{};
