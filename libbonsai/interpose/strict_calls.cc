@@ -16,6 +16,7 @@
 #include <type_traits>
 
 #include "abi/strict_mark.h"
+#include "abi/syscall_table.h"
 #include "interpose/real.h"
 #include "log/blog.h"
 #include "runtime/options.h"
@@ -172,22 +173,13 @@ int s_rename(const char* a, const char* b) {
 }
 int s_mkdir(const char* p, mode_t m) { return static_cast<int>(call<false>(SYS_mkdirat, kCwd, L(p), m)); }
 
-// syscall(): the calls the filter checks whose first argument is a descriptor, a
-// count (io_setup) or an *at directory are marked; any other number goes as asked
-// (open, creat, unlink, rename and mkdir by number reach the supervisor, which charges
-// them: the library's syscall() does not).
+// syscall(): the calls the filter checks whose first argument is a descriptor or an
+// *at directory (the table's `marked` rows, abi/syscall_table.h) and io_setup (a count)
+// are marked; any other number goes as asked (open, creat, unlink, rename and mkdir by
+// number reach the supervisor, which charges them: the library's syscall() does not).
 bool marks_first_arg(long nr) noexcept {
-  switch (nr) {
-    case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64: case SYS_readv: case SYS_writev:
-    case SYS_preadv: case SYS_pwritev: case SYS_preadv2: case SYS_pwritev2: case SYS_sendto: case SYS_recvfrom:
-    case SYS_sendmsg: case SYS_recvmsg: case SYS_sendmmsg: case SYS_recvmmsg: case SYS_sendfile: case SYS_splice:
-    case SYS_tee: case SYS_vmsplice: case SYS_copy_file_range: case SYS_close: case SYS_connect: case SYS_accept:
-    case SYS_accept4: case SYS_fsync: case SYS_fdatasync: case SYS_openat: case SYS_openat2: case SYS_unlinkat:
-    case SYS_renameat: case SYS_renameat2: case SYS_mkdirat: case SYS_io_setup:
-      return true;
-    default:
-      return false;
-  }
+  const SyscallEntry* row = syscall_entry(nr);
+  return row ? row->marked : nr == SYS_io_setup;
 }
 long s_syscall(long nr, long a, long b, long c, long d, long e, long f) {
   return result(raw_syscall6(nr, marks_first_arg(nr) ? marked(a) : a, b, c, d, e, f));
