@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Diagnostics formatting and "did you mean" (see diag.h).
-#include "diag.h"
+#include "base/diag.h"
 
 #include <algorithm>
 #include <fmt/core.h>

@@ -4,12 +4,16 @@
 // system calls, even when linked to libc) it cannot reach, so `run` supervises it;
 // a setuid/setgid one the loader strips LD_PRELOAD from, and that supervision would
 // strip of its privileges (no_new_privs). A #! script is judged by its interpreter.
+// The judgement is the library's too (abi/program_kind.h); `run` also reads the section
+// names for Go (a Go program linked without a build id has no note).
 #pragma once
 #include <string>
 
+#include "abi/program_kind.h"
+
 namespace bonsai::ctl {
 
-enum class LaunchKind { Dynamic, Static, Go, Setuid, Other };
+using LaunchKind = ProgramKind;
 
 struct LaunchInfo {
   LaunchKind kind = LaunchKind::Other;

@@ -5,41 +5,11 @@
 #include <seccomp.h>
 
 #include <array>
-#include <cstring>
-#include <unordered_map>
 
 #include "supervisor/sv_target.h"
 
 namespace bonsai::ctl {
 namespace {
-
-// i386 number -> the 64-bit entry, by name; built once.
-const std::unordered_map<int, const SvSyscall*>& by_nr32() {
-  static const auto* table = [] {
-    auto* m = new std::unordered_map<int, const SvSyscall*>;
-    for (const SvSyscall& s : sv_syscalls()) {
-      int n = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, s.name);
-      if (n >= 0) m->emplace(n, &s);  // a negative number: a socketcall pseudo-call
-    }
-    // The socket calls made directly (Linux 4.3+; libseccomp names them by their
-    // socketcall pseudo-numbers), and the 64-bit offset and time forms of the 32-bit ABI.
-    for (auto [n32, name64] : {std::pair{362, "connect"}, std::pair{364, "accept4"}, std::pair{369, "sendto"},
-                               std::pair{370, "sendmsg"}, std::pair{371, "recvfrom"}, std::pair{372, "recvmsg"},
-                               std::pair{337, "recvmmsg"}, std::pair{345, "sendmmsg"}}) {
-      int n64 = seccomp_syscall_resolve_name(name64);
-      if (n64 >= 0)
-        if (const SvSyscall* s = sv_syscall(n64)) m->emplace(n32, s);
-    }
-    for (auto [name32, name64] : {std::pair{"sendfile64", "sendfile"}, std::pair{"recvmmsg_time64", "recvmmsg"}}) {
-      int n = seccomp_syscall_resolve_name_arch(SCMP_ARCH_X86, name32);
-      int n64 = seccomp_syscall_resolve_name(name64);
-      if (n >= 0 && n64 >= 0)
-        if (const SvSyscall* s = sv_syscall(n64)) m->emplace(n, s);
-    }
-    return m;
-  }();
-  return *table;
-}
 
 constexpr int kSocketcall32 = 102;
 
@@ -79,10 +49,8 @@ bool msg_total32(int tid, uint64_t addr, uint64_t& total) {
 }  // namespace
 
 int sv_compat_nr(int nr64) noexcept {
-  const SvSyscall* want = sv_syscall(nr64);
-  for (const auto& [n32, s] : by_nr32())
-    if (s == want && std::strcmp(s->name, want->name) == 0) return n32;
-  return -1;
+  const SvSyscall* s = sv_syscall(nr64);
+  return s ? s->i386_nr : -1;
 }
 
 bool sv_compat_call(int nr, const __u64 args[6], int tid, SvCompatCall& out) {
@@ -98,10 +66,8 @@ bool sv_compat_call(int nr, const __u64 args[6], int tid, SvCompatCall& out) {
     }
     return false;
   }
-  const auto& t = by_nr32();
-  auto it = t.find(nr);
-  if (it == t.end()) return false;
-  out.sc = it->second;
+  out.sc = syscall_entry_i386(nr);  // the table's i386 columns (abi/syscall_table.h)
+  if (!out.sc) return false;
   for (int i = 0; i < 6; ++i) out.args[i] = args[i] & 0xffffffffu;
   return true;
 }

@@ -2,9 +2,9 @@
 // The 32-bit x86 ABI under the supervisor (issue #39: strict mode holds 32-bit programs
 // too). A 32-bit program -- or `int $0x80` in a 64-bit one, which the kernel serves with
 // the 32-bit table -- makes the same calls under other numbers and with 32-bit layouts.
-// They are brought to the 64-bit table's form (sv_syscalls.h): the number found by name
-// (libseccomp knows each ABI's numbers), socketcall's multiplexed calls unpacked from the
-// caller's memory, sizes read from 32-bit iovec, msghdr and mmsghdr. What the call moved
+// They are brought to the 64-bit table's form (sv_syscalls.h): the number looked up in
+// the table's i386 columns (abi/syscall_table.h), socketcall's multiplexed calls
+// unpacked from the caller's memory, sizes read from 32-bit iovec, msghdr and mmsghdr. What the call moved
 // is learnt from the thread's I/O counters, as for 64-bit calls (they count both ABIs).
 #pragma once
 #include <linux/seccomp.h>
@@ -31,7 +31,7 @@ bool sv_compat_call(int nr, const __u64 args[6], int tid, SvCompatCall& out);
 // The bytes a 32-bit call asks to move, by its entry's size kind (UINT64_MAX: unknown).
 uint64_t sv_compat_asked(const SvSyscall& sc, const __u64 args[6], int tid);
 
-// The 32-bit numbers of the 64-bit system calls `nrs` (for the filter's notes and tests).
+// The 32-bit number of the 64-bit system call `nr64` (its first i386 column), or -1.
 int sv_compat_nr(int nr64) noexcept;
 
 }  // namespace bonsai::ctl

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // One take of a call that must not wait (a non-blocking descriptor), the library's
-// (runtime/pace.cc) and the supervisor's (bonsaictl/sv_pace.cc) alike. What decides how
+// (runtime/pace.cc) and the supervisor's (bonsaictl/supervisor/sv_pace.cc) alike. What decides how
 // the call goes is here; what it asks (a thread's credit and batch, a descriptor's turn)
 // and what a place becomes (a reservation, a held notification) is its caller's. In order:
 //   1. a light write goes ahead of the bucket's queue, on the light clock;

@@ -40,7 +40,8 @@ Ret enosys_result() {
       BONSAI_LOG_ONCE(LogLevel::Info, "glibc has no %s: calls to it fail with ENOSYS", #name); \
       f = name##_missing;                                                            \
     }                                                                                \
-    name##_ptr.store(f, std::memory_order_relaxed);                                  \
+    name##_fn none = nullptr; /* a replacement installed meanwhile (strict) stays */ \
+    name##_ptr.compare_exchange_strong(none, f, std::memory_order_relaxed);          \
     errno = saved_errno;                                                             \
     return f;                                                                        \
   }

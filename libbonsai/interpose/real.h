@@ -166,6 +166,10 @@ namespace bonsai::real {
 // name bonsai.map exports (tests/tools/check_symbols.sh holds the three together).
 #define BONSAI_OWN_SYMBOLS(Y) Y(execl) Y(execle) Y(execlp) Y(execv) Y(execvp)
 
+// NAME_ptr: the function real::NAME calls (glibc's, or strict mode's replacement,
+// interpose/strict_calls.h). resolve_NAME(): glibc's NAME itself, looked up now (an
+// ENOSYS stub if this libc lacks it) and kept in NAME_ptr unless something is there
+// already: how a replacement reaches the glibc function it stands in for.
 #define BONSAI_X(ret, name, params, args)                                      \
   using name##_fn = ret(*) params;                                             \
   extern constinit std::atomic<name##_fn> name##_ptr;                          \

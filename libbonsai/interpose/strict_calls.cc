@@ -9,7 +9,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sys/single_threaded.h>
@@ -17,7 +16,7 @@
 #include <type_traits>
 
 #include "abi/strict_mark.h"
-#include "interpose/next_symbol.h"
+#include "abi/syscall_table.h"
 #include "interpose/real.h"
 #include "log/blog.h"
 #include "runtime/options.h"
@@ -80,13 +79,6 @@ inline long L(T v) noexcept {
   else return static_cast<long>(v);
 }
 
-// A fortified or checking form whose check fails: glibc's own, which reports it.
-template <typename Fn>
-Fn glibc(const char* name) noexcept {
-  void* p = real::next_symbol(name);
-  return reinterpret_cast<Fn>(p ? p : dlsym(RTLD_NEXT, name));
-}
-
 constexpr long kCwd = AT_FDCWD;
 
 ssize_t s_read(int fd, void* b, size_t n) { return call<true>(SYS_read, fd, L(b), L(n)); }
@@ -133,20 +125,23 @@ ssize_t s_vmsplice(int fd, const iovec* v, size_t c, unsigned fl) {
 }
 ssize_t s_tee(int i, int o, size_t n, unsigned fl) { return call<true>(SYS_tee, i, o, L(n), fl); }
 
+// A fortified or checking form whose check fails: glibc's own, which reports it
+// (resolve_NAME: glibc's function through the one table, interpose/real.h, not the
+// marked replacement installed in its pointer).
 ssize_t s_read_chk(int fd, void* b, size_t n, size_t bl) {
-  if (n > bl) return glibc<real::__read_chk_fn>("__read_chk")(fd, b, n, bl);
+  if (n > bl) return real::resolve___read_chk()(fd, b, n, bl);
   return s_read(fd, b, n);
 }
 ssize_t s_pread_chk(int fd, void* b, size_t n, off_t o, size_t bl) {
-  if (n > bl) return glibc<real::__pread_chk_fn>("__pread_chk")(fd, b, n, o, bl);
+  if (n > bl) return real::resolve___pread_chk()(fd, b, n, o, bl);
   return s_pread(fd, b, n, o);
 }
 ssize_t s_recv_chk(int fd, void* b, size_t n, size_t bl, int fl) {
-  if (n > bl) return glibc<real::__recv_chk_fn>("__recv_chk")(fd, b, n, bl, fl);
+  if (n > bl) return real::resolve___recv_chk()(fd, b, n, bl, fl);
   return s_recv(fd, b, n, fl);
 }
 ssize_t s_recvfrom_chk(int fd, void* b, size_t n, size_t bl, int fl, sockaddr* a, socklen_t* l) {
-  if (n > bl) return glibc<real::__recvfrom_chk_fn>("__recvfrom_chk")(fd, b, n, bl, fl, a, l);
+  if (n > bl) return real::resolve___recvfrom_chk()(fd, b, n, bl, fl, a, l);
   return s_recvfrom(fd, b, n, fl, a, l);
 }
 
@@ -155,11 +150,11 @@ int s_open(const char* p, int fl, mode_t m) { return s_openat(static_cast<int>(k
 // The fortified forms fail (glibc's message) when the flags need a mode they lack.
 inline bool needs_mode(int fl) { return (fl & O_CREAT) || (fl & O_TMPFILE) == O_TMPFILE; }
 int s_open_2(const char* p, int fl) {
-  if (needs_mode(fl)) return glibc<real::__open_2_fn>("__open_2")(p, fl);
+  if (needs_mode(fl)) return real::resolve___open_2()(p, fl);
   return s_open(p, fl, 0);
 }
 int s_openat_2(int d, const char* p, int fl) {
-  if (needs_mode(fl)) return glibc<real::__openat_2_fn>("__openat_2")(d, p, fl);
+  if (needs_mode(fl)) return real::resolve___openat_2()(d, p, fl);
   return s_openat(d, p, fl, 0);
 }
 int s_creat(const char* p, mode_t m) { return s_open(p, O_CREAT | O_WRONLY | O_TRUNC, m); }
@@ -178,22 +173,13 @@ int s_rename(const char* a, const char* b) {
 }
 int s_mkdir(const char* p, mode_t m) { return static_cast<int>(call<false>(SYS_mkdirat, kCwd, L(p), m)); }
 
-// syscall(): the calls the filter checks whose first argument is a descriptor, a
-// count (io_setup) or an *at directory are marked; any other number goes as asked
-// (open, creat, unlink, rename and mkdir by number reach the supervisor, which charges
-// them: the library's syscall() does not).
+// syscall(): the calls the filter checks whose first argument is a descriptor or an
+// *at directory (the table's `marked` rows, abi/syscall_table.h) and io_setup (a count)
+// are marked; any other number goes as asked (open, creat, unlink, rename and mkdir by
+// number reach the supervisor, which charges them: the library's syscall() does not).
 bool marks_first_arg(long nr) noexcept {
-  switch (nr) {
-    case SYS_read: case SYS_write: case SYS_pread64: case SYS_pwrite64: case SYS_readv: case SYS_writev:
-    case SYS_preadv: case SYS_pwritev: case SYS_preadv2: case SYS_pwritev2: case SYS_sendto: case SYS_recvfrom:
-    case SYS_sendmsg: case SYS_recvmsg: case SYS_sendmmsg: case SYS_recvmmsg: case SYS_sendfile: case SYS_splice:
-    case SYS_tee: case SYS_vmsplice: case SYS_copy_file_range: case SYS_close: case SYS_connect: case SYS_accept:
-    case SYS_accept4: case SYS_fsync: case SYS_fdatasync: case SYS_openat: case SYS_openat2: case SYS_unlinkat:
-    case SYS_renameat: case SYS_renameat2: case SYS_mkdirat: case SYS_io_setup:
-      return true;
-    default:
-      return false;
-  }
+  const SyscallEntry* row = syscall_entry(nr);
+  return row ? row->marked : nr == SYS_io_setup;
 }
 long s_syscall(long nr, long a, long b, long c, long d, long e, long f) {
   return result(raw_syscall6(nr, marks_first_arg(nr) ? marked(a) : a, b, c, d, e, f));

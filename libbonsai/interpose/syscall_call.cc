@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // syscall(): programs (and libaio's io_submit) that call the data system calls by
-// number through glibc's syscall() are limited and shaped like the named calls.
+// number through glibc's syscall() are limited and shaped like the named calls; which
+// number is which call, and where its arguments are, is abi/syscall_table.h's.
 // io_submit pays for the bytes its iocbs request before submitting them
 // (completion sizes are not seen here).
+#include <array>
 #include <cerrno>
 #include <cstdarg>
 #include <fcntl.h>
@@ -13,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "abi/syscall_table.h"
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/pace_ready.h"
 #include "interpose/real.h"
@@ -158,6 +161,79 @@ using wrap::at;
   return r;
 }
 
+using Args = std::array<long, 6>;
+
+long make(long nr, const Args& y) { return raw(nr, y[0], y[1], y[2], y[3], y[4], y[5]); }
+
+// A data call by number, limited as the named call its row stands for: the row says
+// where its descriptor, buffer or vector, size, offset and flags are among `x`, and
+// each piece is the same system call with those replaced.
+[[gnu::noinline]] long limited(const SyscallEntry& s, long nr, const Args& x) {
+  int fd = static_cast<int>(x[s.fd_arg]);
+  int flags = 0;  // for the shape: MSG_* (MSG_DONTWAIT: it must not wait)
+  if (s.flags == SysFlags::Msg) {
+    flags = static_cast<int>(x[s.flags_arg]);
+    if (!s.is_write && (flags & MSG_PEEK)) return make(nr, x);  // a peek is free
+  } else if (s.flags == SysFlags::Rwf) {
+    flags = (x[s.flags_arg] & RWF_NOWAIT) ? MSG_DONTWAIT : 0;
+  }
+  // `x` for the piece `off` bytes in: its size `len`, its file offset advanced (-1, the
+  // file position, stays: the pieces advance it).
+  auto piece = [&](size_t off, long len) {
+    Args y = x;
+    y[s.size_arg] = len;
+    if (s.off_arg >= 0) y[s.off_arg] = at(x[s.off_arg], off);
+    return y;
+  };
+  switch (s.size) {
+    case SysSize::Arg:
+      if (s.src_fd_arg >= 0) {  // zero-copy: clamped to a chunk and charged on both sides like the named ones
+        CallId src = s.src_off_arg >= 0 ? wrap::source_call(reinterpret_cast<const void*>(x[s.src_off_arg]))
+                                        : CallId::read;
+        return wrap::zero_copy(s.call, fd, src, static_cast<int>(x[s.src_fd_arg]), static_cast<size_t>(x[s.size_arg]),
+                               [&](size_t len) { return make(nr, piece(0, static_cast<long>(len))); });
+      }
+      return wrap::transfer(s.call, fd, static_cast<size_t>(x[s.size_arg]), true, s.is_write, flags,
+                            [&](size_t off, size_t len) {
+                              Args y = piece(off, static_cast<long>(len));
+                              y[1] = at(x[1], off);  // the buffer
+                              return make(nr, y);
+                            });
+    case SysSize::Iov: {
+      auto* v = reinterpret_cast<const iovec*>(x[s.size_arg - 1]);
+      if (s.call == CallId::vmsplice)  // the named wrapper's page-aligned clamp
+        return ::vmsplice(fd, v, static_cast<size_t>(x[s.size_arg]), static_cast<unsigned>(x[s.flags_arg]));
+      return wrap::transfer_iov(s.call, fd, v, x[s.size_arg], true, s.is_write, flags,
+                                [&](const iovec* w, long k, size_t off) {
+                                  Args y = piece(off, k);
+                                  y[s.size_arg - 1] = reinterpret_cast<long>(w);
+                                  return make(nr, y);
+                                });
+    }
+    case SysSize::Msg: {
+      auto msg = [&](auto* h) {
+        Args y = x;
+        y[s.size_arg] = reinterpret_cast<long>(h);
+        return make(nr, y);
+      };
+      if (s.is_write)
+        return wrap::transfer_msg(s.call, fd, reinterpret_cast<const msghdr*>(x[s.size_arg]), flags, true, msg);
+      return wrap::transfer_msg(s.call, fd, reinterpret_cast<msghdr*>(x[s.size_arg]), flags, false, msg);
+    }
+    case SysSize::Mmsg:
+      return wrap::mmsg(s.call, fd, reinterpret_cast<mmsghdr*>(x[s.size_arg - 1]),
+                        static_cast<unsigned int>(x[s.size_arg]), flags, s.is_write,
+                        [&](mmsghdr* v, unsigned int k, int fl) {
+                          Args y = piece(0, k);
+                          y[s.size_arg - 1] = reinterpret_cast<long>(v);
+                          y[s.flags_arg] = fl;
+                          return static_cast<int>(make(nr, y));
+                        });
+    case SysSize::None: break;
+  }
+  return make(nr, x);
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
@@ -178,75 +254,10 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
     if (framed_syscall(nr, a, b, c, d, e, f, r)) return r;
   }
   if (!limiter_active()) return call();
-  int fd = static_cast<int>(a);
-  auto bytes = [&](CallId id, bool write, int flags, auto&& piece) {
-    return wrap::transfer(id, fd, static_cast<size_t>(c), true, write, flags, piece);
-  };
-  auto vec = [&](CallId id, bool write, int flags, auto&& piece) {
-    return wrap::transfer_iov(id, fd, reinterpret_cast<const iovec*>(b), c, true, write, flags, piece);
-  };
-  switch (nr) {
-    case SYS_read:
-    case SYS_write:
-      return bytes(nr == SYS_read ? CallId::read : CallId::write, nr == SYS_write, 0,
-                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), d, e, f); });
-    case SYS_pread64:
-    case SYS_pwrite64:
-      return bytes(nr == SYS_pread64 ? CallId::pread : CallId::pwrite, nr == SYS_pwrite64, 0,
-                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), at(d, off), e, f); });
-    case SYS_readv:
-    case SYS_writev:
-      return vec(nr == SYS_readv ? CallId::readv : CallId::writev, nr == SYS_writev, 0,
-                 [&](const iovec* v, long k, size_t) { return raw(nr, a, reinterpret_cast<long>(v), k, d, e, f); });
-    case SYS_preadv:
-    case SYS_pwritev:  // (fd, iov, count, pos_l, pos_h): pos_l holds the whole offset on 64-bit
-      return vec(nr == SYS_preadv ? CallId::preadv : CallId::pwritev, nr == SYS_pwritev, 0,
-                 [&](const iovec* v, long k, size_t off) { return raw(nr, a, reinterpret_cast<long>(v), k, at(d, off), e, f); });
-    case SYS_preadv2:
-    case SYS_pwritev2:  // offset -1: the file position, which the pieces advance
-      return vec(nr == SYS_preadv2 ? CallId::preadv : CallId::pwritev, nr == SYS_pwritev2,
-                 (f & RWF_NOWAIT) ? MSG_DONTWAIT : 0, [&](const iovec* v, long k, size_t off) {
-                   return raw(nr, a, reinterpret_cast<long>(v), k, at(d, off), e, f);
-                 });
-    case SYS_sendto:
-      return bytes(CallId::sendto, true, static_cast<int>(d),
-                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), d, e, f); });
-    case SYS_recvfrom:
-      if (d & MSG_PEEK) return call();  // a peek is free
-      return bytes(CallId::recvfrom, false, static_cast<int>(d),
-                   [&](size_t off, size_t len) { return raw(nr, a, at(b, off), static_cast<long>(len), d, e, f); });
-    case SYS_sendmsg:
-      return wrap::transfer_msg(CallId::sendmsg, fd, reinterpret_cast<const msghdr*>(b), static_cast<int>(c), true,
-                                [&](const msghdr* h) { return raw(nr, a, reinterpret_cast<long>(h), c, d, e, f); });
-    case SYS_recvmsg:
-      if (c & MSG_PEEK) return call();
-      return wrap::transfer_msg(CallId::recvmsg, fd, reinterpret_cast<msghdr*>(b), static_cast<int>(c), false,
-                                [&](msghdr* h) { return raw(nr, a, reinterpret_cast<long>(h), c, d, e, f); });
-    case SYS_sendmmsg:
-    case SYS_recvmmsg: {  // (fd, msgvec, vlen, flags[, timeout])
-      if (nr == SYS_recvmmsg && (d & MSG_PEEK)) return call();
-      auto mm = [&](mmsghdr* v, unsigned int k, int fl) {
-        return static_cast<int>(raw(nr, a, reinterpret_cast<long>(v), k, fl, e, f));
-      };
-      return wrap::mmsg(nr == SYS_sendmmsg ? CallId::sendmmsg : CallId::recvmmsg, fd,
-                        reinterpret_cast<mmsghdr*>(b), static_cast<unsigned int>(c), static_cast<int>(d),
-                        nr == SYS_sendmmsg, mm);
-    }
-    // Zero-copy calls: clamped to a chunk and charged on both sides like the named ones.
-    case SYS_sendfile:  // (out, in, offset*, count)
-      return wrap::zero_copy(CallId::sendfile, fd, wrap::source_call(reinterpret_cast<const void*>(c)),
-                             static_cast<int>(b), static_cast<size_t>(d),
-                             [&](size_t len) { return raw(nr, a, b, c, static_cast<long>(len), e, f); });
-    case SYS_splice:  // (in, off_in*, out, off_out*, len, flags)
-    case SYS_copy_file_range:
-      return wrap::zero_copy(nr == SYS_splice ? CallId::splice : CallId::copy_file_range, static_cast<int>(c),
-                             wrap::source_call(reinterpret_cast<const void*>(b)), fd, static_cast<size_t>(e), [&](size_t len) { return raw(nr, a, b, c, d, static_cast<long>(len), f); });
-    case SYS_tee:  // (in, out, len, flags)
-      return wrap::zero_copy(CallId::tee, static_cast<int>(b), CallId::read, fd, static_cast<size_t>(c),
-                             [&](size_t len) { return raw(nr, a, b, static_cast<long>(len), d, e, f); });
-    case SYS_vmsplice:  // (fd, iov, count, flags): the named wrapper's page-aligned clamp
-      return ::vmsplice(fd, reinterpret_cast<const iovec*>(b), static_cast<size_t>(c), static_cast<unsigned>(d));
-    case SYS_io_submit: return io_submit_limited(a, b, c, d, e, f);
-    default: return call();
-  }
+  if (nr == SYS_io_submit) return io_submit_limited(a, b, c, d, e, f);
+  // The data calls of the one table (abi/syscall_table.h: a constant array); metadata
+  // calls (no size) by number go as asked (under a supervisor, it charges them).
+  const SyscallEntry* row = syscall_entry(nr);
+  if (!row || row->size == SysSize::None) return call();
+  return limited(*row, nr, Args{a, b, c, d, e, f});
 }

@@ -1,94 +1,43 @@
 // SPDX-License-Identifier: MIT
-// The limiter's slow paths and set-up (see limiter.h). Runs inside the host process:
-// no allocation, no locks, no exceptions; on anything unexpected it runs unlimited
-// and says so once. ~510 lines: the view ring's writer (install) and its readers
-// (ticket_read_view, rule_find) stay in one file with the generation protocol they share.
+// The limiter's slow paths (see limiter.h): the view ring, waiting and credit. Runs
+// inside the host process: no allocation, no locks, no exceptions; on anything
+// unexpected it runs unlimited and says so once. The view ring's writer (install) and
+// its readers (ticket_read_view, rule_find) stay in one file with the generation
+// protocol they share; the process's set-up is limiter_setup.cc.
 #include "runtime/limiter.h"
-#include "runtime/exec_env.h"
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <pthread.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include "abi/limit_parse.h"
 #include "bucket/limits_carry.h"
-#include "runtime/fleet_lapse.h"
 #include "log/blog.h"
-#include "runtime/stats_dump.h"
-#include "runtime/uring_guard.h"
+#include "runtime/fleet_lapse.h"
+#include "runtime/limiter_local.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
-#include "shm/shm_fd.h"
-#include "shm/shm_host.h"
 #include "shm/shm_clock.h"
 #include "sys/clock.h"
-#include "sys/env.h"
 #include "sys/startup.h"
-#include "sys/atfork.h"
-#include "sys/raw_syscall.h"
 
 namespace bonsai {
 
 constinit Limiter g_limiter{};
 constinit thread_local ThreadState t_thread{};
 
-namespace {
-
+// The process's own (runtime/limiter_local.h).
 constinit BucketState g_local_buckets[kMaxRules]{};
 constinit ProcessCounters g_local_counters{};
 constinit ShmShares g_local_shares{};
-
-// Views live in a ring of slots, each rewritten under a new generation (odd while it
-// is written, sys/word_copy.h for the words): a reader holding a view across a call
-// copies what it needs at once (Ticket::params) and checks the generation, so no
-// install, at any rate, tears what a reader uses. Installs are serialised (one
-// installer per sequence, shm_limits_fetch; the constructor before that).
-constexpr size_t kViewRing = 16;
-constinit LimitsView g_views[kViewRing]{};
-constinit std::atomic<size_t> g_next_view{0};
-constinit std::atomic<uint64_t> g_last_gen{0};  // even; each install takes the next two
-
 constinit std::atomic<unsigned> g_lanes_used{0};
-
-BONSAI_STARTUP void after_fork_in_child() {
-  // Attached to a service: the child counts in a slot of its own (the parent's slot
-  // must keep the parent's counts); else its inherited counters start from zero.
-  g_limiter.counters = shm_fork_counters(g_limiter.counters, &g_local_counters);
-  if (g_limiter.counters) counters_reset(*g_limiter.counters);
-  g_lanes_used.store(0, std::memory_order_relaxed);
-  t_thread.lane_plus1 = 0;  // the only thread: takes lane 1 again
-  g_limiter.pid.store(raw_getpid(), std::memory_order_relaxed);
-  limiter_update_fast_view();
-}
-
-BONSAI_STARTUP void limits_from_env() {
-  const char* text = option_env(Opt::limits);
-  if (!text || !*text) return;
-  static LimitSet set;  // zero-initialised; the constructor runs once
-  ParseError err;
-  if (!limit_parse(text, set, err)) {
-    blog(LogLevel::Error, "BONSAI_LIMITS: %s at offset %zu in '%s'; running unlimited",
-         err.message, err.offset, text);
-    return;
-  }
-  // `:ceil=` borrows from this user's host capacity, if one is installed.
-  LimitSet capacity;
-  char why[320];
-  why[0] = '\0';
-  if (limits_have_ceil(set) && shm_host_attach(option_env(Opt::shm_prefix), why, sizeof why) &&
-      shm_host_capacity(capacity))
-    shares_resolve(set, capacity);
-  else if (why[0])
-    blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", why);
-  limiter_install(set);
-}
-
-}  // namespace
+constinit ViewRing g_ring{};
 
 namespace {
+
+// Views live in a ring of slots (g_ring, runtime/limiter_local.h), each rewritten
+// under a new generation (odd while it is written, sys/word_copy.h for the words): a
+// reader holding a view across a call copies what it needs at once (Ticket::params)
+// and checks the generation, so no install, at any rate, tears what a reader uses.
+// Installs are serialised (one installer per sequence, shm_limits_fetch; the
+// constructor before that).
 
 // This process's CLOCK_MONOTONIC minus the host's (a time namespace; see
 // shm/shm_clock.h), read once per process (pid: a forked child may be in another
@@ -108,13 +57,13 @@ uint64_t clock_offset() noexcept {
 }  // namespace
 
 BONSAI_STARTUP bool limiter_install(const LimitSet& set) noexcept {
-  static constinit LimitsView next{};  // installs are serialised (see g_views)
+  static constinit LimitsView next{};  // installs are serialised (see g_ring)
   const LimitsView* prev = g_limiter.view.load(std::memory_order_acquire);
   // The process's first install (its set-up) is built in place, in the ring's first
   // slot, which no reader has seen: not staged in `next`, two .bss pages fewer written
   // at every start with limits (issue #34).
-  bool first = !prev && g_next_view.load(std::memory_order_relaxed) == 0;
-  LimitsView& staged = first ? g_views[0] : next;
+  bool first = !prev && g_ring.next_view.load(std::memory_order_relaxed) == 0;
+  LimitsView& staged = first ? g_ring.views[0] : next;
   // A rate-only update (the same rules) keeps the table: only the parameters change.
   if (prev && limits_same_rules(prev->set, set)) {
     words_load(&next, prev, sizeof next);
@@ -123,9 +72,9 @@ BONSAI_STARTUP bool limiter_install(const LimitSet& set) noexcept {
   } else if (!limits_view_build(set, staged)) {
     return false;
   }
-  size_t slot = g_next_view.fetch_add(1, std::memory_order_relaxed) % kViewRing;
-  LimitsView& v = g_views[slot];
-  uint64_t gen = g_last_gen.fetch_add(2, std::memory_order_relaxed) + 2;
+  size_t slot = g_ring.next_view.fetch_add(1, std::memory_order_relaxed) % kViewRing;
+  LimitsView& v = g_ring.views[slot];
+  uint64_t gen = g_ring.last_gen.fetch_add(2, std::memory_order_relaxed) + 2;
   if (&v != &staged) {
     next.gen = gen;
     __atomic_store_n(&v.gen, gen - 1, __ATOMIC_RELAXED);  // odd: being written (seen before the words)
@@ -170,83 +119,6 @@ BONSAI_STARTUP void limiter_update_fast_view() noexcept {
   }
   g_limiter.fast_view.store(fast, std::memory_order_release);
 }
-
-BONSAI_STARTUP bool limiter_init_once() noexcept {
-  int expected = kUninit;
-  if (!g_limiter.state.compare_exchange_strong(expected, kIniting, std::memory_order_acq_rel))
-    return expected == kActive;  // another thread (or this one, re-entered) is setting up
-  int saved_errno = errno;
-  g_limiter.pid.store(raw_getpid(), std::memory_order_relaxed);
-  blog_set_level(option_env(Opt::log));
-  g_limiter.buckets = g_local_buckets;
-  g_limiter.shares = &g_local_shares;
-  options_load(g_limiter.opts);
-  // BONSAI_LEAVE=1: this process (and what it executes) left the service on purpose.
-  if (exec_env_leaving(option_env(Opt::leave))) {
-    g_limiter.state.store(kActive, std::memory_order_release);
-    limiter_update_fast_view();
-    errno = saved_errno;
-    return true;
-  }
-  // BONSAI_IO_URING=deny: io_uring_setup fails with ENOSYS here and in children (set-up
-  // only: libseccomp allocates; fails open, said once).
-  uring_guard_from_env();
-  exec_env_capture();  // what exec/spawn hand down (interpose/exec_calls.cc)
-  shm_fd_configure(option_env(Opt::shm_fd), option_env(Opt::shm_uid));
-  limits_from_env();
-  // Count only when someone can read the counts (BONSAI_STATS here; a service
-  // segment's slot replaces this pointer when attached).
-  if (stats_path_from_env()) g_limiter.counters = &g_local_counters;
-  // BONSAI_SERVICE: the service segment's limits replace BONSAI_LIMITS and are
-  // watched for live changes (see shm/shm_attach.h); on any problem, fail open.
-  if (const char* service = option_env(Opt::service); service && *service) {
-    static ShmAttach att;  // zero-initialised; the constructor runs once
-    // The prefix again for the watch below, copied: option_env's values point into the
-    // environment as it was at set-up, which a program may overwrite (setproctitle).
-    static char prefix[72];
-    const char* given = option_env(Opt::shm_prefix);
-    for (size_t i = 0; given && given[i] && i + 1 < sizeof prefix; ++i) prefix[i] = given[i];
-    char why[320];
-    if (shm_attach(service, given, att, why, sizeof why)) {
-      if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
-      g_limiter.counters = att.counters ? att.counters : &g_local_counters;
-      g_limiter.wait_hist = att.wait_hist;
-      if (att.shares) g_limiter.shares = att.shares;
-      char host_why[320];
-      if (!att.limits_problem && limits_have_ceil(att.limits) &&
-          !shm_host_attach(given, host_why, sizeof host_why) && host_why[0])
-        blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
-      fleet_lapse_attach(att.fleet);
-      if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
-      limiter_uninstall();
-      if (att.limits_problem) blog(LogLevel::Warn, "service '%s': %s; running unlimited", service, att.limits_problem);
-      else if (limiter_install(att.limits)) shm_mark_seen(att.limits_seq);
-      g_limiter.seen_seq.store(att.limits_seq, std::memory_order_relaxed);
-      g_limiter.watch = {att.seq, []() noexcept {
-                           LimitSet fresh;  // one installer per sequence (shm_limits_fetch)
-                           uint64_t seq;
-                           const char* problem;
-                           if (shm_limits_fetch(fresh, seq, problem)) {
-                             // A capacity installed since set-up (bonsaictl load makes it first).
-                             char quiet[8];
-                             if (limits_have_ceil(fresh) && !shm_host())
-                               (void)shm_host_attach(prefix, quiet, sizeof quiet);
-                             if (limiter_install(fresh)) shm_mark_seen(seq), fleet_lapse_cleared();
-                           } else if (problem) {
-                             blog(LogLevel::Warn, "service limits changed but unusable (%s); keeping the old ones", problem);
-                           }
-                         }};
-    } else {
-      blog(LogLevel::Warn, "%s; running without service limits", why);
-    }
-  }
-  at_fork_child(after_fork_in_child);
-  errno = saved_errno;
-  g_limiter.state.store(kActive, std::memory_order_release);
-  limiter_update_fast_view();
-  return true;
-}
-
 
 namespace {
 

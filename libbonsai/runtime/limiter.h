@@ -2,7 +2,7 @@
 // The process's limiter: which bucket a call is charged to, waiting when the thread's
 // prepaid credit is spent, and accounting. Runs inside the host process: the inline
 // parts are the fast path (no clock, no syscall, no lock, no locked instruction, no
-// allocation); everything else is noinline in limiter.cc.
+// allocation); everything else is noinline in limiter.cc (the set-up: limiter_setup.cc).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: MIT
+// What kind of program a file is, as far as LD_PRELOAD is concerned: a dynamic program
+// the library reaches; a static one, or a Go one (Go makes its own system calls, even
+// when linked to libc), which it cannot reach and which is supervised instead; a
+// setuid/setgid one the loader strips LD_PRELOAD from (and that supervision would strip
+// of its privileges). A #! script is judged by its interpreter. One judgement for
+// bonsaictl (`run`: launch_kind.h) and the library (a service process's exec:
+// runtime/exec_kind.h, issue #40), so the two never disagree about a program.
+//
+// From the ELF header and program headers (32- or 64-bit): PT_INTERP is dynamic; a
+// PT_NOTE holding Go's build id (name "Go", type 4) is Go. A dynamic program costs an
+// open, an fstat, one or two preads and a close (~3 us against an exec's ~500 us).
+// GoLook::Sections also reads the section names (.go.buildinfo, .note.go.buildid): a Go
+// program linked without a build id (-ldflags=-buildid=) has no note, but these.
+//
+// Async-signal-safe, allocation-free, raw system calls only, no global written: runs
+// after vfork() and in children of threaded processes. errno is kept.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace bonsai {
+
+enum class ProgramKind : uint8_t { Dynamic, Static, Go, Setuid, Other };
+
+enum class GoLook : uint8_t {
+  Notes,     // Go's build-id note only: what the headers' first read holds, nearly always
+             // (the library: at every exec of a service's processes)
+  Sections,  // and the section names: a few more reads at the end of the file (bonsaictl run)
+};
+
+// Judges the file at `path` (Other: missing, unreadable, not a regular file, not ELF,
+// a script whose interpreter is none of these or is nested more than 4 deep). When
+// `judged` is given, the file the judgement is about (`path`, or a script's
+// interpreter) is written there, NUL-terminated (cut to `judged_cap`).
+ProgramKind program_kind(const char* path, GoLook look, char* judged = nullptr, size_t judged_cap = 0) noexcept;
+
+}  // namespace bonsai
