@@ -10,7 +10,7 @@
 #   redis-server <-> redis-cli (both ways compressed: an 8 MiB value set and read back).
 # Each body arrives byte-exact, faster than the cap (so compressed on the wire: raw it
 # could not beat 1.1x), and the client's compression totals show it decoded frames.
-# timeout: 40
+# timeout: 50
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd curl python3 zcat
 CAP=4

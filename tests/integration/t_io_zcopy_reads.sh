@@ -4,7 +4,7 @@
 # sendfile from a file to a socket (its reader runs without the library) and splice of
 # a file into a pipe hold a reads cap, named and through syscall(); a writes cap still
 # holds; with no cap the copy is as fast as ever. Counted under the call's own name.
-# timeout: 60
+# timeout: 70
 . "$(dirname "$0")/lib/lib.sh"
 need_prog zc_copy
 need_cmd cp python3
