@@ -5,6 +5,7 @@
 # bytes lose nothing against no compression; the call accounting (BONSAI_STATS)
 # shows fewer wire bytes than application bytes. Wide tolerances: a loaded 2-core CI.
 # timeout: 30
+# parallel: no (the datarate policy mixes levels only with spare CPU)
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd zcat
 PEER=$PRE/compress_peer  # built by the Makefile from tests/preload/compress_peer.c

@@ -11,6 +11,7 @@
 # Each body arrives byte-exact, faster than the cap (so compressed on the wire: raw it
 # could not beat 1.1x), and the client's compression totals show it decoded frames.
 # timeout: 50
+# parallel: no (compressed bodies must beat the cap: compression needs the CPU)
 . "$(dirname "$0")/lib/lib.sh"
 need_cmd curl python3 zcat
 CAP=4

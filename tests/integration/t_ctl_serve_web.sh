@@ -7,6 +7,7 @@
 # (RequireAndVerifyClientCert), and a bad file rejected with FILE:LINE:COL, exit 2,
 # nothing listening.
 # timeout: 30
+# parallel: no (20 wrong passwords must land within a second to meet the bcrypt budget)
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd curl openssl htpasswd
 

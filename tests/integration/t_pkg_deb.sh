@@ -8,6 +8,7 @@
 # staged bonsaictl finds the staged library, uninstall leaves no file.
 # Needs root (dpkg -i); never leaves the package installed.
 # timeout: 270
+# parallel: no (dpkg-buildpackage and lintian keep both cores busy)
 # (make deb takes ~35 s on an idle 2-vCPU machine, 90 s on a loaded one; the whole test
 # took 39 s at load 3: 3x the loaded make deb)
 . "$(dirname "$0")/lib/ctl_lib.sh"
