@@ -14,7 +14,7 @@
 # Kernel: cgroup v1 blkio.throttle.read_bps_device or v2 io.max rbps, root only; its cgroup
 # and the data files are removed on every exit path.
 # Writes $RES/isolation_curve.csv (+ .png through plot.sh) and summary rows.
-# Env: CURVE_FRACS ("5 15 30 50"), CURVE_PHASE_S (quick 0.6, full 1.0), CURVE_CYCLES (quick 1,
+# Env: CURVE_FRACS (quick "15 50", full "5 15 30 50"), CURVE_PHASE_S (quick 0.45, full 1.0), CURVE_CYCLES (quick 1,
 # full 24: cycles of the 3 phases per cap), CURVE_VARIANTS ("direct buffered socket"),
 # CURVE_FILE_MIB (128 / 1024: five files), CURVE_SETTLE_MS, CURVE_READ_AHEAD_KB (the disk's
 # read-ahead during the run, default 128, "keep": as it is; root; restored after).
@@ -26,7 +26,7 @@ source "$(dirname "$0")/lib/common.sh"
 [ -f "$LIB" ] && [ -x "$CTL" ] || die "no $LIB or $CTL: run make first"
 command -v fio >/dev/null || { note "fio not installed: isolation curve skipped"; summary_row "isolation curve" "skipped: no fio" "-" "-" "skip"; exit 0; }
 if [ "$BENCH" = full ]; then PH=1.0 CYCLES=24 MIB=1024 PROBE=3
-else PH=0.6 CYCLES=1 MIB=128 PROBE=2; fi  # quick: make bench's 300 s budget
+else PH=0.45 CYCLES=1 MIB=128 PROBE=2; fi  # quick: make bench's 300 s budget
 # Rate log bins of the socket readers (ms). The first settle ms of a phase are left out of A's
 # rate (settle_of): 100 ms for O_DIRECT (nothing of B's carries over a stop), 300 ms otherwise
 # (buffered: B first reads what was read ahead for it before it stopped; sockets: the TCP
@@ -34,7 +34,8 @@ else PH=0.6 CYCLES=1 MIB=128 PROBE=2; fi  # quick: make bench's 300 s budget
 WIN=20
 settle_of() { if [ -n "${CURVE_SETTLE_MS:-}" ]; then echo "$CURVE_SETTLE_MS"; elif [ "$1" = direct ]; then echo 100; else echo 300; fi; }
 PH=${CURVE_PHASE_S:-$PH}; CYCLES=${CURVE_CYCLES:-$CYCLES}; MIB=${CURVE_FILE_MIB:-$MIB}
-FRACS=${CURVE_FRACS:-5 15 30 50}
+# Quick: two caps, a small and a large share (make bench's 300 s); full: four.
+if [ "$BENCH" = full ]; then FRACS=${CURVE_FRACS:-5 15 30 50}; else FRACS=${CURVE_FRACS:-15 50}; fi
 VARIANTS=${CURVE_VARIANTS:-direct buffered socket}
 
 W=$BENCH_TMP/curve

@@ -53,8 +53,9 @@ other() {  # NAME SCRIPT ARGS...
   echo "   ($((SECONDS - t1)) s)" >&2
   OTHER_ENV=()
 }
-# Quick: the buffered co-tenant pair at 7 s (B at 3 s) instead of 12, its files 256 MiB (it
-# reads them from the page cache: the size does not matter); fio engines 2 s per run.
+# Quick: the buffered co-tenant pair at 7 s (B at 3 s: the shortest cotenant.sh takes)
+# instead of 12, its files 256 MiB (it reads them from the page cache: the size does not
+# matter); fio engines 2 s per run.
 OTHER_ENV=()
 q() { [ "$BENCH" = full ] || OTHER_ENV=("$@"); }
 q COTENANT_SECONDS=7 COTENANT_B_START=3 COTENANT_FILE_MIB=256
@@ -73,16 +74,21 @@ if [ "$BENCH" = full ]; then other shares shares.sh; other shares_htb shares_htb
 # The whole grid of a full run is kept (compress_grid_full.csv / .txt). Quick: the uncapped
 # cells twice each, not three times (8 s: the quick run came to 305 s against its 300).
 [ "$BENCH" = full ] && OTHER_ENV=(OUT_KEEP="$RES/compress_grid_full.csv")
-q REPS=2
+# Quick: 1 s transfers instead of 2 (-27 s; the ratios to zstd --adapt are of runs side
+# by side, as long as each other; BENCH=full keeps 4 s).
+q REPS=2 DURATION_MS=1000
 other compress compress_bench.sh
 [ "$BENCH" = full ] && cp "$RES/other_compress.txt" "$RES/compress_grid_full.txt" 2>/dev/null
+# Quick: one engine of each kind of data path -- plain (psync), kernel AIO (libaio),
+# io_uring, mapped (mmap), zero-copy (splice), sockets (net) -- 2 s each; full: all 13.
 q FIO_SECS=2
-other fio_engines fio_engines.sh
-q FLEET_SECS=3 FLEET_OUTAGE=3
+if [ "$BENCH" = full ]; then other fio_engines fio_engines.sh
+else other fio_engines fio_engines.sh psync libaio io_uring mmap splice net; fi
+q FLEET_SECS=2 FLEET_OUTAGE=2
 other fleet fleet.sh
-# Event-loop servers under a cap (issue #35): quick N=40, 12 s capped and 6 s uncapped per
-# server, five servers (~1.8 min); full (STREAM_FULL=1 from BENCH=full) 20 s each and the
-# Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).
+# Event-loop servers under a cap (issue #35): quick N=40, nginx and Go, 6 s capped each, no
+# uncapped reference (~20 s); full (STREAM_FULL=1 from BENCH=full) five servers, 20 s each
+# with the reference, and the Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).
 other streaming streaming.sh
 
 bash "$BENCH_DIR/plot.sh"

@@ -78,7 +78,8 @@ rm -f "$BENCH_TMP/src" "$BENCH_TMP/dst" "$BENCH_TMP/godst" "$BENCH_TMP/o"
 # The cost of one call: median ns per 1-byte write() over interleaved rounds.
 calls=200000
 declare -A ns
-for round in 1 2 3 4 5; do
+rounds=3; [ "$BENCH" = full ] && rounds=7
+for round in $(seq "$rounds"); do
   ns[raw]+=" $(kv "$("$PROBE" calls $calls)" ns_per_call)"
   ns[preload]+=" $(kv "$("$CTL" run -s cp$round -l 'writes=100GiB/s' -- "$PROBE" calls $calls 2>/dev/null)" ns_per_call)"
   ns[strict]+=" $(kv "$("$CTL" run --strict -s cs$round -l 'writes=100GiB/s' -- "$PROBE" calls $calls 2>/dev/null)" ns_per_call)"
