@@ -40,7 +40,7 @@ CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbo
 # Library modules only the unit tests link (compression, the runtime limiter, the wrapper
 # shapes' fd classification: nothing that defines a glibc name).
 UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% $(OBJ)/libbonsai/runtime/% \
-                  $(OBJ)/libbonsai/interpose/shape.o $(OBJ)/libbonsai/interpose/next_symbol.o,$(LIB_OBJ))
+                  $(OBJ)/libbonsai/interpose/shape.o,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
@@ -56,6 +56,9 @@ UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohtt
 # errno in the host's process either) and --as-needed. -Bsymbolic-functions: the
 # library's calls to its own exported names (its wrappers) bind at link time, 19 fewer
 # symbol lookups at every exec.
+# Nothing newer than GLIBC_2.17 (issue #48, docs/libc.md; `make test-symbols` checks): a
+# libc function added later, or kept in libdl/libpthread before glibc 2.34, is looked up
+# at run time (libbonsai/sys/late_bound.h), so -ldl -lpthread -lrt add no NEEDED entry.
 # -fini: no DT_FINI. The default, crti.o's _fini, does nothing, yet the loader calls it
 # at every exit from the end of the 1 MiB of code (after zstd): one more page fault.
 # The destructors (.fini_array) are untouched.
