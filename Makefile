@@ -77,7 +77,7 @@ UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
 .PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
-all: lib ctl
+all: lib ctl $(if $(filter release,$(MODE)),lib-musl)
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL)
 
@@ -89,6 +89,59 @@ $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
 	  -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
+
+# ---- the musl build (issue #48, docs/libc.md) ----
+# The same library for programs linked to musl (Alpine and other musl images), built
+# by `make` beside the glibc one: $(B)/musl/libbonsai.so. musl-gcc is C only, so g++
+# compiles the sources against musl's headers (musl-dev, from musl-tools: `make deps`)
+# and the header-only parts of libstdc++ (the library links no C++ runtime,
+# interpose/cxx_runtime.cc); what libstdc++'s glibc configuration names and musl lacks
+# is declared in sys/musl_prelude.h, included first. Kernel, zstd, lz4 and seccomp
+# headers come from a folder of links ($(MUSL_OBJ)/include): /usr/include itself would
+# hand glibc's headers to whatever musl lacks. Linked with musl's crt files and libc.so
+# (NEEDED libc.so: musl's loader answers that name itself), Debian's static libzstd/
+# liblz4 (plain C imports: memcpy, malloc, qsort) and libgcc. Release flags only.
+MUSL_ARCH   := x86_64
+MUSL_INC    ?= /usr/include/$(MUSL_ARCH)-linux-musl
+MUSL_LIBDIR ?= /usr/lib/$(MUSL_ARCH)-linux-musl
+MUSL_OUT    := $(B)/musl
+MUSL_OBJ    := $(B)/obj/musl
+LIBBONSAI_MUSL := $(MUSL_OUT)/libbonsai.so
+MUSL_LIB_OBJ := $(LIB_SRC:%.cc=$(MUSL_OBJ)/%.o)
+# Evaluated once, when first used: the compiler's C++ header folders and its own.
+MUSL_CXX_INC = $(eval MUSL_CXX_INC := $$(shell echo | $(CXX) -x c++ -E -Wp,-v - 2>&1 | grep -E '^ /.*/c\+\+/'))$(MUSL_CXX_INC)
+GCC_INC      = $(eval GCC_INC := $$(shell $(CXX) -print-file-name=include))$(GCC_INC)
+HOST_MULTIARCH = $(eval HOST_MULTIARCH := $$(shell $(CC) -print-multiarch))$(HOST_MULTIARCH)
+MUSL_CXXFLAGS = $(CXXSTD) $(OPT_release) $(WARN) $(WERROR) -fPIC -fvisibility=hidden -fno-exceptions -fno-rtti \
+                -ftls-model=initial-exec -fno-plt -fno-math-errno $(DEPFLAGS) -nostdinc \
+                $(addprefix -isystem ,$(MUSL_CXX_INC)) -isystem $(MUSL_OBJ)/include -isystem $(MUSL_INC) \
+                -isystem $(GCC_INC) -include libbonsai/sys/musl_prelude.h -Ilibbonsai
+MUSL_LDFLAGS = -shared -nostdlib -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
+               -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -Wl,-fini=bonsai_no_dt_fini -Wl,-z,noseparate-code
+MUSL_HEADER_LINKS := linux asm-generic zstd.h zstd_errors.h lz4.h seccomp.h seccomp-syscalls.h
+
+.PHONY: lib-musl
+lib-musl: $(LIBBONSAI_MUSL)
+
+$(MUSL_OBJ)/include/.stamp:
+	@[ -f $(MUSL_INC)/stdio.h ] || { echo "no musl headers in $(MUSL_INC): make deps (musl-tools)" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(Q)for h in $(MUSL_HEADER_LINKS); do ln -sfn /usr/include/$$h $(@D)/$$h; done
+	$(Q)ln -sfn /usr/include/$(HOST_MULTIARCH)/asm $(@D)/asm
+	@touch $@
+
+$(MUSL_OBJ)/libbonsai/%.o: libbonsai/%.cc | $(MUSL_OBJ)/include/.stamp
+	@mkdir -p $(@D)
+	$(call say,CXX,$< [musl])$(CXX) $(MUSL_CXXFLAGS) -c $< -o $@
+$(MUSL_OBJ)/libbonsai/shm/shm_slots.o: MUSL_CXXFLAGS += -DBONSAI_VERSION_CODE=$(VERSION_CODE)
+$(MUSL_OBJ)/libbonsai/shm/shm_slots.o: VERSION
+
+$(LIBBONSAI_MUSL): $(MUSL_LIB_OBJ) libbonsai/bonsai.map
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT_release) $(MUSL_LDFLAGS) -o $@ $(MUSL_LIBDIR)/crti.o \
+	  $$($(CXX) -print-file-name=crtbeginS.o) $(MUSL_LIB_OBJ) -Wl,--exclude-libs,ALL \
+	  $$($(CXX) -print-file-name=libzstd.a) $$($(CXX) -print-file-name=liblz4.a) -L$(MUSL_LIBDIR) -lc \
+	  $$($(CXX) -print-libgcc-file-name) $$($(CXX) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
 
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
@@ -126,19 +179,30 @@ $(OUT)/preload/%: tests/preload/%.c $(wildcard tests/preload/*.h)
 	$(call say,CC,$<)$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) \
 	  $(shell sed -n 's|^// build-flags: ||p' $<) -o $@ $< -lpthread
 
+# Programs of another libc (tests/preload/musl/, issue #48): built by musl-gcc, run by
+# the t_libc_* tests with the musl build of the library.
+PRELOAD_MUSL_SRC := $(wildcard tests/preload/musl/*.c)
+PRELOAD_MUSL_BIN := $(PRELOAD_MUSL_SRC:tests/preload/musl/%.c=$(B)/preload/musl/%)
+MUSL_GCC ?= musl-gcc
+$(B)/preload/musl/%: tests/preload/musl/%.c
+	@mkdir -p $(@D)
+	$(call say,MUSLCC,$<)$(MUSL_GCC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) -o $@ $<
+
 test-unit: $(UNIT_BIN)
 	$(UNIT_BIN)
 
-test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
+test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL) $(PRELOAD_MUSL_BIN))
 	BONSAI_BUILD=$(OUT) bash tests/integration/run.sh
 
 # Includes go down the module order only, and never outside the repository.
 test-layers:
 	$(Q)bash tests/tools/check_layers.sh
 
-# interpose/real.h, bonsai.map and the built library's exports name the same symbols.
-test-symbols: $(LIBBONSAI)
+# interpose/real.h, bonsai.map and the built library's exports name the same symbols;
+# the glibc build needs nothing newer than GLIBC_2.17, the musl one no symbol version.
+test-symbols: $(LIBBONSAI) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL))
 	$(Q)bash tests/tools/check_symbols.sh $(LIBBONSAI)
+	$(Q)$(if $(filter release,$(MODE)),bash tests/tools/check_symbols.sh $(LIBBONSAI_MUSL))
 
 # runtime/options.h's table and docs/limits.md's environment table agree.
 test-options:
@@ -155,7 +219,7 @@ test: deps-check
 
 # What a suite needs built (tests/suite.sh builds them in the background).
 .PHONY: preload unit-tests sanitizer-build
-preload: $(PRELOAD_BIN)
+preload: $(PRELOAD_BIN) $(if $(filter release,$(MODE)),$(PRELOAD_MUSL_BIN))
 unit-tests: $(UNIT_BIN)
 sanitizer-build: $(LIBBONSAI) $(PRELOAD_BIN) $(UNIT_BIN)
 
@@ -194,7 +258,7 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
                 dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs \
-                mmdebstrap
+                mmdebstrap musl-tools
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -285,4 +349,4 @@ deb: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(MUSL_LIB_OBJ:.o=.d)

@@ -19,11 +19,11 @@ in_root() {
   if [ "$(id -u)" = 0 ]; then chroot "$dir" "$@"; else unshare -r -R "$dir" "$@"; fi
 }
 
-# need_root_entry DIR PROG: skips the test if a program cannot be run in DIR this way
-# (not root and no user namespaces).
+# need_root_entry DIR CMD...: skips the test if CMD cannot be run in DIR this way (not
+# root and no user namespaces).
 need_root_entry() {
-  in_root "$1" "$2" > /dev/null 2>&1 < /dev/null ||
-    skip "cannot run a program in a root here (chroot needs root; unshare -r: $(in_root "$1" "$2" 2>&1 | head -n1))"
+  in_root "$@" > /dev/null 2>&1 < /dev/null ||
+    skip "cannot run a program in a root here (chroot needs root; unshare -r: $(in_root "$@" 2>&1 | head -n1))"
 }
 
 # glibc_root SUITE: ROOT := a Debian SUITE root (mmdebstrap --variant=minbase; the
