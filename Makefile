@@ -77,7 +77,7 @@ UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
 .PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
-all: lib ctl $(if $(filter release,$(MODE)),lib-musl)
+all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL)
 
@@ -142,6 +142,24 @@ $(LIBBONSAI_MUSL): $(MUSL_LIB_OBJ) libbonsai/bonsai.map
 	  $$($(CXX) -print-file-name=crtbeginS.o) $(MUSL_LIB_OBJ) -Wl,--exclude-libs,ALL \
 	  $$($(CXX) -print-file-name=libzstd.a) $$($(CXX) -print-file-name=liblz4.a) -L$(MUSL_LIBDIR) -lc \
 	  $$($(CXX) -print-libgcc-file-name) $$($(CXX) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
+
+# ---- one injection for both libcs (issue #48, docs/libc.md) ----
+# LD_PRELOAD=DIR/$LIB/libbonsai.so, `$LIB` as written. glibc's loader expands it to the
+# name of its own library folder -- lib/x86_64-linux-gnu (Debian, Ubuntu), lib64
+# (Fedora, RHEL, SUSE), lib (Arch) -- and finds the glibc build there; musl's loader
+# expands nothing and finds the musl build in DIR/$LIB, a folder literally named so.
+# The loader of every program chooses, at every exec, whatever executed it: a glibc
+# shell running a musl program and the other way round, in a container or not.
+# `bonsaictl run` names the library that way when the folder that holds it is laid out
+# so (bonsaictl/launch/run_env.h preload_entry): the build tree, with links.
+.PHONY: libc-layout
+libc-layout: $(OUT)/lib64/libbonsai.so
+$(OUT)/lib64/libbonsai.so: | $(LIBBONSAI) $(LIBBONSAI_MUSL)
+	@mkdir -p '$(OUT)/$$LIB' $(OUT)/lib/$(MUSL_ARCH)-linux-gnu $(OUT)/lib64
+	$(Q)ln -sfn ../musl/libbonsai.so '$(OUT)/$$LIB/libbonsai.so'
+	$(Q)ln -sfn ../../libbonsai.so $(OUT)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
+	$(Q)ln -sfn ../libbonsai.so $(OUT)/lib/libbonsai.so
+	$(Q)ln -sfn ../libbonsai.so $@
 
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
@@ -322,6 +340,12 @@ install: all $(INSTALLED_CTL) man
 	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(SYSCONFDIR)/bonsai
 	install -m 0755 $(INSTALLED_CTL) $(DESTDIR)$(BINDIR)/bonsaictl
 	install -m 0644 $(LIBBONSAI) $(DESTDIR)$(PKGLIBDIR)/libbonsai.so
+	@# Both builds, laid out for the loaders to choose (libc-layout above, docs/libc.md).
+	install -d '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib64
+	install -m 0644 $(LIBBONSAI_MUSL) '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so'
+	ln -sfn ../../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
+	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so
+	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so
 	$(foreach m,$(MAN_OUT),install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
 	install -m 0644 packaging/completion/bonsaictl $(DESTDIR)$(COMPDIR)/bonsaictl
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
@@ -332,13 +356,16 @@ install: all $(INSTALLED_CTL) man
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
+	  '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so \
+	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so \
 	  $(foreach m,$(MAN_SRC:packaging/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/systemd/,$(notdir $(SYSTEMD_EXAMPLES)))
 	@# The configuration goes only if it is still the example install put there.
 	@f=$(DESTDIR)$(SYSCONFDIR)/bonsai/bonsai.yaml; if [ -e $$f ] && ! cmp -s $$f packaging/bonsai.yaml; then \
 	  echo "keeping $$f (changed since install)"; else rm -f $$f; fi
-	@for d in $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
+	@for d in '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib \
+	  $(DESTDIR)$(PKGLIBDIR)/lib64 $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
 	  $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/bonsai; do [ ! -d $$d ] || rmdir $$d 2>/dev/null || true; done
 
 # build/bonsai_<version>_<arch>.deb with dpkg-buildpackage -us -uc -b in a copy of the

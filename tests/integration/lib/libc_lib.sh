@@ -81,3 +81,29 @@ quiet_ok() {
   [ ! -s "$err" ] || fail "$what: stderr: $(head -c 300 "$err")"
   note "$what: '$5', exit $rc, stderr empty"
 }
+
+# layout_in_root DIR: the injection folder (the build's $LIB layout, links followed) at
+# its own path inside the root DIR, as a container integration mounts it: what
+# `bonsaictl run` names (DIR/$LIB/libbonsai.so) is then there for the loaders in DIR.
+# Removed at the end.
+layout_in_root() {
+  local dir=$1 top
+  top=${BONSAI_BUILD#/}
+  top=/${top%%/*}
+  [ -e "$dir$top" ] || cleanup_hooks+=("rm -rf '$dir$top'")
+  mkdir -p "$dir$BONSAI_BUILD/\$LIB" "$dir$BONSAI_BUILD/lib/x86_64-linux-gnu" || fail "mkdir in $dir"
+  cp -L "$BONSAI_BUILD/\$LIB/libbonsai.so" "$dir$BONSAI_BUILD/\$LIB/" &&
+    cp -L "$LIB" "$dir$BONSAI_BUILD/lib/x86_64-linux-gnu/libbonsai.so" || fail "cp the layout into $dir"
+}
+
+# glibc_into_root DIR PROG...: glibc's loader and libc, and the programs (which need
+# nothing else), copied into DIR: a root with both libcs, as a musl image with glibc
+# programs added has.
+glibc_into_root() {
+  local dir=$1 p
+  shift
+  mkdir -p "$dir/lib64" "$dir/lib/x86_64-linux-gnu" "$dir/usr/bin" || fail "mkdir in $dir"
+  cp -L /lib64/ld-linux-x86-64.so.2 "$dir/lib64/" && cp -L /lib/x86_64-linux-gnu/libc.so.6 "$dir/lib/x86_64-linux-gnu/" ||
+    fail "cp glibc into $dir"
+  for p in "$@"; do cp -L "$p" "$dir/usr/bin/" || fail "cp $p"; done
+}

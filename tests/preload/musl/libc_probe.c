@@ -7,7 +7,8 @@
      libc_probe say TEXT CODE  prints TEXT and exits with CODE (sh -c 'echo ok; exit 3')
      libc_probe exec PROG ARG...  executes PROG (the environment handed down)
      libc_probe env NAME=VALUE... PROG ARG...  as env(1): a root with nothing else in it
-     libc_probe getenv NAME    prints NAME's value ("" when unset) */
+     libc_probe getenv NAME    prints NAME's value ("" when unset)
+     libc_probe pause SECS     sleeps (stat looks at it meanwhile) */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <stdio.h>
@@ -83,12 +84,16 @@ int main(int argc, char** argv) {
     execv(argv[i], argv + i);
     return die("execv");
   }
+  if (argc >= 3 && !strcmp(argv[1], "pause")) {
+    sleep((unsigned)atoi(argv[2]));
+    return 0;
+  }
   if (argc >= 3 && !strcmp(argv[1], "getenv")) {
     const char* v = getenv(argv[2]);
     printf("%s\n", v ? v : "");
     return 0;
   }
   fprintf(stderr, "usage: libc_probe copy|stdio SRC DST | say TEXT CODE | exec PROG ARG... | "
-                  "env NAME=VALUE... PROG ARG... | getenv NAME\n");
+                  "env NAME=VALUE... PROG ARG... | getenv NAME | pause SECS\n");
   return 2;
 }
