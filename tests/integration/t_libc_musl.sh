@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The musl build (issue #48, docs/libc.md) with a program built by musl-gcc, in a root
-# that holds the musl loader and nothing else: the program keeps its output and exit
+# that holds the musl loader and nothing else, named as bonsaictl run names it
+# (/opt/bonsai/$LIB/libbonsai.so: musl's loader takes `$LIB` literally, docs/libc.md):
+# the program keeps its output and exit
 # status with nothing on stderr (what sh -c 'echo ok; exit 3' shows of a glibc root),
 # read() is held to its cap (8 MiB at 2 MiB/s in 4 s, +-3%) and so is fread (musl's
 # stdio makes its own system calls: the library limits the stdio call), with the
@@ -13,10 +15,10 @@
 R=$T/root
 musl_root "$R"
 need_root_entry "$R" /bin/libc_probe say ok 0
-mkdir -p "$R/opt/bonsai" && cp "$MUSL_LIB" "$R/opt/bonsai/libbonsai.so" || fail "cp"
+mkdir -p "$R/opt/bonsai/\$LIB" && cp "$MUSL_LIB" "$R/opt/bonsai/\$LIB/libbonsai.so" || fail "cp"
 # probe ENV... PROG ARGS: the program started in the root with the library preloaded
 # (the probe's env mode is the root's env(1)).
-probe() { in_root "$R" /bin/libc_probe env LD_PRELOAD=/opt/bonsai/libbonsai.so "$@"; }
+probe() { in_root "$R" /bin/libc_probe env 'LD_PRELOAD=/opt/bonsai/$LIB/libbonsai.so' "$@"; }
 
 probe BONSAI_LIMITS='write=1MiB/s' /bin/libc_probe say ok 3 > "$T/say.out" 2> "$T/say.err"
 quiet_ok "musl: libc_probe say ok 3" "$T/say.out" "$T/say.err" $? ok 3
