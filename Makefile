@@ -1,4 +1,6 @@
-# bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so and build/bonsaictl.
+# bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so (glibc 2.17 on),
+# build/musl/libbonsai.so (musl) laid out for LD_PRELOAD='build/$LIB/libbonsai.so'
+# (docs/libc.md), and build/bonsaictl.
 # Targets: deps all test test-asan test-tsan bench bench-publish demo install uninstall deb clean. V=1 shows commands.
 # bench: results, plots and report in build/bench/ (BENCH=full: the long sweep); bench-publish:
 # copies the last run into bench/results/ and regenerates docs/benchmarks.md (tracked files).
