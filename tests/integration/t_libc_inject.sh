@@ -45,7 +45,7 @@ capped() {
     { cat "$T/$name.err" >&2; fail "$name failed"; }
   secs=$(secs_since "$s")
   [ -z "$(said "$T/$name.err")" ] || fail "$name: stderr: $(said "$T/$name.err" | head -c 300)"
-  check_rate "$name" $((8 * MiB)) "$secs" $cap 0.9 1.1
+  check_rate "$name" $((8 * MiB)) "$secs" $cap
   [ "$(total_bytes "$svc" read)" -ge $((8 * MiB)) ] || fail "$name: the service counted $(total_bytes "$svc" read) read bytes"
 }
 
