@@ -47,16 +47,12 @@ std::unique_ptr<Segment> open_segment(const std::string& service, int shm_fd, bo
 // sv-exec --libc (issue #48): a dynamic program whose loader takes no build of the
 // library. One line, NOT limited in stat, and the program runs without the library
 // (its loader would otherwise say it cannot load it): never a failure of bonsai's.
-int foreign_libc_exec(const char* path, char** prog_argv) {
+int foreign_libc_exec(const char* path, char** prog_argv, const std::string& service, int shm_fd, bool other_uid,
+                      const char* owner) {
   ProgramLoader loader;
   program_kind(path, GoLook::Notes, nullptr, 0, &loader);
   fmt::print(stderr, "bonsai: {}: its loader {} takes no build of libbonsai.so (docs/libc.md): it runs WITHOUT "
              "LIMITS\n", path, loader.interp[0] ? loader.interp : "(unknown)");
-  std::string service = env_or("BONSAI_SERVICE", "");
-  const char* owner = std::getenv("BONSAI_SHM_UID");
-  bool other_uid = owner && *owner && std::strtoul(owner, nullptr, 10) != static_cast<unsigned long>(geteuid());
-  int shm_fd = -1;
-  if (const char* v = std::getenv("BONSAI_SHM_FD")) shm_fd = static_cast<int>(std::strtol(v, nullptr, 10));
   try {  // best effort
     std::unique_ptr<Segment> seg = open_segment(service, shm_fd, other_uid, owner);
     mark_not_limited(seg.get(), path, kSlotForeignLibc);
@@ -64,6 +60,7 @@ int foreign_libc_exec(const char* path, char** prog_argv) {
   }
   if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);
   unsetenv("BONSAI_LEAVE");  // set for this trampoline only
+  unsetenv("BONSAI_SHM_FD");  // closed at the exec
   char* empty[] = {nullptr};
   execv(path, prog_argv[0] ? prog_argv : empty);
   int err = errno;
@@ -81,7 +78,6 @@ int sv_exec_main(int argc, char** argv) {
                        "static or Go program through, or one whose libc takes no build of the library)\n");
     return kExitUsage;
   }
-  if (foreign) return foreign_libc_exec(argv[1], argv + 2);
   const char* path = argv[1];
   char** prog_argv = argv + 2;
   std::string service = env_or("BONSAI_SERVICE", "");
@@ -96,6 +92,7 @@ int sv_exec_main(int argc, char** argv) {
   }
   const char* owner = std::getenv("BONSAI_SHM_UID");
   bool other_uid = owner && *owner && std::strtoul(owner, nullptr, 10) != static_cast<unsigned long>(geteuid());
+  if (foreign) return foreign_libc_exec(path, prog_argv, service, shm_fd, other_uid, owner);
   // The tree is supervised from here on: a libbonsai.so in it must not charge the same
   // calls again (as `run --supervise` does).
   if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);

@@ -55,12 +55,18 @@ struct Seccomp {
 };
 
 // @return true with every pointer set, or false (`*why`: dlerror's text).
-constinit LateSlot g_dlopen{0}, g_dlsym{0}, g_dlerror{0};
+[[maybe_unused]] constinit LateSlot g_dlopen{0}, g_dlsym{0}, g_dlerror{0};
 
 bool seccomp_open(Seccomp& s, const char** why) noexcept {
+#if BONSAI_SANITIZED
+  auto dl_open = &::dlopen;
+  auto dl_sym = &::dlsym;
+  auto dl_error = &::dlerror;
+#else
   auto dl_open = late_fn<decltype(&::dlopen)>(g_dlopen, "dlopen");
   auto dl_sym = late_fn<decltype(&::dlsym)>(g_dlsym, "dlsym");
   auto dl_error = late_fn<decltype(&::dlerror)>(g_dlerror, "dlerror");
+#endif
   if (!dl_open || !dl_sym || !dl_error) {
     *why = "this libc has no dlopen here (glibc before 2.34 keeps it in libdl, which the program did not load)";
     return false;

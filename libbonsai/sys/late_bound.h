@@ -11,6 +11,16 @@
 
 #include "sys/next_symbol.h"
 
+// The sanitizer builds (tests only, never shipped) link what the sanitizers intercept
+// (pthread_mutex_trylock, dlopen): their interceptors are the definitions before this
+// library, which a lookup of the objects after it would pass by (TSan then sees an
+// unlock of a mutex it never saw taken).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define BONSAI_SANITIZED 1
+#else
+#define BONSAI_SANITIZED 0
+#endif
+
 namespace bonsai {
 
 // A slot for one name: zero-initialised (constinit), filled on first use.
