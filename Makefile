@@ -1,4 +1,6 @@
-# bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so and build/bonsaictl.
+# bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so (glibc 2.17 on),
+# build/musl/libbonsai.so (musl) laid out for LD_PRELOAD='build/$LIB/libbonsai.so'
+# (docs/libc.md), and build/bonsaictl.
 # Targets: deps all test test-asan test-tsan bench bench-publish demo install uninstall deb clean. V=1 shows commands.
 # bench: results, plots and report in build/bench/ (BENCH=full: the long sweep); bench-publish:
 # copies the last run into bench/results/ and regenerates docs/benchmarks.md (tracked files).
@@ -40,7 +42,7 @@ CORE_OBJ  := $(filter $(OBJ)/libbonsai/sys/% $(OBJ)/libbonsai/abi/% $(OBJ)/libbo
 # Library modules only the unit tests link (compression, the runtime limiter, the wrapper
 # shapes' fd classification: nothing that defines a glibc name).
 UNIT_LIB_OBJ := $(filter $(OBJ)/libbonsai/compress/% $(OBJ)/libbonsai/log/% $(OBJ)/libbonsai/runtime/% \
-                  $(OBJ)/libbonsai/interpose/shape.o $(OBJ)/libbonsai/interpose/next_symbol.o,$(LIB_OBJ))
+                  $(OBJ)/libbonsai/interpose/shape.o,$(LIB_OBJ))
 CTL_OBJ   := $(CTL_SRC:%.cc=$(OBJ)/%.o)
 CTL_LIB_OBJ := $(filter-out $(OBJ)/bonsaictl/main.o,$(CTL_OBJ))
 UNIT_OBJ  := $(UNIT_SRC:%.cc=$(OBJ)/%.o)
@@ -56,6 +58,9 @@ UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohtt
 # errno in the host's process either) and --as-needed. -Bsymbolic-functions: the
 # library's calls to its own exported names (its wrappers) bind at link time, 19 fewer
 # symbol lookups at every exec.
+# Nothing newer than GLIBC_2.17 (issue #48, docs/libc.md; `make test-symbols` checks): a
+# libc function added later, or kept in libdl/libpthread before glibc 2.34, is looked up
+# at run time (libbonsai/sys/late_bound.h), so -ldl -lpthread -lrt add no NEEDED entry.
 # -fini: no DT_FINI. The default, crti.o's _fini, does nothing, yet the loader calls it
 # at every exit from the end of the 1 MiB of code (after zstd): one more page fault.
 # The destructors (.fini_array) are untouched.
@@ -74,7 +79,7 @@ UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
 .PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
-all: lib ctl
+all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL)
 
@@ -86,6 +91,77 @@ $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
 	  -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
+
+# ---- the musl build (issue #48, docs/libc.md) ----
+# The same library for programs linked to musl (Alpine and other musl images), built
+# by `make` beside the glibc one: $(B)/musl/libbonsai.so. musl-gcc is C only, so g++
+# compiles the sources against musl's headers (musl-dev, from musl-tools: `make deps`)
+# and the header-only parts of libstdc++ (the library links no C++ runtime,
+# interpose/cxx_runtime.cc); what libstdc++'s glibc configuration names and musl lacks
+# is declared in sys/musl_prelude.h, included first. Kernel, zstd, lz4 and seccomp
+# headers come from a folder of links ($(MUSL_OBJ)/include): /usr/include itself would
+# hand glibc's headers to whatever musl lacks. Linked with musl's crt files and libc.so
+# (NEEDED libc.so: musl's loader answers that name itself), Debian's static libzstd/
+# liblz4 (plain C imports: memcpy, malloc, qsort) and libgcc. Release flags only.
+MUSL_ARCH   := x86_64
+MUSL_INC    ?= /usr/include/$(MUSL_ARCH)-linux-musl
+MUSL_LIBDIR ?= /usr/lib/$(MUSL_ARCH)-linux-musl
+MUSL_OUT    := $(B)/musl
+MUSL_OBJ    := $(B)/obj/musl
+LIBBONSAI_MUSL := $(MUSL_OUT)/libbonsai.so
+MUSL_LIB_OBJ := $(LIB_SRC:%.cc=$(MUSL_OBJ)/%.o)
+# Evaluated once, when first used: the compiler's C++ header folders and its own.
+MUSL_CXX_INC = $(eval MUSL_CXX_INC := $$(shell echo | $(CXX) -x c++ -E -Wp,-v - 2>&1 | grep -E '^ /.*/c\+\+/'))$(MUSL_CXX_INC)
+GCC_INC      = $(eval GCC_INC := $$(shell $(CXX) -print-file-name=include))$(GCC_INC)
+HOST_MULTIARCH = $(eval HOST_MULTIARCH := $$(shell $(CC) -print-multiarch))$(HOST_MULTIARCH)
+MUSL_CXXFLAGS = $(CXXSTD) $(OPT_release) $(WARN) $(WERROR) -fPIC -fvisibility=hidden -fno-exceptions -fno-rtti \
+                -ftls-model=initial-exec -fno-plt -fno-math-errno $(DEPFLAGS) -nostdinc \
+                $(addprefix -isystem ,$(MUSL_CXX_INC)) -isystem $(MUSL_OBJ)/include -isystem $(MUSL_INC) \
+                -isystem $(GCC_INC) -include libbonsai/sys/musl_prelude.h -Ilibbonsai
+MUSL_LDFLAGS = -shared -nostdlib -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
+               -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -Wl,-fini=bonsai_no_dt_fini -Wl,-z,noseparate-code
+MUSL_HEADER_LINKS := linux asm-generic zstd.h zstd_errors.h lz4.h seccomp.h seccomp-syscalls.h
+
+.PHONY: lib-musl
+lib-musl: $(LIBBONSAI_MUSL)
+
+$(MUSL_OBJ)/include/.stamp:
+	@[ -f $(MUSL_INC)/stdio.h ] || { echo "no musl headers in $(MUSL_INC): make deps (musl-tools)" >&2; exit 1; }
+	@mkdir -p $(@D)
+	$(Q)for h in $(MUSL_HEADER_LINKS); do ln -sfn /usr/include/$$h $(@D)/$$h; done
+	$(Q)ln -sfn /usr/include/$(HOST_MULTIARCH)/asm $(@D)/asm
+	@touch $@
+
+$(MUSL_OBJ)/libbonsai/%.o: libbonsai/%.cc | $(MUSL_OBJ)/include/.stamp
+	@mkdir -p $(@D)
+	$(call say,CXX,$< [musl])$(CXX) $(MUSL_CXXFLAGS) -c $< -o $@
+$(MUSL_OBJ)/libbonsai/shm/shm_slots.o: MUSL_CXXFLAGS += -DBONSAI_VERSION_CODE=$(VERSION_CODE)
+$(MUSL_OBJ)/libbonsai/shm/shm_slots.o: VERSION
+
+$(LIBBONSAI_MUSL): $(MUSL_LIB_OBJ) libbonsai/bonsai.map
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT_release) $(MUSL_LDFLAGS) -o $@ $(MUSL_LIBDIR)/crti.o \
+	  $$($(CXX) -print-file-name=crtbeginS.o) $(MUSL_LIB_OBJ) -Wl,--exclude-libs,ALL \
+	  $$($(CXX) -print-file-name=libzstd.a) $$($(CXX) -print-file-name=liblz4.a) -L$(MUSL_LIBDIR) -lc \
+	  $$($(CXX) -print-libgcc-file-name) $$($(CXX) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
+
+# ---- one injection for both libcs (issue #48, docs/libc.md) ----
+# LD_PRELOAD=DIR/$LIB/libbonsai.so, `$LIB` as written. glibc's loader expands it to the
+# name of its own library folder -- lib/x86_64-linux-gnu (Debian, Ubuntu), lib64
+# (Fedora, RHEL, SUSE), lib (Arch) -- and finds the glibc build there; musl's loader
+# expands nothing and finds the musl build in DIR/$LIB, a folder literally named so.
+# The loader of every program chooses, at every exec, whatever executed it: a glibc
+# shell running a musl program and the other way round, in a container or not.
+# `bonsaictl run` names the library that way when the folder that holds it is laid out
+# so (bonsaictl/launch/run_env.h preload_entry): the build tree, with links.
+.PHONY: libc-layout
+libc-layout: $(OUT)/lib64/libbonsai.so
+$(OUT)/lib64/libbonsai.so: | $(LIBBONSAI) $(LIBBONSAI_MUSL)
+	@mkdir -p '$(OUT)/$$LIB' $(OUT)/lib/$(MUSL_ARCH)-linux-gnu $(OUT)/lib64
+	$(Q)ln -sfn ../musl/libbonsai.so '$(OUT)/$$LIB/libbonsai.so'
+	$(Q)ln -sfn ../../libbonsai.so $(OUT)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
+	$(Q)ln -sfn ../libbonsai.so $(OUT)/lib/libbonsai.so
+	$(Q)ln -sfn ../libbonsai.so $@
 
 $(OBJ)/bonsaictl/%.o: bonsaictl/%.cc
 	@mkdir -p $(@D)
@@ -123,19 +199,30 @@ $(OUT)/preload/%: tests/preload/%.c $(wildcard tests/preload/*.h)
 	$(call say,CC,$<)$(CC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) \
 	  $(shell sed -n 's|^// build-flags: ||p' $<) -o $@ $< -lpthread
 
+# Programs of another libc (tests/preload/musl/, issue #48): built by musl-gcc, run by
+# the t_libc_* tests with the musl build of the library.
+PRELOAD_MUSL_SRC := $(wildcard tests/preload/musl/*.c)
+PRELOAD_MUSL_BIN := $(PRELOAD_MUSL_SRC:tests/preload/musl/%.c=$(B)/preload/musl/%)
+MUSL_GCC ?= musl-gcc
+$(B)/preload/musl/%: tests/preload/musl/%.c
+	@mkdir -p $(@D)
+	$(call say,MUSLCC,$<)$(MUSL_GCC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) -o $@ $<
+
 test-unit: $(UNIT_BIN)
 	$(UNIT_BIN)
 
-test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
+test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL) $(PRELOAD_MUSL_BIN))
 	BONSAI_BUILD=$(OUT) bash tests/integration/run.sh
 
 # Includes go down the module order only, and never outside the repository.
 test-layers:
 	$(Q)bash tests/tools/check_layers.sh
 
-# interpose/real.h, bonsai.map and the built library's exports name the same symbols.
-test-symbols: $(LIBBONSAI)
+# interpose/real.h, bonsai.map and the built library's exports name the same symbols;
+# the glibc build needs nothing newer than GLIBC_2.17, the musl one no symbol version.
+test-symbols: $(LIBBONSAI) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL))
 	$(Q)bash tests/tools/check_symbols.sh $(LIBBONSAI)
+	$(Q)$(if $(filter release,$(MODE)),bash tests/tools/check_symbols.sh $(LIBBONSAI_MUSL))
 
 # runtime/options.h's table and docs/limits.md's environment table agree.
 test-options:
@@ -152,7 +239,7 @@ test: deps-check
 
 # What a suite needs built (tests/suite.sh builds them in the background).
 .PHONY: preload unit-tests sanitizer-build
-preload: $(PRELOAD_BIN)
+preload: $(PRELOAD_BIN) $(if $(filter release,$(MODE)),$(PRELOAD_MUSL_BIN))
 unit-tests: $(UNIT_BIN)
 sanitizer-build: $(LIBBONSAI) $(PRELOAD_BIN) $(UNIT_BIN)
 
@@ -190,7 +277,8 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 clang-14 libclang-rt-14-dev liburing-dev golang-go \
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
-                dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs
+                dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs \
+                mmdebstrap musl-tools
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -254,6 +342,12 @@ install: all $(INSTALLED_CTL) man
 	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(SYSCONFDIR)/bonsai
 	install -m 0755 $(INSTALLED_CTL) $(DESTDIR)$(BINDIR)/bonsaictl
 	install -m 0644 $(LIBBONSAI) $(DESTDIR)$(PKGLIBDIR)/libbonsai.so
+	@# Both builds, laid out for the loaders to choose (libc-layout above, docs/libc.md).
+	install -d '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib64
+	install -m 0644 $(LIBBONSAI_MUSL) '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so'
+	ln -sfn ../../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
+	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so
+	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so
 	$(foreach m,$(MAN_OUT),install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
 	install -m 0644 packaging/completion/bonsaictl $(DESTDIR)$(COMPDIR)/bonsaictl
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
@@ -264,13 +358,16 @@ install: all $(INSTALLED_CTL) man
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
+	  '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so \
+	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so \
 	  $(foreach m,$(MAN_SRC:packaging/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/systemd/,$(notdir $(SYSTEMD_EXAMPLES)))
 	@# The configuration goes only if it is still the example install put there.
 	@f=$(DESTDIR)$(SYSCONFDIR)/bonsai/bonsai.yaml; if [ -e $$f ] && ! cmp -s $$f packaging/bonsai.yaml; then \
 	  echo "keeping $$f (changed since install)"; else rm -f $$f; fi
-	@for d in $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
+	@for d in '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib \
+	  $(DESTDIR)$(PKGLIBDIR)/lib64 $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
 	  $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/bonsai; do [ ! -d $$d ] || rmdir $$d 2>/dev/null || true; done
 
 # build/bonsai_<version>_<arch>.deb with dpkg-buildpackage -us -uc -b in a copy of the
@@ -281,4 +378,4 @@ deb: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(UNIT_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(MUSL_LIB_OBJ:.o=.d)

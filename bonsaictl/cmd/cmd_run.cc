@@ -181,6 +181,14 @@ int cmd_run(const Args& args) {
   if (fleet_svc && o.scope == "process")
     usage_error("--scope process: a fleet service's caps hold all its processes together (scope service)");
   auto seg = Segment::open(o.service, true, scope);
+  // A program whose loader takes no build of the library runs without it (its loader
+  // would say it cannot load it, or worse), NOT limited in stat, said in one line.
+  bool foreign = !supervise && !strict && !nested && launch_foreign_libc(kind);
+  if (foreign) {
+    fmt::print(stderr, "bonsaictl run: {}: its loader {} takes no build of libbonsai.so (docs/libc.md): it runs "
+               "WITHOUT LIMITS (--supervise holds it to the limits)\n", kind.program, kind.loader.interp);
+    mark_not_limited(seg.get(), path.c_str(), kSlotForeignLibc);
+  }
   if (have_limits && !fleet_svc && host_resolve(limits))
     fmt::print(stderr, "bonsaictl run: WARNING: a ceil has no host capacity over its calls: held to its rate\n");
   if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc));
@@ -214,7 +222,9 @@ int cmd_run(const Args& args) {
     }
   } else {
     const char* old = std::getenv("LD_PRELOAD");
-    setenv("LD_PRELOAD", preload_value(lib, old ? old : "").c_str(), 1);
+    std::string value =
+        foreign ? preload_without_bonsai(old ? old : "") : preload_value(preload_entry(lib), old ? old : "");
+    setenv("LD_PRELOAD", value.c_str(), 1);
     setenv("BONSAI_SERVICE", o.service.c_str(), 1);
     // Who supervises a static or Go program the tree executes (issue #40): this bonsaictl.
     char self[4096];

@@ -12,7 +12,7 @@ namespace bonsai::ctl {
 LaunchInfo launch_inspect(const std::string& path) {
   LaunchInfo info;
   char judged[PATH_MAX];
-  info.kind = program_kind(path.c_str(), GoLook::Sections, judged, sizeof judged);
+  info.kind = program_kind(path.c_str(), GoLook::Sections, judged, sizeof judged, &info.loader);
   info.program = judged;
   struct stat st;
   switch (info.kind) {

@@ -19,7 +19,15 @@ struct LaunchInfo {
   LaunchKind kind = LaunchKind::Other;
   std::string program;  // the file judged: `path`, or a script's interpreter
   std::string what;     // "is statically linked", "is a Go program", "is setuid", ...
+  ProgramLoader loader; // a dynamic program's loader, and which build of the library it takes
 };
+
+// A dynamic program whose loader takes neither build of the library (a 32-bit program,
+// another libc: issue #48, docs/libc.md). `run` starts it without the library, NOT
+// limited, and says so.
+inline bool launch_foreign_libc(const LaunchInfo& i) {
+  return i.kind == LaunchKind::Dynamic && i.loader.libc == ProgramLibc::Foreign;
+}
 
 LaunchInfo launch_inspect(const std::string& path);
 

@@ -16,6 +16,8 @@
 #include "base/diag.h"
 #include "segment/shm_client.h"
 #include "shm/shm_fd.h"
+#include "shm/shm_proc.h"
+#include "shm/shm_slots.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -87,6 +89,26 @@ std::string join_colon(const std::vector<std::string>& v) {
 }
 
 }  // namespace
+
+std::string preload_entry(const std::string& lib) {
+  size_t slash = lib.rfind('/');
+  if (slash == std::string::npos) return lib;
+  std::string dir = lib.substr(0, slash);
+  for (const char* d : {"/$LIB", "/lib/x86_64-linux-gnu", "/lib64", "/lib"})
+    if (!is_file(dir + d + "/libbonsai.so")) return lib;
+  return dir + "/$LIB/libbonsai.so";
+}
+
+void mark_not_limited(Segment* seg, const char* path, uint32_t flags) {
+  if (!seg) return;
+  uint64_t start = 0;
+  if (proc_status(getpid(), start) != ProcStatus::Alive) return;
+  const char* base = std::strrchr(path, '/');
+  char comm[16] = {};
+  std::strncpy(comm, base ? base + 1 : path, sizeof comm - 1);
+  if (ShmSlot* s = slot_claim(seg->seg(), getpid(), start, comm, 0, unix_now_ns()))
+    s->flags.store(flags, std::memory_order_release);
+}
 
 std::string preload_value(const std::string& lib, const std::string& existing) {
   std::vector<std::string> keep{lib};

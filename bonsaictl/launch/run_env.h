@@ -4,6 +4,7 @@
 // and the io_uring choice handed down (what kind of program it is: launch_kind.h; merging
 // -l rules into a file's limits: config/limits_merge.h).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -14,12 +15,26 @@ namespace bonsai::ctl {
 // to this bonsaictl, else ../lib/libbonsai.so. Throws CtlError (exit 1) if none exists.
 std::string library_find();
 
+// What LD_PRELOAD names for `lib` (issue #48, docs/libc.md): when the folder holding it
+// has the builds laid out for the loaders to choose -- DIR/$LIB/libbonsai.so the musl
+// build (a folder literally named `$LIB`), DIR/lib/x86_64-linux-gnu, DIR/lib64 and
+// DIR/lib the glibc one -- the entry DIR/$LIB/libbonsai.so, `$LIB` as written: glibc's
+// loader expands it to its own library folder's name and takes the glibc build, musl's
+// does not and takes the musl build, at every exec of the tree, whatever executes what.
+// Else `lib` itself.
+std::string preload_entry(const std::string& lib);
+
 // `lib` in front of `existing` (':' or ' ' separated); other entries kept in order,
 // an earlier copy of `lib` dropped.
 std::string preload_value(const std::string& lib, const std::string& existing);
 
 // `existing` without any libbonsai.so entry (supervised trees: the filter charges).
 std::string preload_without_bonsai(const std::string& existing);
+
+// `stat` lists this process, about to exec the program at `path`, NOT limited under the
+// service (`flags`: kSlotUnlimited, kSlotForeignLibc). Best effort.
+class Segment;
+void mark_not_limited(Segment* seg, const char* path, uint32_t flags);
 
 // Resolves `cmd` like execvp (PATH search when it has no '/'). @return "" if not found.
 std::string command_resolve(const std::string& cmd);

@@ -11,6 +11,7 @@
 #include <string>
 #include <unistd.h>
 
+#include "abi/program_kind.h"
 #include "base/diag.h"
 #include "launch/run_env.h"
 #include "shm/seqlock.h"
@@ -27,24 +28,54 @@ std::string env_or(const char* name, const char* def) {
   return v ? v : def;
 }
 
-// `stat` lists the program, NOT limited, under the service (best effort).
-void mark_unlimited(Segment* seg, const char* path) {
-  if (!seg) return;
-  uint64_t start = 0;
-  if (proc_status(getpid(), start) != ProcStatus::Alive) return;
-  const char* base = std::strrchr(path, '/');
-  char comm[16] = {};
-  std::strncpy(comm, base ? base + 1 : path, sizeof comm - 1);
-  if (ShmSlot* s = slot_claim(seg->seg(), getpid(), start, comm, 0, unix_now_ns()))
-    s->flags.store(kSlotUnlimited, std::memory_order_release);
+// The segment the trampoline's process reaches: by the descriptor handed down (after
+// taking the service owner's uid when it changed uid), else by name.
+std::unique_ptr<Segment> open_segment(const std::string& service, int shm_fd, bool other_uid, const char* owner) {
+  if (service.empty()) runtime_error("BONSAI_SERVICE is not set");
+  std::unique_ptr<Segment> seg;
+  if (other_uid) {
+    ctl_target_user(static_cast<unsigned>(std::strtoul(owner, nullptr, 10)), getegid(), "");
+    if (shm_fd < 0) runtime_error("it changed uid and no segment descriptor was handed down");
+    seg = Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
+  } else {
+    seg = Segment::open(service, false);
+  }
+  seg->check();
+  return seg;
+}
+
+// sv-exec --libc (issue #48): a dynamic program whose loader takes no build of the
+// library. One line, NOT limited in stat, and the program runs without the library
+// (its loader would otherwise say it cannot load it): never a failure of bonsai's.
+int foreign_libc_exec(const char* path, char** prog_argv, const std::string& service, int shm_fd, bool other_uid,
+                      const char* owner) {
+  ProgramLoader loader;
+  program_kind(path, GoLook::Notes, nullptr, 0, &loader);
+  fmt::print(stderr, "bonsai: {}: its loader {} takes no build of libbonsai.so (docs/libc.md): it runs WITHOUT "
+             "LIMITS\n", path, loader.interp[0] ? loader.interp : "(unknown)");
+  try {  // best effort
+    std::unique_ptr<Segment> seg = open_segment(service, shm_fd, other_uid, owner);
+    mark_not_limited(seg.get(), path, kSlotForeignLibc);
+  } catch (const std::exception&) {
+  }
+  if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);
+  unsetenv("BONSAI_LEAVE");  // set for this trampoline only
+  unsetenv("BONSAI_SHM_FD");  // closed at the exec
+  char* empty[] = {nullptr};
+  execv(path, prog_argv[0] ? prog_argv : empty);
+  int err = errno;
+  fmt::print(stderr, "bonsai: cannot run {}: {}\n", path, std::strerror(err));
+  return err == ENOENT ? 127 : 126;
 }
 
 }  // namespace
 
 int sv_exec_main(int argc, char** argv) {
+  bool foreign = argc >= 1 && std::strcmp(argv[0], "--libc") == 0;
+  if (foreign) ++argv, --argc;
   if (argc < 2 || std::strcmp(argv[0], "--") != 0) {
-    fmt::print(stderr, "usage: bonsaictl sv-exec -- PATH [ARGV...] (internal: what the library runs a static or Go "
-                       "program through)\n");
+    fmt::print(stderr, "usage: bonsaictl sv-exec [--libc] -- PATH [ARGV...] (internal: what the library runs a "
+                       "static or Go program through, or one whose libc takes no build of the library)\n");
     return kExitUsage;
   }
   const char* path = argv[1];
@@ -61,6 +92,7 @@ int sv_exec_main(int argc, char** argv) {
   }
   const char* owner = std::getenv("BONSAI_SHM_UID");
   bool other_uid = owner && *owner && std::strtoul(owner, nullptr, 10) != static_cast<unsigned long>(geteuid());
+  if (foreign) return foreign_libc_exec(path, prog_argv, service, shm_fd, other_uid, owner);
   // The tree is supervised from here on: a libbonsai.so in it must not charge the same
   // calls again (as `run --supervise` does).
   if (const char* old = std::getenv("LD_PRELOAD")) setenv("LD_PRELOAD", preload_without_bonsai(old).c_str(), 1);
@@ -69,15 +101,7 @@ int sv_exec_main(int argc, char** argv) {
   unsetenv("BONSAI_SHM_FD");
   std::unique_ptr<Segment> seg;
   try {
-    if (service.empty()) runtime_error("BONSAI_SERVICE is not set");
-    if (other_uid) {
-      ctl_target_user(static_cast<unsigned>(std::strtoul(owner, nullptr, 10)), getegid(), "");
-      if (shm_fd < 0) runtime_error("it changed uid and no segment descriptor was handed down");
-      seg = Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
-    } else {
-      seg = Segment::open(service, false);
-    }
-    seg->check();
+    seg = open_segment(service, shm_fd, other_uid, owner);
     SvPlan plan{service, {}, env_or("BONSAI_IO_URING", "") != "allow", other_uid ? shm_fd : -1};
     uint64_t seq;
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
@@ -88,7 +112,7 @@ int sv_exec_main(int argc, char** argv) {
     if (size_t cut = why.find("; nothing was started"); cut != std::string::npos) why.resize(cut);
     if (why.rfind("cannot supervise: ", 0) == 0) why.erase(0, sizeof("cannot supervise: ") - 1);
     fmt::print(stderr, "bonsai: {} cannot be supervised ({}): it runs WITHOUT LIMITS\n", path, why);
-    mark_unlimited(seg.get(), path);
+    mark_not_limited(seg.get(), path, kSlotUnlimited);
   }
   seg.reset();
   char* empty[] = {nullptr};

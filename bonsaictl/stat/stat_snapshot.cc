@@ -268,6 +268,7 @@ std::vector<std::string> not_limited(uint32_t slot_flags) {
   std::vector<std::string> out;
   if (slot_flags & kSlotUnlimited) out.emplace_back("static or Go program, no supervisor");
   if (slot_flags & kSlotUring) out.emplace_back("io_uring");
+  if (slot_flags & kSlotForeignLibc) out.emplace_back("its libc takes no build of the library");
   return out;
 }
 

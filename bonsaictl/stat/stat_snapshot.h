@@ -27,7 +27,8 @@ using CallStats = std::array<CallStat, kCallCount>;
 
 // What of a process escapes its limits, as its slot says: "static or Go program, no
 // supervisor" (kSlotUnlimited), "io_uring" (kSlotUring, or a ring among its
-// descriptors: proc_has_uring); empty when nothing is known to escape.
+// descriptors: proc_has_uring), "its libc takes no build of the library"
+// (kSlotForeignLibc); empty when nothing is known to escape.
 std::vector<std::string> not_limited(uint32_t slot_flags);
 
 struct ProcStat {

@@ -111,8 +111,17 @@ template <class E>
   return false;
 }
 
+// A dynamic program's PT_INTERP into `loader` (cut to fit), and its libc.
+void note_loader(int fd, uint64_t off, uint64_t size, const unsigned char* head, size_t got, unsigned char cls,
+                 uint16_t machine, ProgramLoader& loader) {
+  size_t want = size < sizeof loader.interp - 1 ? static_cast<size_t>(size) : sizeof loader.interp - 1;
+  long n = read_at(fd, loader.interp, want, off, head, got);
+  loader.interp[n > 0 ? n : 0] = '\0';
+  loader.libc = program_libc(loader.interp, cls, machine);
+}
+
 template <class E>
-ProgramKind judge_elf(int fd, const unsigned char* head, size_t got, GoLook look) {
+ProgramKind judge_elf(int fd, const unsigned char* head, size_t got, GoLook look, ProgramLoader* loader) {
   using Ehdr = typename E::Ehdr;
   using Phdr = typename E::Phdr;
   if (got < sizeof(Ehdr)) return ProgramKind::Other;
@@ -126,8 +135,10 @@ ProgramKind judge_elf(int fd, const unsigned char* head, size_t got, GoLook look
   for (unsigned i = 0; i < eh.e_phnum; ++i) {
     Phdr ph;
     std::memcpy(&ph, phs + i * sizeof ph, sizeof ph);
-    if (ph.p_type == PT_INTERP) dynamic = true;
-    else if (ph.p_type == PT_NOTE && !go) go = note_is_go(fd, ph.p_offset, ph.p_filesz, head, got);
+    if (ph.p_type == PT_INTERP) {
+      dynamic = true;
+      if (loader) note_loader(fd, ph.p_offset, ph.p_filesz, head, got, head[EI_CLASS], eh.e_machine, *loader);
+    } else if (ph.p_type == PT_NOTE && !go) go = note_is_go(fd, ph.p_offset, ph.p_filesz, head, got);
   }
   if (!go && look == GoLook::Sections) go = sections_say_go<E>(fd, eh);
   return go ? ProgramKind::Go : dynamic ? ProgramKind::Dynamic : ProgramKind::Static;
@@ -141,7 +152,7 @@ void note_judged(const char* path, char* judged, size_t cap) {
   judged[n] = '\0';
 }
 
-ProgramKind judge(const char* path, GoLook look, char* judged, size_t cap) {
+ProgramKind judge(const char* path, GoLook look, char* judged, size_t cap, ProgramLoader* loader) {
   char interp[kInterpMax];
   unsigned char head[kHead];
   for (int depth = 0;; ++depth) {
@@ -162,8 +173,8 @@ ProgramKind judge(const char* path, GoLook look, char* judged, size_t cap) {
     }
     if (got >= SELFMAG && std::memcmp(head, ELFMAG, SELFMAG) == 0) {
       size_t n = static_cast<size_t>(got);
-      if (head[EI_CLASS] == ELFCLASS64) kind = judge_elf<Elf64>(static_cast<int>(fd), head, n, look);
-      else if (head[EI_CLASS] == ELFCLASS32) kind = judge_elf<Elf32>(static_cast<int>(fd), head, n, look);
+      if (head[EI_CLASS] == ELFCLASS64) kind = judge_elf<Elf64>(static_cast<int>(fd), head, n, look, loader);
+      else if (head[EI_CLASS] == ELFCLASS32) kind = judge_elf<Elf32>(static_cast<int>(fd), head, n, look, loader);
     } else if (got > 2 && head[0] == '#' && head[1] == '!' && depth < kMaxScriptDepth) {
       // The interpreter: the first word after "#!", a path (a bare name is not looked up).
       head[got] = '\0';
@@ -186,11 +197,34 @@ ProgramKind judge(const char* path, GoLook look, char* judged, size_t cap) {
 
 }  // namespace
 
-ProgramKind program_kind(const char* path, GoLook look, char* judged, size_t judged_cap) noexcept {
+ProgramLibc program_libc(const char* interp, unsigned char elf_class, uint16_t machine) noexcept {
+  if (!interp || !*interp) return ProgramLibc::None;
+  const char* base = std::strrchr(interp, '/');
+  base = base ? base + 1 : interp;
+#if defined(__x86_64__)
+  constexpr unsigned char kClass = ELFCLASS64;
+  constexpr uint16_t kMachine = EM_X86_64;
+  static constexpr char kGlibc[] = "ld-linux-x86-64.so.2", kMusl[] = "ld-musl-x86_64.so.1";
+#elif defined(__aarch64__)
+  constexpr unsigned char kClass = ELFCLASS64;
+  constexpr uint16_t kMachine = EM_AARCH64;
+  static constexpr char kGlibc[] = "ld-linux-aarch64.so.1", kMusl[] = "ld-musl-aarch64.so.1";
+#else
+#error "program_libc: the loaders of this architecture"
+#endif
+  if (elf_class != kClass || machine != kMachine) return ProgramLibc::Foreign;  // 32-bit, x32, another machine
+  if (std::strcmp(base, kGlibc) == 0) return ProgramLibc::Glibc;
+  if (std::strcmp(base, kMusl) == 0) return ProgramLibc::Musl;
+  return ProgramLibc::Foreign;
+}
+
+ProgramKind program_kind(const char* path, GoLook look, char* judged, size_t judged_cap,
+                         ProgramLoader* loader) noexcept {
   note_judged(path ? path : "", judged, judged_cap);
+  if (loader) *loader = ProgramLoader{};
   if (!path || !*path) return ProgramKind::Other;
   int saved = errno;
-  ProgramKind k = judge(path, look, judged, judged_cap);
+  ProgramKind k = judge(path, look, judged, judged_cap, loader);
   errno = saved;
   return k;
 }

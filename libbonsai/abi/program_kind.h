@@ -29,10 +29,27 @@ enum class GoLook : uint8_t {
   Sections,  // and the section names: a few more reads at the end of the file (bonsaictl run)
 };
 
+// Which build of the library a dynamic program's loader can take (issue #48,
+// docs/libc.md), told by its PT_INTERP's file name, ELF class and machine: glibc's
+// loader (ld-linux-x86-64.so.2) takes the glibc build, musl's (ld-musl-x86_64.so.1)
+// the musl one; any other (a 32-bit or x32 program, another libc) neither: Foreign.
+enum class ProgramLibc : uint8_t { None, Glibc, Musl, Foreign };
+
+// A dynamic program's loader: what `program_kind` found (libc None for anything else).
+struct ProgramLoader {
+  ProgramLibc libc = ProgramLibc::None;
+  char interp[128] = {};  // PT_INTERP, NUL-terminated (cut to fit)
+};
+
+// The libc a loader of this path, ELF class and machine belongs to. Pure.
+ProgramLibc program_libc(const char* interp, unsigned char elf_class, uint16_t machine) noexcept;
+
 // Judges the file at `path` (Other: missing, unreadable, not a regular file, not ELF,
 // a script whose interpreter is none of these or is nested more than 4 deep). When
 // `judged` is given, the file the judgement is about (`path`, or a script's
-// interpreter) is written there, NUL-terminated (cut to `judged_cap`).
-ProgramKind program_kind(const char* path, GoLook look, char* judged = nullptr, size_t judged_cap = 0) noexcept;
+// interpreter) is written there, NUL-terminated (cut to `judged_cap`); when `loader` is
+// given, a dynamic program's loader and its libc (a Go program linked to libc too).
+ProgramKind program_kind(const char* path, GoLook look, char* judged = nullptr, size_t judged_cap = 0,
+                         ProgramLoader* loader = nullptr) noexcept;
 
 }  // namespace bonsai

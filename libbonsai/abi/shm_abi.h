@@ -112,6 +112,11 @@ inline constexpr uint32_t kSlotUnlimited = 2;
 // syscall()): what moves through the ring is not limited; `stat` says "io_uring: not
 // limited" (it also finds rings made by inline system calls, in /proc/PID/fd).
 inline constexpr uint32_t kSlotUring = 4;
+// The process runs a dynamic program whose loader takes no build of the library (a 32-bit
+// program, a libc bonsai has none for: issue #48, docs/libc.md): it runs without the
+// library, nothing charges its calls; `stat` says "NOT limited". Claimed by `bonsaictl
+// run` or `sv-exec --libc`.
+inline constexpr uint32_t kSlotForeignLibc = 8;
 
 // ShmSlot::lib_version: the release (the file VERSION) of the library or supervisor
 // that claimed the slot, as (major << 16) | (minor << 8) | patch; 0 if unknown.

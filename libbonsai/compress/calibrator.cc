@@ -5,6 +5,8 @@
 #include <pthread.h>
 #include <sys/mman.h>
 
+#include "sys/mutex_try.h"
+
 namespace bonsai::compress {
 namespace {
 constinit pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -14,7 +16,7 @@ constinit bool g_failed = false;    // mapping failed once: do not retry on ever
 }  // namespace
 
 Calibrator* calibrator_try_acquire(const LevelList& levels) noexcept {
-  if (pthread_mutex_trylock(&g_mu) != 0) return nullptr;
+  if (mutex_trylock(&g_mu) != 0) return nullptr;
   size_t need = tx_codec_size(levels);
   if (!g_codec_size && !g_failed) {
     size_t total = need + kMaxFrameWire + kMaxFrameRaw;

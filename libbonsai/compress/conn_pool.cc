@@ -15,6 +15,7 @@
 
 #include "compress/calibrator.h"
 #include "compress/conn_workspace.h"
+#include "sys/mutex_try.h"
 #include "sys/raw_syscall.h"
 
 namespace bonsai::compress {
@@ -158,8 +159,8 @@ void conn_retire(Conn* c) noexcept {
 // Releases a retired record if no thread holds its locks; a holder calls this
 // again after unlocking (conn_unlocked), so exactly one caller releases it.
 void conn_release_if_idle(Conn* c) noexcept {
-  if (pthread_mutex_trylock(&c->tx_mu) != 0) return;
-  if (pthread_mutex_trylock(&c->rx_mu) != 0) {
+  if (mutex_trylock(&c->tx_mu) != 0) return;
+  if (mutex_trylock(&c->rx_mu) != 0) {
     pthread_mutex_unlock(&c->tx_mu);
     return;
   }

@@ -180,6 +180,13 @@ template <typename Cb, typename Submit>
 
 }  // namespace
 
+// lio_listio's list as <aio.h> declares it (musl's inner pointers are restrict-qualified).
+#if defined(__GLIBC__)
+using AiocbList = aiocb* const*;
+#else
+using AiocbList = aiocb* __restrict const*;
+#endif
+
 extern "C" {
 #pragma GCC visibility push(default)
 
@@ -200,7 +207,8 @@ int aio_write64(aiocb64* cb) {
   return submit_one(CallId::pwrite, cb, [&] { return real::aio_write64(cb); });
 }
 
-int lio_listio(int mode, aiocb* const list[], int nent, sigevent* sig) {
+int lio_listio(int mode, AiocbList list_in, int nent, sigevent* sig) {
+  aiocb* const* list = const_cast<aiocb* const*>(list_in);
   if (wrap::unlimited(CallId::pread, CallId::pwrite)) [[likely]] return real::lio_listio(mode, list, nent, sig);
   return submit_list(mode, list, nent, [&] { return real::lio_listio(mode, list, nent, sig); });
 }

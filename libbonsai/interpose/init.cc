@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The library's one constructor and destructor, and the order of set-up: the objects
-// glibc's functions are looked up in (interpose/next_symbol.h: lock-free lookups on
+// glibc's functions are looked up in (sys/next_symbol.h: lock-free lookups on
 // first use; only if they cannot be noted, the few needed where dlsym must not run are
 // resolved now, interpose/real.h BONSAI_REAL_EAGER), the limiter (runtime/limiter.h; it also runs lazily from
 // the first wrapper call: another library's constructor may call write() before ours
@@ -12,7 +12,7 @@
 #include <atomic>
 
 #include "interpose/compressed/compress_hooks.h"
-#include "interpose/next_symbol.h"
+#include "sys/next_symbol.h"
 #include "interpose/real.h"
 #include "interpose/strict_calls.h"
 #include "interpose/process_exit.h"
@@ -28,7 +28,7 @@ namespace {
 __attribute__((constructor(101))) void bonsai_constructor() {
   // Lock-free lookups: every function resolves on first use, wherever that is. Else the
   // few that must not meet dlsym's lock are resolved now.
-  bool lock_free = bonsai::real::next_objects_note();
+  bool lock_free = bonsai::next_objects_note();
   if (!lock_free) bonsai::real::resolve_eager();
   bonsai::limiter_init_once();
   bonsai::strict::setup();  // run --strict: the data calls marked (after the segment is attached)

@@ -20,7 +20,7 @@ using namespace bonsai;
 namespace {
 // open's mode is only passed (and only read) when the flags ask for it.
 inline mode_t mode_arg(int flags, va_list ap) {
-  return (flags & O_CREAT) || (flags & __O_TMPFILE) == __O_TMPFILE ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+  return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE ? static_cast<mode_t>(va_arg(ap, int)) : 0;
 }
 }  // namespace
 

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: MIT
-// Resolution of glibc's functions (see real.h): by hand (next_symbol.h) once the
-// constructor has noted the objects behind ours, else with dlsym. A missing symbol
-// resolves to a stub that fails with ENOSYS, so a wrapper never calls through a null
-// pointer.
+// Resolution of glibc's functions (see real.h): by hand (sys/next_symbol.h), else with
+// dlsym -- itself looked up, not linked (sys/late_bound.h: glibc has it in libc only
+// since 2.34, in libdl before, which a program need not load; issue #48). A missing
+// symbol resolves to a stub that fails with ENOSYS, so a wrapper never calls through a
+// null pointer.
 #include "interpose/real.h"
 
 #include <cerrno>
 #include <dlfcn.h>
 #include <type_traits>
 
-#include "interpose/next_symbol.h"
 #include "log/blog.h"
+#include "sys/late_bound.h"
+#include "sys/next_symbol.h"
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 namespace bonsai::real {
@@ -25,6 +27,15 @@ Ret enosys_result() {
   else return Ret(-1);
 }
 
+constinit LateSlot g_dlsym{0};
+
+// dlsym(RTLD_NEXT, name) through libc's dlsym, if this process has one: called from
+// here, so RTLD_NEXT means the objects after this library.
+void* dlsym_next(const char* name) noexcept {
+  auto fn = late_fn<void* (*)(void*, const char*)>(g_dlsym, "dlsym");
+  return fn ? fn(RTLD_NEXT, name) : nullptr;
+}
+
 }  // namespace
 
 #define BONSAI_X(ret, name, params, args)                                            \
@@ -34,8 +45,8 @@ Ret enosys_result() {
   }                                                                                  \
   name##_fn resolve_##name() noexcept {                                              \
     int saved_errno = errno; /* the first call of a wrapper: the caller's errno */   \
-    void* p = next_symbol(#name); /* no lock; before the constructor, dlsym */       \
-    auto f = reinterpret_cast<name##_fn>(p ? p : dlsym(RTLD_NEXT, #name));           \
+    void* p = next_symbol(#name); /* no lock, no loader: a walk of its list */      \
+    auto f = reinterpret_cast<name##_fn>(p ? p : dlsym_next(#name));                \
     if (!f) {                                                                        \
       BONSAI_LOG_ONCE(LogLevel::Info, "glibc has no %s: calls to it fail with ENOSYS", #name); \
       f = name##_missing;                                                            \

@@ -13,6 +13,13 @@ using namespace bonsai;
 
 using wrap::at;
 
+// sendmmsg/recvmmsg's flags as <sys/socket.h> declares them (musl: unsigned).
+#if defined(__GLIBC__)
+using MmsgFlags = int;
+#else
+using MmsgFlags = unsigned int;
+#endif
+
 extern "C" {
 #pragma GCC visibility push(default)
 
@@ -50,7 +57,8 @@ ssize_t sendmsg(int fd, const msghdr* m, int f) {
   auto call = [&](mmsghdr* p, unsigned int k, int fl) { return real::sendmmsg(fd, p, k, fl); };
   return wrap::mmsg(CallId::sendmmsg, fd, v, n, f, true, call);
 }
-int sendmmsg(int fd, mmsghdr* v, unsigned int n, int f) {
+int sendmmsg(int fd, mmsghdr* v, unsigned int n, MmsgFlags flags) {
+  int f = static_cast<int>(flags);
   if (compress::tx_framed(fd)) [[unlikely]] return compress::tx_sendmmsg(fd, v, n, f);
   BONSAI_FAST(sendmmsg, sendmmsg, (fd, v, n, f));
   return sendmmsg_slow(fd, v, n, f);
@@ -117,7 +125,8 @@ ssize_t recvmsg(int fd, msghdr* m, int f) {
   auto call = [&](mmsghdr* p, unsigned int k, int fl) { return real::recvmmsg(fd, p, k, fl, tmo); };
   return wrap::mmsg(CallId::recvmmsg, fd, v, n, f, false, call);
 }
-int recvmmsg(int fd, mmsghdr* v, unsigned int n, int f, struct timespec* tmo) {
+int recvmmsg(int fd, mmsghdr* v, unsigned int n, MmsgFlags flags, struct timespec* tmo) {
+  int f = static_cast<int>(flags);
   if (compress::rx_framed(fd)) [[unlikely]] return compress::rx_recvmmsg(fd, v, n, f);
   if (f & MSG_PEEK) [[unlikely]] return real::recvmmsg(fd, v, n, f, tmo);
   BONSAI_FAST(recvmmsg, recvmmsg, (fd, v, n, f, tmo));

@@ -11,7 +11,6 @@
 #include <cstring>
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <type_traits>
 
@@ -21,6 +20,7 @@
 #include "log/blog.h"
 #include "runtime/options.h"
 #include "shm/shm_attach.h"
+#include "sys/late_bound.h"
 #include "sys/raw_syscall.h"
 #include "sys/startup.h"
 
@@ -43,13 +43,22 @@ inline long result(long r) noexcept {
   return r;
 }
 
+// glibc's __libc_single_threaded (2.32 on), looked up rather than linked (issue #48);
+// without it (an older glibc, musl) every process counts as threaded.
+constinit LateSlot g_single_threaded{0};
+
+bool single_threaded() noexcept {
+  const auto* flag = static_cast<const volatile char*>(late_symbol(g_single_threaded, "__libc_single_threaded", true));
+  return flag && *flag;
+}
+
 // A cancellation point: asynchronous cancellation while the call runs (a pending
 // cancellation acts at once, one arriving in a blocked call unwinds from it). As in
 // glibc, a process that has never had a second thread skips it (nobody can cancel it).
 class Cancellable {
  public:
   Cancellable() noexcept {
-    if (!__libc_single_threaded) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_);
+    if (!single_threaded()) pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, &old_);
   }
   ~Cancellable() {
     if (old_ != PTHREAD_CANCEL_ASYNCHRONOUS) pthread_setcanceltype(old_, &old_);

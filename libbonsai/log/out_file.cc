@@ -51,9 +51,22 @@ const char* kind_of(mode_t m) noexcept {
   return "it is not a regular file";
 }
 
+// The errno's name, as glibc's strerrorname_np gives it: glibc has it only since 2.32
+// and musl not at all (issue #48), so the names an open or a write of these files can
+// meet are listed here.
 const char* errname(long neg) noexcept {
-  const char* n = strerrorname_np(static_cast<int>(-neg));
-  return n ? n : "error";
+  switch (-neg) {
+#define BONSAI_E(e) \
+  case e: return #e;
+    BONSAI_E(EPERM) BONSAI_E(ENOENT) BONSAI_E(EINTR) BONSAI_E(EIO) BONSAI_E(ENXIO) BONSAI_E(EBADF)
+    BONSAI_E(EAGAIN) BONSAI_E(ENOMEM) BONSAI_E(EACCES) BONSAI_E(EFAULT) BONSAI_E(EBUSY) BONSAI_E(EEXIST)
+    BONSAI_E(ENODEV) BONSAI_E(ENOTDIR) BONSAI_E(EISDIR) BONSAI_E(EINVAL) BONSAI_E(ENFILE) BONSAI_E(EMFILE)
+    BONSAI_E(ETXTBSY) BONSAI_E(EFBIG) BONSAI_E(ENOSPC) BONSAI_E(ESPIPE) BONSAI_E(EROFS) BONSAI_E(EPIPE)
+    BONSAI_E(ENAMETOOLONG) BONSAI_E(ENOSYS) BONSAI_E(ELOOP) BONSAI_E(EOVERFLOW) BONSAI_E(EOPNOTSUPP)
+    BONSAI_E(ECONNRESET) BONSAI_E(ENOTCONN) BONSAI_E(ETIMEDOUT) BONSAI_E(ESTALE) BONSAI_E(EDQUOT)
+#undef BONSAI_E
+    default: return "error";
+  }
 }
 
 bool writable_kind(mode_t m) noexcept { return S_ISREG(m) || S_ISFIFO(m); }

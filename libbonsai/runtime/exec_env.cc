@@ -67,8 +67,11 @@ bool preload_has_lib(const char* v) {
   return false;
 }
 
-BONSAI_STARTUP void capture_one(const char* e, void*) {
+BONSAI_STARTUP void capture_one(const char* e, void* preload) {
   // Told apart without a string constant (runtime/options.h): no .rodata page per start.
+  if (e[0] == 'L' && e[1] == 'D' && e[2] == '_' && e[3] == 'P' && e[4] == 'R' && e[5] == 'E' && e[6] == 'L' &&
+      e[7] == 'O' && e[8] == 'A' && e[9] == 'D' && e[10] == '=')
+    *static_cast<const char**>(preload) = e + 11;
   if (!env_is_bonsai(e)) return;
   Opt o{};
   const char* value = nullptr;
@@ -90,6 +93,38 @@ BONSAI_STARTUP void capture_one(const char* e, void*) {
   if (known && o == Opt::service) g_service = copy + name_len;
 }
 
+// The LD_PRELOAD entry that names the library through the loaders' choice
+// (".../$LIB/libbonsai.so", issue #48, docs/libc.md): glibc's loader expanded `$LIB`
+// (l_name is its result), musl's did not. Handed down as written, so that the loader of
+// each program executed picks its own build. Compared against immediates: no string
+// constant (.rodata) is touched at set-up (sys/startup.h). @return its length, 0 if none.
+BONSAI_STARTUP bool names_lib_dst(const char* p, const char* end) {  // "$LIB" or "${LIB}" at p
+  if (end - p >= 4 && p[0] == '$' && p[1] == 'L' && p[2] == 'I' && p[3] == 'B') return true;
+  return end - p >= 6 && p[0] == '$' && p[1] == '{' && p[2] == 'L' && p[3] == 'I' && p[4] == 'B' && p[5] == '}';
+}
+
+BONSAI_STARTUP bool ends_libbonsai(const char* b, const char* e) {  // ".../libbonsai.so"
+  if (e - b < 14) return false;
+  const char* p = e - 13;
+  return p[0] == '/' && p[1] == 'l' && p[2] == 'i' && p[3] == 'b' && p[4] == 'b' && p[5] == 'o' && p[6] == 'n' &&
+         p[7] == 's' && p[8] == 'a' && p[9] == 'i' && p[10] == '.' && p[11] == 's' && p[12] == 'o';
+}
+
+BONSAI_STARTUP size_t choice_entry(const char* v, const char** at) {
+  while (v && *v) {
+    while (*v == ':' || *v == ' ') ++v;
+    const char* b = v;
+    while (*v && *v != ':' && *v != ' ') ++v;
+    bool dst = false;
+    for (const char* p = b; p < v && !dst; ++p) dst = names_lib_dst(p, v);
+    if (dst && ends_libbonsai(b, v)) {
+      *at = b;
+      return static_cast<size_t>(v - b);
+    }
+  }
+  return 0;
+}
+
 size_t put(char* out, const char* s) {
   size_t n = std::strlen(s);
   std::memcpy(out, s, n);
@@ -101,7 +136,8 @@ size_t put(char* out, const char* s) {
 BONSAI_STARTUP bool exec_env_leaving(const char* v) noexcept { return v && *v && !(v[0] == '0' && v[1] == '\0'); }
 
 BONSAI_STARTUP void exec_env_capture() noexcept {
-  env_each(capture_one, nullptr);
+  const char* preload = nullptr;  // LD_PRELOAD's value
+  env_each(capture_one, &preload);
   // The library's path is looked for only when there is something to hand down
   // (exec_plan); else nothing at every start. An absolute path (bonsaictl's, an
   // installed library's) is handed down as loaded: no copy, no realpath (a readlink per
@@ -111,6 +147,15 @@ BONSAI_STARTUP void exec_env_capture() noexcept {
   const link_map* self = self_link_map();
   const char* name = self ? self->l_name : nullptr;
   if (!name || !*name || std::strlen(name) >= sizeof g_lib_as_loaded_buf) return;
+  const char* choice = nullptr;
+  size_t choice_len = choice_entry(preload, &choice);
+  if (choice_len && choice[0] == '/' && choice_len < sizeof g_lib_buf) {  // as written; l_name: as loaded
+    std::memcpy(g_lib_buf, choice, choice_len);
+    g_lib_buf[choice_len] = '\0';
+    g_lib = g_lib_buf;
+    g_lib_as_loaded = name;
+    return;
+  }
   if (name[0] == '/') {
     g_lib = g_lib_as_loaded = name;
     return;

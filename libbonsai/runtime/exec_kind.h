@@ -19,8 +19,11 @@ namespace bonsai {
 
 using ExecKind = ProgramKind;
 
-// Judges the file at `path` (Other: missing, unreadable, not ELF, not a regular file).
-inline ExecKind exec_kind_of(const char* path) noexcept { return program_kind(path, GoLook::Notes); }
+// Judges the file at `path` (Other: missing, unreadable, not ELF, not a regular file);
+// `loader`: a dynamic program's loader and the libc it belongs to (issue #48).
+inline ExecKind exec_kind_of(const char* path, ProgramLoader* loader = nullptr) noexcept {
+  return program_kind(path, GoLook::Notes, nullptr, 0, loader);
+}
 
 // The file execvp() would run for `file` (a name without '/' is looked for in `path_env`,
 // PATH's value, or "/bin:/usr/bin" when null): written to `out` (cap bytes).

@@ -18,6 +18,7 @@ namespace {
 
 char kLeave[] = "BONSAI_LEAVE=1";
 char kSvExec[] = "sv-exec";
+char kForeignLibc[] = "--libc";
 char kDashes[] = "--";
 
 bool leaves(char* const* envp) {
@@ -49,15 +50,22 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
                          SvRedirect& out) noexcept {
   out = SvRedirect{nullptr, nullptr, nullptr, nullptr, 0};
   if (!path || !exec_supervise_wanted()) return false;
-  ExecKind kind = exec_kind_of(path);
+  ProgramLoader loader;
+  ExecKind kind = exec_kind_of(path, &loader);
+  bool foreign = kind == ExecKind::Dynamic && loader.libc == ProgramLibc::Foreign;
   if (kind == ExecKind::Setuid) {
     BONSAI_LOG_ONCE(LogLevel::Warn, "%s is setuid or setgid: it is left alone, and its I/O is NOT limited (the "
                     "loader ignores LD_PRELOAD for it, and supervision would take its privileges away)", path);
     return false;
   }
-  if (kind != ExecKind::Static && kind != ExecKind::Go) return false;
+  if (kind != ExecKind::Static && kind != ExecKind::Go && !foreign) return false;
   if (leaves(envp)) return false;
   const char* ctl = exec_env_kept("BONSAI_CTL=");
+  if ((!ctl || !*ctl) && foreign) {  // the loader says it cannot load the library (glibc's does, in one line)
+    BONSAI_LOG_ONCE(LogLevel::Info, "%s's loader %s takes no build of libbonsai.so: its I/O is NOT limited", path,
+                    loader.interp);
+    return false;
+  }
   if (!ctl || !*ctl) {
     BONSAI_LOG_ONCE(LogLevel::Warn, "%s is %s: LD_PRELOAD cannot reach it and no supervisor can be started "
                     "(BONSAI_CTL is not set: the service was not started by bonsaictl run), so its I/O is NOT limited",
@@ -66,7 +74,7 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
   }
   int saved = errno;
   size_t na = count(argv), ne = count(envp);
-  size_t slots = (na + 5) + (ne + 2);
+  size_t slots = (na + 6) + (ne + 2);
   char** mem = stack;
   if (slots > stack_slots) {
     void* p = mmap(nullptr, slots * sizeof(char*), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -83,6 +91,7 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
   size_t o = 0;
   a[o++] = const_cast<char*>(ctl);
   a[o++] = kSvExec;
+  if (foreign) a[o++] = kForeignLibc;
   a[o++] = kDashes;
   a[o++] = const_cast<char*>(path);
   for (size_t i = 0; i < na; ++i) a[o++] = argv[i];

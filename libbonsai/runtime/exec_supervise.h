@@ -31,8 +31,12 @@ bool exec_supervise_wanted() noexcept;
 // trampoline? Only in a service process (BONSAI_SERVICE captured), for a static or Go
 // target, when the new environment does not leave (BONSAI_LEAVE). Says once when a
 // setuid/setgid target is left alone, or when there is no trampoline (BONSAI_CTL unset).
-// @return true with `out` set: argv = [ctl, "sv-exec", "--", path, argv...], envp =
-// `envp` with BONSAI_LEAVE=1 (the library does nothing in the trampoline).
+// A dynamic target whose loader takes neither build of the library (a 32-bit program,
+// another libc: abi/program_kind.h ProgramLibc::Foreign, issue #48) goes through it too,
+// with "--libc": the trampoline says so in one line, marks it NOT limited in the
+// service's stat and runs it without the library (no loader error).
+// @return true with `out` set: argv = [ctl, "sv-exec", ["--libc",] "--", path, argv...],
+// envp = `envp` with BONSAI_LEAVE=1 (the library does nothing in the trampoline).
 bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp, char** stack, size_t stack_slots,
                          SvRedirect& out) noexcept;
 

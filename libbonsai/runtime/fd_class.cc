@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "sys/raw_stat.h"
+
 namespace bonsai {
 
 FdFacts fd_facts(int fd, unsigned ask) noexcept {
@@ -15,7 +17,7 @@ FdFacts fd_facts(int fd, unsigned ask) noexcept {
   FdFacts f;
   if (ask & kAskMode) {
     struct stat st;
-    if (fstat(fd, &st) == 0) f.mode = st.st_mode;
+    if (raw_fstat(fd, st) == 0) f.mode = st.st_mode;
   }
   if (ask & kAskFlags) {
     int fl = fcntl(fd, F_GETFL);

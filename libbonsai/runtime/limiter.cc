@@ -15,6 +15,7 @@
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_clock.h"
+#include "sys/cancel_cleanup.h"
 #include "sys/clock.h"
 #include "sys/startup.h"
 
@@ -303,9 +304,9 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept {
     }
     // A thread cancelled in a cancellable wait leaves the slot's count of sleepers too,
     // or `set --wait` would wait for it for as long as its process lives.
-    pthread_cleanup_push(wait_cancelled, slot);
+    BONSAI_CLEANUP_PUSH(wait_cancelled, slot);
     sleep_to_turn(&w);
-    pthread_cleanup_pop(0);
+    BONSAI_CLEANUP_POP();
     shm_wait_end(slot);
     t_thread.in_wait = false;
     uint64_t end = mono_ns();

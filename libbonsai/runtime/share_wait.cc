@@ -13,6 +13,7 @@
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_host.h"
+#include "sys/cancel_cleanup.h"
 #include "sys/clock.h"
 
 namespace bonsai {
@@ -103,7 +104,7 @@ bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* wait
       slot = shm_wait_begin();
     }
     ShareSleep sl{0, offset, g_limiter.seen_seq.load(std::memory_order_relaxed), cancellable};
-    pthread_cleanup_push(share_wait_cancelled, slot);
+    BONSAI_CLEANUP_PUSH(share_wait_cancelled, slot);
     bool going = !in_wait;
     while (going && st.way == ShareWay::Wait) {  // share_take commits to the rate after kShareRounds
       sl.deadline = st.go_at > ceil_at ? st.go_at : ceil_at;  // nothing goes before the ceiling
@@ -120,7 +121,7 @@ bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* wait
       (st.go_at > ceil_at ? held_rate : held_ceil) += mono_ns() - before;
     }
     if (st.way == ShareWay::Wait) st.way = ShareWay::Rate;  // left early (new limits, a handler's call): untaken
-    pthread_cleanup_pop(0);
+    BONSAI_CLEANUP_POP();
     if (!in_wait) {
       shm_wait_end(slot);
       t_thread.in_wait = false;

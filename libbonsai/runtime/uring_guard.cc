@@ -2,7 +2,8 @@
 // BONSAI_IO_URING=deny: a seccomp filter that answers io_uring_setup with ENOSYS
 // (see uring_guard.h). Set-up only: libseccomp allocates. libseccomp is opened with
 // dlopen when a filter is to be installed, never linked: every process would map it
-// at start for a guard that is opt-in (issue #34: start-up cost).
+// at start for a guard that is opt-in (issue #34: start-up cost). dlopen and dlsym are
+// looked up too (sys/late_bound.h, issue #48): glibc before 2.34 has them in libdl.
 #include "runtime/uring_guard.h"
 
 #include <cerrno>
@@ -14,6 +15,7 @@
 
 #include "log/blog.h"
 #include "runtime/options.h"
+#include "sys/late_bound.h"
 #include "sys/raw_syscall.h"
 #include "sys/startup.h"
 
@@ -53,18 +55,33 @@ struct Seccomp {
 };
 
 // @return true with every pointer set, or false (`*why`: dlerror's text).
+[[maybe_unused]] constinit LateSlot g_dlopen{0}, g_dlsym{0}, g_dlerror{0};
+
 bool seccomp_open(Seccomp& s, const char** why) noexcept {
-  void* h = dlopen("libseccomp.so.2", RTLD_NOW | RTLD_LOCAL);  // never closed: once per process at most
-  if (!h) {
-    *why = dlerror();
+#if BONSAI_SANITIZED
+  auto dl_open = &::dlopen;
+  auto dl_sym = &::dlsym;
+  auto dl_error = &::dlerror;
+#else
+  auto dl_open = late_fn<decltype(&::dlopen)>(g_dlopen, "dlopen");
+  auto dl_sym = late_fn<decltype(&::dlsym)>(g_dlsym, "dlsym");
+  auto dl_error = late_fn<decltype(&::dlerror)>(g_dlerror, "dlerror");
+#endif
+  if (!dl_open || !dl_sym || !dl_error) {
+    *why = "this libc has no dlopen here (glibc before 2.34 keeps it in libdl, which the program did not load)";
     return false;
   }
-  s.init = reinterpret_cast<decltype(s.init)>(dlsym(h, "seccomp_init"));
-  s.attr_set = reinterpret_cast<decltype(s.attr_set)>(dlsym(h, "seccomp_attr_set"));
-  s.arch_add = reinterpret_cast<decltype(s.arch_add)>(dlsym(h, "seccomp_arch_add"));
-  s.rule_add = reinterpret_cast<decltype(s.rule_add)>(dlsym(h, "seccomp_rule_add"));
-  s.load = reinterpret_cast<decltype(s.load)>(dlsym(h, "seccomp_load"));
-  s.release = reinterpret_cast<decltype(s.release)>(dlsym(h, "seccomp_release"));
+  void* h = dl_open("libseccomp.so.2", RTLD_NOW | RTLD_LOCAL);  // never closed: once per process at most
+  if (!h) {
+    *why = dl_error();
+    return false;
+  }
+  s.init = reinterpret_cast<decltype(s.init)>(dl_sym(h, "seccomp_init"));
+  s.attr_set = reinterpret_cast<decltype(s.attr_set)>(dl_sym(h, "seccomp_attr_set"));
+  s.arch_add = reinterpret_cast<decltype(s.arch_add)>(dl_sym(h, "seccomp_arch_add"));
+  s.rule_add = reinterpret_cast<decltype(s.rule_add)>(dl_sym(h, "seccomp_rule_add"));
+  s.load = reinterpret_cast<decltype(s.load)>(dl_sym(h, "seccomp_load"));
+  s.release = reinterpret_cast<decltype(s.release)>(dl_sym(h, "seccomp_release"));
   if (s.init && s.attr_set && s.arch_add && s.rule_add && s.load && s.release) return true;
   *why = "a function is missing";
   return false;

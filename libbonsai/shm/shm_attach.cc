@@ -19,6 +19,7 @@
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
 #include "sys/raw_open.h"
+#include "sys/raw_stat.h"
 #include "sys/startup.h"
 #include "sys/raw_syscall.h"
 
@@ -70,7 +71,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (fd < 0)
     return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
   struct stat st;
-  if (fstat(static_cast<int>(fd), &st) != 0 || st.st_uid != uid || (st.st_mode & 077)) {
+  if (raw_fstat(static_cast<int>(fd), st) != 0 || st.st_uid != uid || (st.st_mode & 077)) {
     raw_close(static_cast<int>(fd));
     return fail(why, cap, "service '%s': %s is not private to this user (owner or mode)", service, path);
   }

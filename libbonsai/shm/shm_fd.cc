@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "sys/raw_stat.h"
 #include "sys/raw_syscall.h"
 #include "sys/startup.h"
 
@@ -32,16 +33,9 @@ constinit unsigned g_owner = 0;
 constinit char g_path[256] = {};
 
 long raw_fcntl(int fd, int cmd, long arg) { return raw_syscall3(SYS_fcntl, fd, cmd, arg); }
-long raw_fstat(int fd, struct stat& st) { return raw_syscall3(SYS_fstat, fd, reinterpret_cast<long>(&st), 0); }
 void raw_close_fd(long fd) { raw_syscall3(SYS_close, fd, 0, 0); }
 
-long raw_lstat(const char* path, struct stat& st) {
-  int saved = errno;
-  long ret = ::fstatat(AT_FDCWD, path, &st, AT_SYMLINK_NOFOLLOW);  // a plain system call in glibc
-  if (ret < 0) ret = -errno;
-  errno = saved;
-  return ret;
-}
+long raw_lstat(const char* path, struct stat& st) { return raw_fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW); }
 
 bool private_segment(const struct stat& st, unsigned uid) {
   return S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077);

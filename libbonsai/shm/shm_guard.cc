@@ -8,12 +8,32 @@
 #include <cstdint>
 #include <sys/mman.h>
 
+#if defined(__GLIBC__)
 // glibc's own name for sigaction: never our interposed sigaction() (which forwards
 // SIGBUS requests to shm_guard_set_chained), nor a sanitizer's interceptor.
 extern "C" int __sigaction(int, const struct sigaction*, struct sigaction*);
+#else
+#include "sys/late_bound.h"
+#endif
 
 namespace bonsai {
 namespace {
+
+#if defined(__GLIBC__)
+int libc_sigaction(int sig, const struct sigaction* sa, struct sigaction* old) { return __sigaction(sig, sa, old); }
+#else
+// musl keeps its __sigaction hidden: its sigaction, the one after ours (looked up when
+// the guard is installed, before any handler can need it).
+constinit LateSlot g_sigaction{0};
+int libc_sigaction(int sig, const struct sigaction* sa, struct sigaction* old) {
+  auto fn = late_fn<int (*)(int, const struct sigaction*, struct sigaction*)>(g_sigaction, "sigaction");
+  if (!fn) {
+    errno = ENOSYS;
+    return -1;
+  }
+  return fn(sig, sa, old);
+}
+#endif
 
 struct Region {
   std::atomic<uintptr_t> addr;  // 0: free entry
@@ -52,7 +72,7 @@ void default_action(const siginfo_t* si) {
   struct sigaction dfl{};
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  __sigaction(SIGBUS, &dfl, nullptr);
+  libc_sigaction(SIGBUS, &dfl, nullptr);
   // A fault re-executes the instruction and dies of it; a sent SIGBUS (kill, raise)
   // is sent again: pending while this handler runs, fatal once it returns.
   if (!si || si->si_code <= 0) raise(SIGBUS);
@@ -96,7 +116,7 @@ bool install() {
   sa.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
   sigemptyset(&sa.sa_mask);
   int saved = errno;
-  bool ok = __sigaction(SIGBUS, &sa, &g_prev) == 0;
+  bool ok = libc_sigaction(SIGBUS, &sa, &g_prev) == 0;
   errno = saved;
   g_state.store(ok ? 2 : 3, std::memory_order_release);
   return ok;

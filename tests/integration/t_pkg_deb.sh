@@ -38,7 +38,9 @@ note "lintian: $(grep -c '^[WI]:' "$T/lintian") warnings/infos, no error"
 
 dpkg -i "$DEB" > "$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log" >&2; fail "dpkg -i failed"; }
 dpkg -L bonsai | while read -r f; do [ -d "$f" ] || echo "$f"; done | sort > "$T/pkg.files"
-for f in /usr/bin/bonsaictl /usr/lib/"$MULTIARCH"/bonsai/libbonsai.so /etc/bonsai/bonsai.yaml \
+for f in /usr/bin/bonsaictl /usr/lib/"$MULTIARCH"/bonsai/libbonsai.so /usr/lib/"$MULTIARCH"/bonsai/\$LIB/libbonsai.so \
+  /usr/lib/"$MULTIARCH"/bonsai/lib/x86_64-linux-gnu/libbonsai.so /usr/lib/"$MULTIARCH"/bonsai/lib64/libbonsai.so \
+  /usr/lib/"$MULTIARCH"/bonsai/lib/libbonsai.so /etc/bonsai/bonsai.yaml \
   /usr/share/bash-completion/completions/bonsaictl /usr/share/doc/bonsai/examples/web.yaml \
   /usr/share/doc/bonsai/examples/systemd/bonsai.conf /usr/share/doc/bonsai/copyright; do
   grep -qx "$f" "$T/pkg.files" || fail "the package has no $f"
@@ -49,9 +51,10 @@ dpkg-query -W -f='${Conffiles}\n' bonsai | grep -q ' /etc/bonsai/bonsai.yaml ' |
 /usr/bin/bonsaictl check /etc/bonsai/bonsai.yaml > /dev/null || fail "the shipped bonsai.yaml is invalid"
 /usr/bin/bonsaictl load > "$T/load.out" 2>&1 || fail "load without FILE (/etc/bonsai/bonsai.yaml): $(cat "$T/load.out")"
 
-# The installed bonsaictl preloads the installed library and caps dd: 4 MiB at 4 MiB/s.
+# The installed bonsaictl preloads the installed library (named for the loaders' choice
+# of build, docs/libc.md) and caps dd: 4 MiB at 4 MiB/s.
 pre=$(/usr/bin/bonsaictl run -s pkgtest -- sh -c 'echo "$LD_PRELOAD"') || fail "run failed"
-[ "$pre" = "/usr/lib/$MULTIARCH/bonsai/libbonsai.so" ] || fail "run preloaded '$pre'"
+[ "$pre" = "/usr/lib/$MULTIARCH/bonsai/\$LIB/libbonsai.so" ] || fail "run preloaded '$pre'"
 s=$(now_ns)
 /usr/bin/bonsaictl run -s pkgtest -l write=4MiB/s -- dd if=/dev/zero of=/dev/null bs=64k count=64 status=none ||
   fail "capped dd failed"
@@ -123,7 +126,7 @@ for f in /usr/bin/bonsaictl /usr/lib/"$MULTIARCH"/bonsai/libbonsai.so /usr/share
 done
 # The staged bonsaictl finds the staged library (the package is gone: no other one).
 pre=$("$R/usr/bin/bonsaictl" run -s pkgtest2 -- sh -c 'echo "$LD_PRELOAD"') || fail "staged run failed"
-[ "$pre" = "$R/usr/lib/$MULTIARCH/bonsai/libbonsai.so" ] || fail "staged run preloaded '$pre'"
+[ "$pre" = "$R/usr/lib/$MULTIARCH/bonsai/\$LIB/libbonsai.so" ] || fail "staged run preloaded '$pre'"
 s=$(now_ns)
 "$R/usr/bin/bonsaictl" run -s pkgtest2 -l write=4MiB/s -- dd if=/dev/zero of=/dev/null bs=64k count=64 status=none ||
   fail "staged capped dd failed"

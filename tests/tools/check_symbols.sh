@@ -10,10 +10,16 @@
 # library but libc (compression's libzstd/liblz4 linked in, libseccomp opened on
 # demand) and imports nothing of the C++ runtime (a libstdc++.a member brings its
 # exception runtime, which mallocs a pool in every process at start).
+# And which libcs can load it (issue #48, docs/libc.md): the glibc build requires no
+# symbol version newer than GLIBC_2.17 (GLIBC_MAX), or glibc 2.17..2.33's loader
+# refuses it and the program does not start; a newer function is looked up at run
+# time (libbonsai/sys/late_bound.h), never linked. The musl build (its NEEDED is
+# musl's libc.so) requires no version at all.
 # Prints each name missing from one of them and exits 1. Usage:
 #   tests/tools/check_symbols.sh LIBBONSAI_SO [REPO_ROOT]
 # (a release build: sanitizer builds leave some wrappers out, e.g. sigaction in TSan).
 set -u
+GLIBC_MAX=${GLIBC_MAX:-2.17}
 LIB=${1:?usage: check_symbols.sh path/to/libbonsai.so [REPO_ROOT]}
 ROOT=${2:-$(cd "$(dirname "$0")/../.." && pwd)}
 [ -f "$LIB" ] || { echo "symbols: no library at $LIB" >&2; exit 2; }
@@ -45,11 +51,40 @@ report real map "interpose/real.h" "bonsai.map"
 report map real "bonsai.map" "interpose/real.h"
 report map nm "bonsai.map" "nm -D $LIB"
 report nm map "nm -D $LIB" "bonsai.map"
-needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' |
-  grep -vE '^(libc\.so\.6|ld-linux-x86-64\.so\.2|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1)$')
+all_needed=$(readelf -d "$LIB" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
+if printf '%s\n' "$all_needed" | grep -qx 'libc\.so'; then
+  libc=musl
+  allowed='libc\.so'
+else
+  libc=glibc
+  allowed='libc\.so\.6|ld-linux-x86-64\.so\.2|libdl\.so\.2|libpthread\.so\.0|librt\.so\.1'
+fi
+needed=$(printf '%s\n' "$all_needed" | grep -vE "^($allowed)\$" | grep -v '^$')
 if [ -n "$needed" ]; then
   fail=1
   echo "symbols: $LIB needs" $needed "(each one is mapped and relocated at every exec: link it in or dlopen it)"
+fi
+# Symbol versions: what the loader checks before the program runs.
+versions=$(objdump -T "$LIB" | awk '$0 ~ /\*UND\*/ { for (i = 1; i <= NF; ++i) if ($i ~ /^\(?[A-Z_]+_[0-9.]+\)?$/) { v = $i; gsub(/[()]/, "", v); print v, $NF } }')
+if [ $libc = musl ]; then
+  if [ -n "$versions" ]; then
+    fail=1
+    printf '%s\n' "$versions" | while read -r v n; do echo "symbols: $LIB (musl) requires $n@$v: musl defines no symbol versions"; done
+  fi
+  newest=none
+else
+  newest=$(printf '%s\n' "$versions" | awk '$1 ~ /^GLIBC_[0-9]/ { sub(/^GLIBC_/, "", $1); print $1 }' | sort -uV | tail -n1)
+  too_new=$(printf '%s\n' "$versions" | awk -v max="$GLIBC_MAX" '$1 ~ /^GLIBC_[0-9]/ {
+      v = $1; sub(/^GLIBC_/, "", v); split(v, a, "."); split(max, m, ".")
+      if (a[1] + 0 > m[1] + 0 || (a[1] + 0 == m[1] + 0 && a[2] + 0 > m[2] + 0)) print $2 "@" $1 }' | sort -u)
+  if [ -n "$too_new" ]; then
+    fail=1
+    for n in $too_new; do
+      echo "symbols: $LIB requires $n, newer than GLIBC_$GLIBC_MAX: an older glibc's loader refuses the library and" \
+        "the program does not start (look it up at run time: libbonsai/sys/late_bound.h; docs/libc.md)"
+    done
+  fi
+  newest=GLIBC_$newest
 fi
 cxx=$(nm -D --undefined-only "$LIB" | awk '{print $NF}' |
   grep -E '^(_Z|__gxx_|_Unwind_|__cxa_(allocate|throw|begin|end|rethrow|guard|pure|deleted))' | tr '\n' ' ')
@@ -72,5 +107,5 @@ if [ "$loads" -gt 2 ]; then
   fail=1
   echo "symbols: $LIB has $loads PT_LOAD segments (2 expected: -z noseparate-code, Makefile): each is an mmap at every exec"
 fi
-[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree; needs libc only, no C++ runtime; .data on one page, 2 segments)"
+[ $fail = 0 ] && echo "symbols: ok ($(wc -l <"$tmp/map") names: real.h, bonsai.map and nm -D agree; needs $libc's libc only (newest version $newest), no C++ runtime; .data on one page, 2 segments)"
 exit $fail

@@ -228,3 +228,39 @@ TEST_CASE("program_kind: the system's programs, by note and by section names", "
   CHECK(notes("/bin/sh") == ProgramKind::Dynamic);
   if (access("/usr/bin/gofmt", X_OK) == 0) CHECK(notes("/usr/bin/gofmt") == ProgramKind::Go);
 }
+
+// Which build of the library a program's loader takes (issue #48, docs/libc.md).
+TEST_CASE("program_libc: glibc's and musl's loaders, and every other", "[program_kind][libc]") {
+  CHECK(program_libc("/lib64/ld-linux-x86-64.so.2", ELFCLASS64, EM_X86_64) == ProgramLibc::Glibc);
+  CHECK(program_libc("/nix/store/abc-glibc-2.37/lib/ld-linux-x86-64.so.2", ELFCLASS64, EM_X86_64) == ProgramLibc::Glibc);
+  CHECK(program_libc("/lib/ld-musl-x86_64.so.1", ELFCLASS64, EM_X86_64) == ProgramLibc::Musl);
+  CHECK(program_libc("ld-musl-x86_64.so.1", ELFCLASS64, EM_X86_64) == ProgramLibc::Musl);
+  CHECK(program_libc("/lib/ld-linux.so.2", ELFCLASS32, EM_386) == ProgramLibc::Foreign);             // i386
+  CHECK(program_libc("/lib/ld-linux-x86-64.so.2", ELFCLASS32, EM_X86_64) == ProgramLibc::Foreign);   // x32's class
+  CHECK(program_libc("/libx32/ld-linux-x32.so.2", ELFCLASS32, EM_X86_64) == ProgramLibc::Foreign);
+  CHECK(program_libc("/lib/ld-musl-i386.so.1", ELFCLASS32, EM_386) == ProgramLibc::Foreign);
+  CHECK(program_libc("/lib/ld64-uClibc.so.0", ELFCLASS64, EM_X86_64) == ProgramLibc::Foreign);
+  CHECK(program_libc("/system/bin/linker64", ELFCLASS64, EM_X86_64) == ProgramLibc::Foreign);
+  CHECK(program_libc("/lib/ld-linux-x86-64.so.2x", ELFCLASS64, EM_X86_64) == ProgramLibc::Foreign);
+  CHECK(program_libc("", ELFCLASS64, EM_X86_64) == ProgramLibc::None);
+  CHECK(program_libc(nullptr, ELFCLASS64, EM_X86_64) == ProgramLibc::None);
+}
+
+TEST_CASE("program_kind: a dynamic program's loader is read from its PT_INTERP", "[program_kind][libc]") {
+  ProgramLoader l;
+  REQUIRE(program_kind("/bin/true", GoLook::Notes, nullptr, 0, &l) == ProgramKind::Dynamic);
+  CHECK(l.libc == ProgramLibc::Glibc);  // the machine's own programs: glibc's (Debian)
+  CHECK(std::string(l.interp).find("ld-linux-x86-64.so.2") != std::string::npos);
+  for (auto make : {elf64, elf32}) {  // glibc's loader named by an x86_64 program, and by an i386 one
+    TempFile dyn(make({.interp = true}), 0755);
+    ProgramLoader d;
+    CHECK(program_kind(dyn.path.c_str(), GoLook::Notes, nullptr, 0, &d) == ProgramKind::Dynamic);
+    CHECK(d.libc == (make == elf64 ? ProgramLibc::Glibc : ProgramLibc::Foreign));
+    CHECK(std::string(d.interp) == "/lib64/ld-linux-x86-64.so.2");
+    TempFile stat_elf(make({}), 0755);
+    ProgramLoader s;
+    CHECK(program_kind(stat_elf.path.c_str(), GoLook::Notes, nullptr, 0, &s) == ProgramKind::Static);
+    CHECK(s.libc == ProgramLibc::None);
+    CHECK(s.interp[0] == '\0');
+  }
+}

@@ -13,6 +13,7 @@
 #include "interpose/real.h"
 #include "log/blog.h"
 #include "sys/clock.h"
+#include "sys/mutex_try.h"
 
 // tx_flush_now takes the connection lock inside readiness calls: annotated for
 // ThreadSanitizer (sys/tsan_annotate.h).
@@ -39,7 +40,7 @@ TxLeft tx_flush_now(int fd) noexcept {
   if (!c || !c->tx_pend.load(std::memory_order_acquire)) return TxLeft::None;
   // Never wait for the lock: another thread sending (or this thread, interrupted
   // inside a write by a signal whose handler polls) empties the buffer itself.
-  if (pthread_mutex_trylock(&c->tx_mu) != 0) return TxLeft::Busy;
+  if (mutex_trylock(&c->tx_mu) != 0) return TxLeft::Busy;
   BONSAI_TSAN_ACQUIRE(&c->tx_mu);
   int saved = errno, old_cancel;
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
@@ -99,7 +100,7 @@ void drain(int fd, uint64_t deadline, bool wait_lock) {
   int saved = errno;
   ConnLock lock;
   if (!wait_lock) {
-    if (pthread_mutex_trylock(&c->tx_mu) != 0) return;
+    if (mutex_trylock(&c->tx_mu) != 0) return;
     pthread_mutex_unlock(&c->tx_mu);  // free now: take it the usual way (owner, cancel state)
   }
   if (!conn_lock(lock, c, true)) {  // a signal handler closing the socket its thread is writing

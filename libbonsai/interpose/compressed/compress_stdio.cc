@@ -62,13 +62,28 @@ int cookie_close(void* cookie) {
 
 constexpr cookie_io_functions_t kSocketFile{cookie_read, cookie_write, nullptr, cookie_close};
 
+// fileno() of a cookie FILE says "no descriptor"; ours has one, as fdopen's would.
+void set_fileno(FILE* f, int fd) {
+#if defined(__GLIBC__)
+  f->_fileno = fd;  // glibc marks a cookie's -2
+#else
+  // musl's FILE is private: its descriptor follows 15 pointer-sized fields
+  // (src/internal/stdio_impl.h, the same since musl 1.0), and a cookie's is -1. Written
+  // only where it reads -1, and kept only if fileno() then answers `fd`.
+  int* slot = reinterpret_cast<int*>(reinterpret_cast<char*>(f) + 15 * sizeof(void*));
+  if (*slot != -1) return;
+  *slot = fd;
+  if (fileno(f) != fd) *slot = -1;
+#endif
+}
+
 FILE* socket_fdopen(int fd, const char* mode) {
   if (fcntl(fd, F_GETFL) < 0) return nullptr;  // EBADF, as fdopen
   compress::FdSlot* slot = compress::fd_slot_make(fd);
   if (!slot) return real::fdopen(fd, mode);  // no memory for the slot: as before
   FILE* f = fopencookie(reinterpret_cast<void*>(static_cast<intptr_t>(fd)), mode, kSocketFile);
   if (!f) return nullptr;  // EINVAL (mode), ENOMEM
-  f->_fileno = fd;  // fileno(): glibc marks a cookie's -2 ("no descriptor"), ours has one
+  set_fileno(f, fd);
   slot->file.store(f, std::memory_order_relaxed);
   return f;
 }
