@@ -59,7 +59,7 @@ stop_writer $pa
 
 # The environment form: :ceil= borrows from the capacity load installed (else its rate).
 envrate() {  # envrate LIMITS: bytes/s of a dd under them for ~1.5 s
-  LD_PRELOAD="$LIB" BONSAI_LIMITS="$1" timeout -s INT 1.5 dd if=/dev/zero of=/dev/null bs=64k count=1000000 2>&1 |
+  LD_PRELOAD="$LIB" BONSAI_LIMITS="$1" timeout -s INT 4 dd if=/dev/zero of=/dev/null bs=64k count=1000000 2>&1 |
     tee -a "$T/envrate.log" | awk '/copied/ { print int($1 / $(NF-3)) }'
 }
 r=$(envrate "writes=2MiB/s:ceil=8MiB/s"); [ -n "$r" ] || note "dd said: $(cat "$T/envrate.log")"; ratio "BONSAI_LIMITS with :ceil= / ceil" "$r" $((8 * MiB)) 0.80 1.10
