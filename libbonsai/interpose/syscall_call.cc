@@ -276,6 +276,9 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
   // The calls of the one table (abi/syscall_table.h: a constant array).
   const SyscallEntry* row = syscall_entry(nr);
   if (!row) return call();
-  if (row->size == SysSize::None) return metadata(*row, nr, Args{a, b, c, d, e, f});
+  if (row->size == SysSize::None) {
+    if (wrap::unlimited(row->call)) return call();  // as the named wrappers' fast path
+    return metadata(*row, nr, Args{a, b, c, d, e, f});
+  }
   return limited(*row, nr, Args{a, b, c, d, e, f});
 }
