@@ -5,6 +5,7 @@
 // recvmmsg_time64 went unnotified; a limit set naming no system call got no listener).
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -33,9 +34,9 @@ constexpr uint32_t kAllow = SECCOMP_RET_ALLOW;
 constexpr uint32_t kBad = 0xdeadbeef;  // the program did something this runner does not know
 
 // The filter as the kernel loads it (seccomp_export_bpf through a memfd).
-std::vector<sock_filter> exported(const std::vector<int>& nrs, uint32_t mark) {
+std::vector<sock_filter> exported(const std::vector<int>& nrs, uint32_t mark, bool deny_io_uring = false) {
   std::string why;
-  scmp_filter_ctx ctx = sv_filter_build(nrs, false, mark, why);
+  scmp_filter_ctx ctx = sv_filter_build(nrs, deny_io_uring, mark, why);
   INFO(why);
   REQUIRE(ctx);
   int fd = memfd_create("bpf", MFD_CLOEXEC);
@@ -81,8 +82,8 @@ uint32_t run(const std::vector<sock_filter>& prog, uint32_t arch, int nr, const 
       case BPF_JMP | BPF_JEQ | BPF_X: pc += a == x ? f.jt : f.jf; break;
       case BPF_JMP | BPF_JGT | BPF_X: pc += a > x ? f.jt : f.jf; break;
       case BPF_JMP | BPF_JGE | BPF_X: pc += a >= x ? f.jt : f.jf; break;
-      case BPF_RET | BPF_K: return f.k & SECCOMP_RET_ACTION_FULL;
-      case BPF_RET | BPF_A: return a & SECCOMP_RET_ACTION_FULL;
+      case BPF_RET | BPF_K: return f.k;  // the action and its data (an errno)
+      case BPF_RET | BPF_A: return a;
       default: return kBad;
     }
   }
@@ -163,6 +164,29 @@ TEST_CASE("sv_filter: a 64-bit name brings its 32-bit forms and nothing else", "
   CHECK(run(prog, AUDIT_ARCH_I386, 417, args) == kNotify);  // recvmmsg_time64: issue #49
   CHECK(run(prog, AUDIT_ARCH_X86_64, 0x40000000 | 537, args) == kNotify);  // x32 recvmmsg
   CHECK(sv_filter_numbers(SYS_write) == std::vector<int>{SYS_write});
+}
+
+TEST_CASE("sv_filter: io_uring and unmarked kernel AIO are denied in every ABI", "[sv_filter]") {
+  const uint64_t args[6] = {};
+  constexpr uint32_t kEnosys = SECCOMP_RET_ERRNO | ENOSYS;
+  for (bool deny : {false, true}) {
+    for (uint32_t mark : {0u, kMark}) {
+      INFO("deny_io_uring " << deny << ", strict mark " << mark);
+      std::vector<sock_filter> prog = exported({SYS_write}, mark, deny);
+      uint32_t ring = deny || mark ? kEnosys : kAllow;  // strict denies it whatever is asked
+      uint32_t aio = mark ? kEnosys : kAllow;
+      CHECK(run(prog, AUDIT_ARCH_X86_64, 425, args) == ring);  // io_uring_setup
+      CHECK(run(prog, AUDIT_ARCH_I386, 425, args) == ring);
+      CHECK(run(prog, AUDIT_ARCH_X86_64, 0x40000000 | 425, args) == ring);  // x32
+      CHECK(run(prog, AUDIT_ARCH_X86_64, SYS_io_setup, args) == aio);
+      CHECK(run(prog, AUDIT_ARCH_I386, 245, args) == aio);  // io_setup: no upper half to mark
+      CHECK(run(prog, AUDIT_ARCH_X86_64, 0x40000000 | 543, args) == aio);
+      if (mark) {
+        const uint64_t marked[6] = {strict_marked_arg(mark, 8)};
+        CHECK(run(prog, AUDIT_ARCH_X86_64, SYS_io_setup, marked) == kAllow);  // the library's (libaio)
+      }
+    }
+  }
 }
 
 TEST_CASE("sv_filter: a limit set naming no system call still gets a listener", "[sv_filter]") {
