@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Metadata calls, limited by call rate only: open/openat/creat (+64, fortify
-// __open_2...: charged under the system call the libc makes, below), close, connect, accept/accept4, fsync/fdatasync, unlink/unlinkat,
-// rename, mkdir. connect/accept also tell compression about each connection.
+// __open_2...: charged under the system call the libc makes, below), close, connect,
+// accept/accept4, fsync/fdatasync, unlink/unlinkat, rename, mkdir. connect/accept also
+// tell compression about each connection.
 #include <cstdarg>
 #include <cstring>
 #include <fcntl.h>
@@ -25,7 +26,7 @@ inline mode_t mode_arg(int flags, va_list ap) {
 }  // namespace
 
 // A call name means the system call of that name however the program reaches it (issue
-// #49; docs/limits.md "One meaning in every mode"): the supervisor sees only system
+// #49; docs/limits.md "What each call name covers"): the supervisor sees only system
 // calls, strace shows them. So each function is charged under the system call its libc
 // makes for it: glibc (2.26 on) makes open(), open64() and __open_2() as openat(2) and
 // creat() as creat(2); musl makes open() and creat() as open(2).
