@@ -6,7 +6,8 @@
 #    program's inline-assembly `syscall` writes, its 32-bit ABI writes (`int $0x80`), glibc's write(), stdio (glibc's internal
 #    writes), a static child of a shell, a Go child (io.Copy), cp's copy_file_range, a child
 #    executed with a scrubbed environment (env -i), and as root a setuid-root program run
-#    by another user (LD_PRELOAD ignored);
+#    by another user (LD_PRELOAD ignored); the 32-bit ABI's sendfile64 and recvmmsg_time64
+#    and an fwrite= rule (issue 49);
 #  - the cost of a 1-byte write() to /dev/null: raw, preloaded and strict with a limit that
 #    never binds, interleaved rounds, median ns; the ratios to raw;
 #  - the share of a dynamic program's calls that reach the supervisor (dd, 64 KiB writes):
@@ -50,8 +51,16 @@ row int80_32bit "$(rate_of "$(strict i80 "$PROBE" int80 "$BENCH_TMP/o" $N 2>/dev
 row glibc_write "$(rate_of "$(strict libc "$PROBE" libc "$BENCH_TMP/o" $N 2>/dev/null)")" "write(): the library's marked calls"
 row stdio "$(rate_of "$(strict stdio "$PROBE" stdio "$BENCH_TMP/o" $N 2>/dev/null)")" "fwrite(): glibc's internal writes, supervised"
 row static_child "$(rate_of "$(strict st sh -c "'$SV' write '$BENCH_TMP/o' $N" 2>/dev/null)")" "a static program started by sh"
-# cp reports no rate: N bytes over its wall time less that of an empty copy (start-up)
 head -c $N /dev/zero >"$BENCH_TMP/src"
+# issue 49: the 32-bit calls with numbers of their own (sendfile64 239 counts as a write;
+# recvmmsg_time64 417 under the same cap as reads), and an fwrite rule of its own
+row sendfile64_32bit "$(rate_of "$(strict sf64 "$PROBE" sendfile64 "$BENCH_TMP/src" $N 2>/dev/null)")" \
+  "32-bit ABI sendfile64 (239, int \$0x80) from a 64-bit program"
+row recvmmsg64_32bit "$(rate_of "$("$CTL" run --strict -s rm64 -l "reads=${CAP}B/s" -- "$PROBE" recvmmsg64 $N 2>/dev/null)")" \
+  "32-bit ABI recvmmsg_time64 (417) over a socket pair, reads cap"
+row fwrite_rule "$(rate_of "$("$CTL" run --strict -s fwr -l "fwrite=${CAP}B/s" -- "$PROBE" stdio "$BENCH_TMP/o" $N 2>/dev/null)")" \
+  "fwrite() under fwrite= (the library's, issue 49)"
+# cp reports no rate: N bytes over its wall time less that of an empty copy (start-up)
 : >"$BENCH_TMP/empty"
 t0=$(wall_ns strict cp0 cp "$BENCH_TMP/empty" "$BENCH_TMP/dst0")
 t1=$(wall_ns strict cp cp "$BENCH_TMP/src" "$BENCH_TMP/dst")

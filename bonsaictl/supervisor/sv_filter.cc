@@ -2,7 +2,9 @@
 // The seccomp filter of a supervised tree (see sv_filter.h), built with libseccomp.
 #include "supervisor/sv_filter.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "abi/strict_mark.h"
+#include "abi/syscall_table.h"
 #include "base/diag.h"
 
 namespace bonsai::ctl {
@@ -30,7 +33,28 @@ int rule_add_unmarked(scmp_filter_ctx ctx, uint32_t act, int nr, uint32_t mark) 
   return rc;
 }
 
+// A rule that never matches (fcntl(kStrictProbeFd, F_GETFL): no descriptor has that
+// number): the kernel hands a listener over only for a filter that can notify, and a
+// limit set naming no system call (`fwrite=...`, `fread=...`: functions of the library)
+// must start like any other (issue #49).
+constexpr int kNeverFd = kStrictProbeFd;
+
 }  // namespace
+
+std::vector<int> sv_filter_numbers(int nr64) {
+  std::vector<int> out{nr64};
+  const SyscallEntry* row = syscall_entry(nr64);
+  if (!row) return out;
+  for (int n32 : {int{row->i386_nr}, int{row->i386_nr64}}) {
+    if (n32 < 0) continue;
+    char* name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_X86, n32);
+    if (!name) continue;  // unknown to this libseccomp: the unit test says so
+    int nr = seccomp_syscall_resolve_name(name);  // a pseudo number where x86_64 lacks it
+    std::free(name);
+    if (nr != __NR_SCMP_ERROR && std::find(out.begin(), out.end(), nr) == out.end()) out.push_back(nr);
+  }
+  return out;
+}
 
 scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring, uint32_t strict_mark, std::string& why) {
   // API level 5: SCMP_ACT_NOTIFY and the notification calls (libseccomp probes the kernel).
@@ -41,8 +65,9 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
   if (!ctx) return why = "seccomp_init failed", nullptr;
   int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_ALLOW);
   // The 32-bit ABI (32-bit programs, `int $0x80` in 64-bit ones) and x32 get the same
-  // rules, translated by name: the supervisor charges 32-bit calls (sv_compat.h) and
-  // refuses x32 ones (ENOSYS). Other ABIs cannot run on x86_64.
+  // rules, translated by name, plus the 32-bit forms with names of their own
+  // (sv_filter_numbers): the supervisor charges 32-bit calls (sv_compat.h) and refuses
+  // x32 ones (ENOSYS). Other ABIs cannot run on x86_64.
   if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X86);
   if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X32);
   // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN).
@@ -53,7 +78,11 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
   if (rc == 0 && seccomp_api_get() >= 4) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_SSB, 1);
   if (rc == 0) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree of the numbers
   const uint32_t mark = strict_mark;
-  for (int nr : nrs) {
+  std::vector<int> all;  // each call in every ABI by its own number (sv_filter_numbers)
+  for (int nr64 : nrs)
+    for (int nr : sv_filter_numbers(nr64))
+      if (std::find(all.begin(), all.end(), nr) == all.end()) all.push_back(nr);
+  for (int nr : all) {
     if (rc != 0) break;
     if (mark) {  // the hand-over below is marked too
       rc = rule_add_unmarked(ctx, SCMP_ACT_NOTIFY, nr, mark);
@@ -72,6 +101,9 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
                   SCMP_SYS(recvmmsg), SCMP_SYS(connect), SCMP_SYS(accept), SCMP_SYS(accept4)})
       sockets |= nr == s;
   if (rc == 0 && sockets) rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(socketcall), 0);
+  if (rc == 0 && nrs.empty())
+    rc = seccomp_rule_add(ctx, SCMP_ACT_NOTIFY, SCMP_SYS(fcntl), 2, SCMP_A0_32(SCMP_CMP_EQ, kNeverFd),
+                          SCMP_A1_32(SCMP_CMP_EQ, F_GETFL));
   if (rc == 0 && (deny_io_uring || mark)) rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(io_uring_setup), 0);
   if (mark) {
     // Kernel AIO: io_submit's iocbs are the library's to charge (its syscall()); a

@@ -24,6 +24,14 @@ inline constexpr int kHandoffFlags = MSG_NOSIGNAL | MSG_DONTWAIT | MSG_CMSG_CLOE
 // loads and releases it), or nullptr with `why` (one line).
 scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring, uint32_t strict_mark, std::string& why);
 
+// The numbers (libseccomp's: native, or pseudo for a call x86_64 lacks) whose rules
+// notify the x86_64 system call `nr64` in every ABI: `nr64` itself, which libseccomp
+// translates by name to the 32-bit ABI (its direct and socketcall forms) and to x32,
+// and the 32-bit forms that have names of their own (abi/syscall_table.h's i386
+// columns: sendfile64 for sendfile, recvmmsg_time64 for recvmmsg), which no
+// translation of the 64-bit name reaches (issue #49: sendfile64 went unnotified).
+std::vector<int> sv_filter_numbers(int nr64);
+
 // Is this process inside a tree started with `run --strict`? The strict filter answers
 // a probe no other filter answers (the environment may have been scrubbed). The kernel
 // allows one listener per filter chain, so a supervisor cannot start inside one: `run`

@@ -26,7 +26,13 @@ constexpr CallMask mask_of_dir(CallDir d) {
   return m;
 }
 
-constexpr std::string_view kGroupNames[] = {"reads", "writes"};
+// `opens`: every call that opens a file by path -- open(2), openat(2) (and openat2,
+// charged as openat) and creat(2): whichever of them a libc's open() makes (issue #49).
+constexpr CallMask kOpens = CallMask{1} << static_cast<unsigned>(CallId::open) |
+                            CallMask{1} << static_cast<unsigned>(CallId::openat) |
+                            CallMask{1} << static_cast<unsigned>(CallId::creat);
+
+constexpr std::string_view kGroupNames[] = {"reads", "writes", "opens"};
 
 }  // namespace
 
@@ -43,6 +49,7 @@ CallDir call_dir(CallId c) noexcept {
 CallMask call_mask_from_name(std::string_view name) noexcept {
   if (name == "reads") return mask_of_dir(CallDir::Read);
   if (name == "writes") return mask_of_dir(CallDir::Write);
+  if (name == "opens") return kOpens;
   for (size_t i = 0; i < kCallCount; ++i)
     if (kCalls[i].name == name) return CallMask{1} << i;
   return 0;

@@ -49,7 +49,7 @@ std::string_view call_name(CallId c) noexcept;
 CallDir call_dir(CallId c) noexcept;
 inline bool call_is_data(CallId c) { return call_dir(c) != CallDir::Meta; }
 
-// Resolves a call or group name ("read", "reads", "writes").
+// Resolves a call or group name ("read", "reads", "writes", "opens": open+openat+creat).
 // @return the set of calls it names, or 0 if the name is unknown.
 CallMask call_mask_from_name(std::string_view name) noexcept;
 

@@ -287,6 +287,7 @@ size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept {
   };
   buf[0] = '\0';
   CallMask reads = call_mask_from_name("reads"), writes = call_mask_from_name("writes");
+  CallMask opens = call_mask_from_name("opens");
   CallMask left = rule.calls;
   bool first = true;
   auto sep = [&] {
@@ -295,6 +296,7 @@ size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept {
   };
   if ((left & reads) == reads) sep(), put("reads"), left &= ~reads;
   if ((left & writes) == writes) sep(), put("writes"), left &= ~writes;
+  if ((left & opens) == opens) sep(), put("opens"), left &= ~opens;
   for (size_t c = 0; c < kCallCount; ++c)
     if (left & (CallMask{1} << c)) sep(), put(call_name(static_cast<CallId>(c)));
   char num[64];

@@ -58,14 +58,26 @@ size_t split_bytes(Ticket& t, size_t chunk, size_t total, Piece&& piece) {
   return static_cast<size_t>(wrap::transfer_split(t, total, chunk, false, is_write, moved));
 }
 
+// Strict mode (issue #49): glibc's internal read()/write() under a stdio call are
+// unmarked, so the supervisor charges them under `read`/`write` when those are limited.
+// A stdio call whose bucket is that very one (`writes=...`: one bucket for fwrite and
+// write) is left to the supervisor, paid once; one with a bucket of its own
+// (`fwrite=...`) is the library's to hold, as without --strict.
+[[gnu::noinline]] bool strict_leaves(const Ticket& t, FILE* f) {
+  if (t.bucket == kNoBucket) return true;
+  CallId sys = call_dir(t.call) == CallDir::Write ? CallId::write : CallId::read;
+  return ticket_in_view(t, sys, fd_of(f)).bucket == t.bucket;
+}
+
 // fread/fwrite of `count` items of `size` bytes. `whole()` is the caller's call;
 // `piece(off, len)` moves `len` bytes from byte `off` as single-byte items without
 // locking. The result of pieces is what glibc returns: all items, or the bytes
 // moved / size.
 template <typename Whole, typename Piece>
 size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& whole, Piece&& piece) {
-  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(id, fd_of(f));
+  if (strict::on() && strict_leaves(t, f)) [[unlikely]] return whole();
   size_t chunk = ticket_chunk(t), total;
   if (__builtin_mul_overflow(size, count, &total) || total <= chunk) [[likely]] {
     ticket_wait(t, false, call_dir(id) == CallDir::Write && total <= chunk ? total : 0);
@@ -83,8 +95,9 @@ size_t items(CallId id, FILE* f, size_t size, size_t count, bool lock, Whole&& w
 // fgets_unlocked pieces of a chunk until the line ends.
 template <typename Whole>
 char* line_in(FILE* f, char* s, int n, bool lock, Whole&& whole) {
-  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fread, fd_of(f));
+  if (strict::on() && strict_leaves(t, f)) [[unlikely]] return whole();
   size_t chunk = ticket_chunk(t);
   if (n <= 1 || static_cast<size_t>(n - 1) <= chunk) [[likely]] {
     ticket_wait(t, false);
@@ -113,8 +126,9 @@ char* line_in(FILE* f, char* s, int n, bool lock, Whole&& whole) {
 // fwrite_unlocked pieces (glibc's fputs is exactly that write; it returns 1).
 template <typename Whole>
 int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
-  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fwrite, fd_of(f));
+  if (strict::on() && strict_leaves(t, f)) [[unlikely]] return whole();
   size_t chunk = ticket_chunk(t);
   size_t len = std::strlen(s);
   if (len <= chunk) [[likely]] {
@@ -132,8 +146,9 @@ int line_out(FILE* f, const char* s, bool lock, Whole&& whole) {
 // line longer than a chunk is waited off after the call.
 template <typename Whole>
 ssize_t line_alloc(FILE* f, Whole&& whole) {
-  if (!limiter_active() || strict::on() || compress::stdio_own_file(f)) [[unlikely]] return whole();
+  if (!limiter_active() || compress::stdio_own_file(f)) [[unlikely]] return whole();
   Ticket t = ticket_for(CallId::fread, fd_of(f));
+  if (strict::on() && strict_leaves(t, f)) [[unlikely]] return whole();
   ticket_wait(t, false);
   ssize_t r = whole();
   ticket_charge(t, r);

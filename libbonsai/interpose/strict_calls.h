@@ -7,8 +7,9 @@
 // (cancellation points stay cancellation points, errno and restarts as glibc's), so a
 // dynamic program pays one filter check per data call and nothing else. What glibc
 // moves through its own internal calls (stdio, POSIX AIO) is left to the supervisor,
-// which charges those calls: the library then passes stdio and AIO through uncharged,
-// or they would be paid twice.
+// which charges those calls: the library then passes AIO, and stdio whose bucket is
+// read's or write's, through uncharged, or they would be paid twice (an fread/fwrite
+// rule of its own is held by the library: interpose/stdio_calls.cc).
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // syscall(): programs (and libaio's io_submit) that call the data system calls by
-// number through glibc's syscall() are limited and shaped like the named calls; which
-// number is which call, and where its arguments are, is abi/syscall_table.h's.
+// number through glibc's syscall() are limited and shaped like the named calls, and the
+// metadata calls by number are charged under their names (syscall(SYS_openat) is an
+// openat, issue #49); which number is which call, and where its arguments are, is
+// abi/syscall_table.h's.
 // io_submit pays for the bytes its iocbs request before submitting them
 // (completion sizes are not seen here).
 #include <array>
@@ -19,6 +21,7 @@
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/pace_ready.h"
 #include "interpose/real.h"
+#include "interpose/strict_calls.h"
 #include "interpose/wrap_vec.h"
 #include "log/blog.h"
 #include "shm/shm_attach.h"
@@ -234,6 +237,21 @@ long make(long nr, const Args& y) { return raw(nr, y[0], y[1], y[2], y[3], y[4],
   return make(nr, x);
 }
 
+ssize_t moved_none_long(long r) { return r < 0 ? -1 : 0; }
+
+// A metadata call by number, charged under its row's call name as the named wrapper
+// charges it (a call rate). In strict mode the rows without a descriptor to mark (open,
+// creat, unlink, rename, mkdir) reach the supervisor unmarked, which charges them: not
+// here too.
+[[gnu::noinline]] long metadata(const SyscallEntry& s, long nr, const Args& x) {
+  if (strict::on() && !s.marked) return make(nr, x);
+  int fd = s.fd_arg >= 0 ? static_cast<int>(x[s.fd_arg]) : -1;
+  bool cancellable = s.call != CallId::unlink && s.call != CallId::unlinkat && s.call != CallId::rename &&
+                     s.call != CallId::mkdir;  // as glibc's functions are cancellation points
+  bool may_eagain = s.call == CallId::accept || s.call == CallId::accept4;
+  return wrap::simple<long>(s.call, fd, cancellable, [&] { return make(nr, x); }, moved_none_long, may_eagain);
+}
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
@@ -255,9 +273,12 @@ extern "C" __attribute__((visibility("default"))) long syscall(long nr, ...) {
   }
   if (!limiter_active()) return call();
   if (nr == SYS_io_submit) return io_submit_limited(a, b, c, d, e, f);
-  // The data calls of the one table (abi/syscall_table.h: a constant array); metadata
-  // calls (no size) by number go as asked (under a supervisor, it charges them).
+  // The calls of the one table (abi/syscall_table.h: a constant array).
   const SyscallEntry* row = syscall_entry(nr);
-  if (!row || row->size == SysSize::None) return call();
+  if (!row) return call();
+  if (row->size == SysSize::None) {
+    if (wrap::unlimited(row->call)) return call();  // as the named wrappers' fast path
+    return metadata(*row, nr, Args{a, b, c, d, e, f});
+  }
   return limited(*row, nr, Args{a, b, c, d, e, f});
 }

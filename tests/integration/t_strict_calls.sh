@@ -15,7 +15,7 @@ CAP=$((8 * MiB))
 N=$((12 * MiB))
 
 # (a) semantics of the marked calls, every data call limited (caps that never bind)
-out=$("$CTL" run --strict -s sem -l 'reads=1GiB/s' -l 'writes=1GiB/s' -l 'open=100000/s' -l 'close=100000/s' \
+out=$("$CTL" run --strict -s sem -l 'reads=1GiB/s' -l 'writes=1GiB/s' -l 'opens=100000/s' -l 'close=100000/s' \
   -- "$P" checks 2> "$T/sem.err") || fail "strict semantics: $(cat "$T/sem.err") $out"
 [ "$(grep -c '^ok ' <<<"$out")" = 5 ] || fail "strict semantics: $out"
 

@@ -6,6 +6,10 @@
      stdio PATH BYTES   the same through fwrite() (glibc's internal write(): the supervisor's)
      int80 PATH BYTES   the same through `int $0x80`: the 32-bit ABI's write from a 64-bit
                         program (a buffer mapped below 4 GiB)
+     sendfile64 PATH BYTES  BYTES of PATH to /dev/null by the 32-bit ABI's sendfile64
+                        (`int $0x80`, number 239), 64 KiB a call
+     recvmmsg64 BYTES   BYTES through a socket pair, received by the 32-bit ABI's
+                        recvmmsg_time64 (`int $0x80`, number 417), 64 KiB a call
      calls N            N one-byte write()s to /dev/null: prints ns_per_call= (the cost)
      checks             vfork, a data call in a signal handler, EINTR and SA_RESTART around a
                         blocking read, cancellation of a thread blocked in read(), errno of
@@ -16,8 +20,10 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <sys/wait.h>
@@ -38,6 +44,18 @@ static long int80_write(long fd, const void* p, long n) {
   long r;
   __asm__ volatile("int $0x80" : "=a"(r) : "0"(4L), "b"(fd), "c"(p), "d"(n) : "memory");
   return r;
+}
+
+static long int80_5(long nr, long a, long b, long c, long d, long e) {
+  long r;
+  __asm__ volatile("int $0x80" : "=a"(r) : "0"(nr), "b"(a), "c"(b), "d"(c), "S"(d), "D"(e) : "memory");
+  return r;
+}
+
+static void* low_map(size_t n) {  // the 32-bit ABI sees 32-bit addresses
+  void* p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+  if (p == MAP_FAILED) die("mmap below 4 GiB");
+  return p;
 }
 
 static double secs_since(const struct timespec* a) {
@@ -71,6 +89,70 @@ static int transfer(const char* mode, const char* path, long long total) {
   if (f && fclose(f) != 0) die("fclose");
   double s = secs_since(&t0);
   printf("bytes=%lld secs=%.3f\n", done, s);
+  return 0;
+}
+
+static int sendfile64_i386(const char* path, long long total) {
+  int in = open(path, O_RDONLY), out = open("/dev/null", O_WRONLY);
+  if (in < 0 || out < 0) die("open %s", path);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long long done = 0;
+  while (done < total) {
+    long n = total - done < (64 << 10) ? (long)(total - done) : (64 << 10);
+    long r = int80_5(239, out, in, 0, n, 0);  // sendfile64(out, in, NULL, n)
+    if (r <= 0) {
+      errno = r < 0 ? (int)-r : 0;
+      die("sendfile64 (i386 239) after %lld bytes", done);
+    }
+    done += r;
+  }
+  printf("bytes=%lld secs=%.3f\n", done, secs_since(&t0));
+  return 0;
+}
+
+struct feed {
+  int fd;
+  long long total;
+};
+static void* feed_socket(void* arg) {
+  struct feed* f = arg;
+  for (long long done = 0; done < f->total;) {
+    long n = f->total - done < (long long)sizeof buf ? (long)(f->total - done) : (long)sizeof buf;
+    ssize_t w = write(f->fd, buf, (size_t)n);
+    if (w <= 0) die("write to the socket");
+    done += w;
+  }
+  return NULL;
+}
+
+static int recvmmsg64_i386(long long total) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) die("socketpair");
+  struct feed f = {sv[1], total};
+  pthread_t t;
+  pthread_create(&t, NULL, feed_socket, &f);
+  // 32-bit layouts below 4 GiB: iovec {base, len}; mmsghdr {msghdr {name, namelen, iov,
+  // iovlen, control, controllen, flags}, len}
+  uint32_t* m = low_map(4096);
+  char* data = low_map(sizeof buf);
+  m[0] = (uint32_t)(uintptr_t)data, m[1] = sizeof buf;
+  uint32_t* mm = m + 16;
+  memset(mm, 0, 32);
+  mm[2] = (uint32_t)(uintptr_t)m, mm[3] = 1;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  long long done = 0;
+  while (done < total) {
+    long r = int80_5(417, sv[0], (long)(uintptr_t)mm, 1, 0, 0);  // recvmmsg_time64(fd, mm, 1, 0, NULL)
+    if (r != 1 || mm[7] == 0) {
+      errno = r < 0 ? (int)-r : 0;
+      die("recvmmsg_time64 (i386 417) after %lld bytes", done);
+    }
+    done += mm[7];
+  }
+  pthread_join(t, NULL);
+  printf("bytes=%lld secs=%.3f\n", done, secs_since(&t0));
   return 0;
 }
 
@@ -183,6 +265,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc == 2 && !strcmp(argv[1], "checks")) return checks();
-  fprintf(stderr, "usage: strict_probe raw|libc|stdio|int80 PATH BYTES | calls N | checks\n");
+  if (argc == 4 && !strcmp(argv[1], "sendfile64")) return sendfile64_i386(argv[2], atoll(argv[3]));
+  if (argc == 3 && !strcmp(argv[1], "recvmmsg64")) return recvmmsg64_i386(atoll(argv[2]));
+  fprintf(stderr, "usage: strict_probe raw|libc|stdio|int80 PATH BYTES | sendfile64 PATH BYTES | recvmmsg64 BYTES | "
+          "calls N | checks\n");
   return 2;
 }

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "abi/calls.h"
+#include "abi/limit_parse.h"
 
 using namespace bonsai;
 
@@ -146,4 +147,17 @@ TEST_CASE("calls: fd kind names", "[calls]") {
   CHECK(fd_kind_name(FdKind::None) == "none");
   CHECK(fd_kind_name(static_cast<FdKind>(9)) == "?");
   CHECK(static_cast<size_t>(FdKind::None) + 1 == kFdKindCount);
+}
+
+TEST_CASE("calls: `opens` is every call that opens by path, whichever the libc makes", "[calls]") {
+  CallMask opens = call_mask_from_name("opens");
+  CHECK(opens == (call_mask_from_name("open") | call_mask_from_name("openat") | call_mask_from_name("creat")));
+  CHECK((opens & (call_mask_from_name("reads") | call_mask_from_name("writes"))) == 0);
+  CHECK(call_name_suggest("openss") == "opens");
+  ParseError err{};
+  LimitSet set{};
+  REQUIRE(limit_parse("opens=100/s", set, err));
+  char buf[64];
+  rule_format(set.rules[0], buf, sizeof buf);
+  CHECK(std::string_view{buf} == "opens=100/s");
 }

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// The 32-bit x86 ABI's numbers of the calls bonsai limits, from the kernel's header (see
+// abi_numbers.h). Every data call of that table is here, sendfile64 and
+// recvmmsg_time64 included; accept, send and recv have no number of their own (socketcall).
+#include <asm/unistd_32.h>
+
+#include "abi_numbers.h"
+
+namespace bonsai::test {
+namespace {
+#define C(n, c) {#n, __NR_##n, CallId::c}
+constexpr AbiCall kCalls[] = {
+    C(read, read), C(write, write), C(pread64, pread), C(pwrite64, pwrite), C(readv, readv), C(writev, writev),
+    C(preadv, preadv), C(pwritev, pwritev), C(preadv2, preadv), C(pwritev2, pwritev), C(sendto, sendto),
+    C(recvfrom, recvfrom), C(sendmsg, sendmsg), C(recvmsg, recvmsg), C(sendmmsg, sendmmsg), C(recvmmsg, recvmmsg),
+    C(recvmmsg_time64, recvmmsg), C(sendfile, sendfile), C(sendfile64, sendfile), C(splice, splice), C(tee, tee),
+    C(vmsplice, vmsplice), C(copy_file_range, copy_file_range), C(open, open), C(openat, openat),
+    C(openat2, openat), C(creat, creat), C(close, close), C(connect, connect), C(accept4, accept4),
+    C(fsync, fsync), C(fdatasync, fdatasync), C(unlink, unlink), C(unlinkat, unlinkat), C(rename, rename),
+    C(renameat, rename), C(renameat2, rename), C(mkdir, mkdir), C(mkdirat, mkdir),
+};
+#undef C
+}  // namespace
+
+std::span<const AbiCall> abi_calls_i386() { return kCalls; }
+
+}  // namespace bonsai::test
