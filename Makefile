@@ -75,13 +75,14 @@ LIB_LDLIBS  += -Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -llz4 -Wl,-Bdynamic
 LIB_CXXFLAGS += -fno-math-errno
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
+CDI_CTL   := $(OUT)/cdi/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
 .PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
 all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
-ctl: $(BONSAICTL)
+ctl: $(BONSAICTL) $(CDI_CTL)
 
 $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 	@mkdir -p $(@D)
@@ -182,6 +183,15 @@ CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt -lhi
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS)
+# The same bonsaictl for containers (issue #47, docs/containers.md): it loads through
+# /run/bonsai/sv/lib, where a bonsai.dev/service device mounts the host's loader and the
+# libraries bonsaictl needs (DT_RPATH, not RUNPATH: it also rules their own needs), so
+# the supervisor runs in any image, whatever its libc. `cdi generate` mounts it.
+$(CDI_CTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)interp=$$(readelf -lW /bin/sh | sed -n 's/.*interpreter: \(.*\)]/\1/p'); \
+	  $(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS) -Wl,--dynamic-linker=/run/bonsai/sv/lib/$${interp##*/} \
+	  -Wl,--disable-new-dtags -Wl,-rpath,/run/bonsai/sv/lib
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc
@@ -278,7 +288,7 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
                 dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs \
-                mmdebstrap musl-tools
+                mmdebstrap musl-tools podman runc
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
