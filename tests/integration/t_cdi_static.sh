@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Static programs in containers (issue #47, docs/containers.md): busybox-static's dd in
+# a bookworm container with the device is capped by the supervisor the device mounts
+# (/run/bonsai/sv/bonsaictl: the host's bonsaictl loading through the host's loader
+# and libraries, mounted read-only), both when a preloaded dynamic parent (sh) executes
+# it and when it is the container's command through `sv-exec`. 4 MiB at writes=2MiB/s
+# (scope process) take 2 s each; the host's stat lists the supervised dd by its host pid.
+# timeout: 45
+# parallel: no (rates within 15%)
+. "$(dirname "$0")/lib/cdi_lib.sh"
+BB=$(command -v busybox) || skip "busybox-static not installed (make deps)"
+file -L "$BB" | grep -q 'statically linked' || skip "$BB is not static (busybox-static: make deps)"
+
+W=$(svc static)
+load_yaml "version: 1
+services:
+  $W:
+    limits:
+      - calls: [writes]
+        rate: 2MiB/s"
+gen_spec
+glibc_root bookworm
+root_scratch "$ROOT"
+cp "$BB" "$SCR/busybox" || fail "cp busybox"
+crun "$W" "$ROOT" /run/bonsai/sv/bonsaictl sv-exec -- "$SCR_IN/busybox" dd if=/dev/zero of=/dev/null bs=64k count=64
+direct=$CID
+crun "$W" "$ROOT" sh -c "$SCR_IN/busybox dd if=/dev/zero of=/dev/null bs=64k count=64"
+child=$CID
+wait_attached "$W" 1
+hp=$(chost_pid "$direct")
+got=$(jq_stat "$W" "[p['supervised'] for p in d['processes'] if p['pid'] == $hp]")
+[ "$got" = "[True]" ] || fail "stat does not list the supervised busybox dd by its host pid $hp: $("$CTL" stat "$W")"
+for c in $direct $child; do
+  start=$(now_ns)
+  rc=$(cwait "$c")
+  [ "$rc" = 0 ] || { cat "$T/$c.log" >&2; fail "busybox dd in $c exited $rc"; }
+  ! grep -q 'WITHOUT LIMITS\|NOT limited' "$T/$c.log" || fail "$c: $(cat "$T/$c.log")"
+done
+# busybox's dd prints no time: the service's held time says how long each was held back.
+waited=$(jq_stat "$W" "d['total']['calls']['write']['wait_ns'] / 1e9")
+bytes=$(jq_stat "$W" "d['total']['calls']['write']['bytes']")
+# 8 MiB and dd's two lines of summary each.
+[ "$bytes" -ge $((8 * MiB)) ] && [ "$bytes" -lt $((8 * MiB + 512)) ] ||
+  fail "the host counted $bytes bytes written by the two busybox dd, not 8 MiB"
+check_between "seconds the two busybox dd were held (2 x 4 MiB at 2MiB/s each: ~2 x 2 s)" "$waited" 3.4 4.4
+exit 0
