@@ -93,7 +93,9 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (fd < 0)
     return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
   struct stat st;
-  if (raw_fstat(static_cast<int>(fd), st) != 0 || st.st_uid != uid || (st.st_mode & 077)) {
+  // In a user namespace (rootless Podman) the host's owner shows as the uid it maps to.
+  if (raw_fstat(static_cast<int>(fd), st) != 0 || (st.st_uid != uid && st.st_uid != shm_uid_here(uid)) ||
+      (st.st_mode & 077)) {
     raw_close(static_cast<int>(fd));
     // A user namespace (rootless Podman: the host's owner is another uid in here) is
     // refused in so many words (issue #47, docs/containers.md).
