@@ -90,6 +90,9 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   // check after a uid change; it is used only if it is that very segment.
   long fd = shm_inherited_fd(path, uid);
   if (fd < 0) fd = raw_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0 && in_user_namespace())  // a rootless container of another user than the service's owner
+    return fail(why, cap, "service '%s': cannot open %s from this user namespace (a rootless container joins "
+                "only a service of the user it runs as: docs/containers.md)", service, path);
   if (fd < 0)
     return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
   struct stat st;
@@ -100,8 +103,8 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
     // A user namespace (rootless Podman: the host's owner is another uid in here) is
     // refused in so many words (issue #47, docs/containers.md).
     if (in_user_namespace())
-      return fail(why, cap, "service '%s': %s is not owned by the service's uid as seen in this user namespace "
-                  "(a rootless container?): rootless containers cannot join a host's service (docs/containers.md)",
+      return fail(why, cap, "service '%s': %s is not owned by the service's uid as this user namespace maps it "
+                  "(a rootless container joins only a service of the user it runs as: docs/containers.md)",
                   service, path);
     return fail(why, cap, "service '%s': %s is not private to this user (owner or mode)", service, path);
   }
