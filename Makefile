@@ -358,6 +358,9 @@ install: all $(INSTALLED_CTL) man
 	ln -sfn ../../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
 	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so
 	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so
+	@# The supervisor for containers (docs/containers.md): `cdi generate` looks beside the library.
+	install -d $(DESTDIR)$(PKGLIBDIR)/cdi
+	install -m 0755 $(CDI_CTL) $(DESTDIR)$(PKGLIBDIR)/cdi/bonsaictl
 	$(foreach m,$(MAN_OUT),install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
 	install -m 0644 packaging/completion/bonsaictl $(DESTDIR)$(COMPDIR)/bonsaictl
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
@@ -369,14 +372,14 @@ install: all $(INSTALLED_CTL) man
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
 	  '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so \
-	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so \
+	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/cdi/bonsaictl \
 	  $(foreach m,$(MAN_SRC:packaging/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/systemd/,$(notdir $(SYSTEMD_EXAMPLES)))
 	@# The configuration goes only if it is still the example install put there.
 	@f=$(DESTDIR)$(SYSCONFDIR)/bonsai/bonsai.yaml; if [ -e $$f ] && ! cmp -s $$f packaging/bonsai.yaml; then \
 	  echo "keeping $$f (changed since install)"; else rm -f $$f; fi
-	@for d in '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib \
+	@for d in '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/cdi $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib \
 	  $(DESTDIR)$(PKGLIBDIR)/lib64 $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
 	  $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/bonsai; do [ ! -d $$d ] || rmdir $$d 2>/dev/null || true; done
 

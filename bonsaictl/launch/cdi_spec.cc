@@ -97,13 +97,12 @@ int collect_object(dl_phdr_info* info, size_t, void* data) {
 }
 
 // The supervisor: bonsaictl linked to load from /run/bonsai/sv/lib (Makefile: cdi/bonsaictl
-// beside bonsaictl, or in the installed library folder), with the host's loader and every
+// beside the library, build/ or the installed library folder), with the host's loader and every
 // library it needs mounted there read-only. Empty (and a note) if there is none.
 std::vector<Mount> supervisor_mounts(std::string& ctl_in, std::vector<std::string>& notes) {
-  std::vector<std::string> places{self_dir() + "/cdi/bonsaictl"};
-#ifdef BONSAI_LIBDIR
-  places.push_back(std::string(BONSAI_LIBDIR) + "/cdi/bonsaictl");
-#endif
+  // Beside the library (build/cdi/, or the installed PKGLIBDIR/cdi/), else beside bonsaictl.
+  std::string lib = library_find();
+  std::vector<std::string> places{lib.substr(0, lib.rfind('/')) + "/cdi/bonsaictl", self_dir() + "/cdi/bonsaictl"};
   std::string sv;
   for (const auto& p : places)
     if (is_file(p)) {
