@@ -175,7 +175,8 @@ std::string stat_table(const ServiceStat& s) {
   out += "\n";
   for (const auto& p : s.processes) {
     std::string marks = p.supervised ? " (supervised)" : "";
-    if (p.pid_ns) marks += fmt::format(" (pid {} in pid:[{}]{})", p.ns_pid, p.pid_ns, p.pid_unseen ? ", not visible here" : "");
+    // Another pid namespace's (a container's): its own pid there too (--json names the namespace).
+    if (p.pid_ns) marks += fmt::format(" (ns pid {}{})", p.ns_pid, p.pid_unseen ? ", namespace not visible here" : "");
     for (const auto& n : not_limited(p.flags)) marks += fmt::format(" ({}: NOT limited)", n);
     table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, marks), p.calls, rate, wire, hist, paced);
   }

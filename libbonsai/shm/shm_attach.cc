@@ -44,7 +44,8 @@ bool fail(char* why, size_t cap, const char* fmt, const char* a, const char* b =
 
 ShmSlot* claim_for(int pid, uint64_t seen_seq) {
   uint64_t start;
-  if (proc_status(pid, start) != ProcStatus::Alive) return nullptr;
+  // /proc/self: our pid may be another pid namespace's than /proc's (issue #47).
+  if (proc_status_self(start) != ProcStatus::Alive) return nullptr;
   char comm[16] = {};
   // Our own name without /proc (a start of every service member pays for this).
   if (prctl(PR_GET_NAME, comm) != 0) proc_comm(pid, comm, sizeof comm);

@@ -26,12 +26,10 @@ long read_small(const char* path, char* buf, size_t cap) noexcept {
 
 }  // namespace
 
-ProcStatus proc_status(int pid, uint64_t& start_time) noexcept {
+namespace {
+
+ProcStatus status_at(const char* path, uint64_t& start_time) noexcept {
   start_time = 0;
-  if (pid <= 0) return ProcStatus::Dead;
-  char path[48];
-  if (!StrBuild(path, sizeof path).put("/proc/").put_uint(static_cast<unsigned>(pid)).put("/stat").done())
-    return ProcStatus::Dead;
   char buf[1024];
   long n = read_small(path, buf, sizeof buf);
   if (n <= 0) return ProcStatus::Dead;
@@ -62,6 +60,19 @@ ProcStatus proc_status(int pid, uint64_t& start_time) noexcept {
   if (!state || *state == 'Z' || *state == 'X' || start_time == 0) return ProcStatus::Dead;
   return ProcStatus::Alive;
 }
+
+}  // namespace
+
+ProcStatus proc_status(int pid, uint64_t& start_time) noexcept {
+  start_time = 0;
+  if (pid <= 0) return ProcStatus::Dead;
+  char path[48];
+  if (!StrBuild(path, sizeof path).put("/proc/").put_uint(static_cast<unsigned>(pid)).put("/stat").done())
+    return ProcStatus::Dead;
+  return status_at(path, start_time);
+}
+
+ProcStatus proc_status_self(uint64_t& start_time) noexcept { return status_at("/proc/self/stat", start_time); }
 
 void proc_comm(int pid, char* out, size_t cap) noexcept {
   if (cap == 0) return;

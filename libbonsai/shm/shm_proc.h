@@ -14,6 +14,11 @@ enum class ProcStatus { Alive, Dead };
 // after boot) set, or Dead if the process is gone or a zombie.
 ProcStatus proc_status(int pid, uint64_t& start_time) noexcept;
 
+// The same for the calling process, by /proc/self: right even where /proc is another pid
+// namespace's (a process that unshared its pid namespace and forked: its pid 1 is not
+// /proc/1). @return as proc_status.
+ProcStatus proc_status_self(uint64_t& start_time) noexcept;
+
 // Copies /proc/PID/comm (without the newline) into `out` (NUL-terminated, <= cap-1).
 void proc_comm(int pid, char* out, size_t cap) noexcept;
 
