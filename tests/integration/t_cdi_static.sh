@@ -4,8 +4,9 @@
 # a bookworm container with the device is capped by the supervisor the device mounts
 # (/run/bonsai/sv/bonsaictl: the host's bonsaictl loading through the host's loader
 # and libraries, mounted read-only), both when a preloaded dynamic parent (sh) executes
-# it and when it is the container's command through `sv-exec`. 4 MiB at writes=2MiB/s
-# (scope process) take 2 s each; the host's stat lists the supervised dd by its host pid.
+# it and when it is the container's command through `sv-exec`; so is a static Go program
+# (gocat, io.Copy of a file) started by sh. 4 MiB at writes=2MiB/s (scope process) take
+# 2 s each; the host's stat lists the supervised dd by its host pid.
 # timeout: 45
 # parallel: no (rates within 15%)
 . "$(dirname "$0")/lib/cdi_lib.sh"
@@ -23,10 +24,22 @@ gen_spec
 glibc_root bookworm
 root_scratch "$ROOT"
 cp "$BB" "$SCR/busybox" || fail "cp busybox"
+go=
+if build_gocat; then
+  cp "$GOCAT" "$SCR/gocat" && make_data "$SCR/src" 4 || fail "cp gocat"
+  go=1
+else
+  note "no Go case: $(tail -n1 "$T/gobuild.log")"
+fi
 crun "$W" "$ROOT" /run/bonsai/sv/bonsaictl sv-exec -- "$SCR_IN/busybox" dd if=/dev/zero of=/dev/null bs=64k count=64
 direct=$CID
 crun "$W" "$ROOT" sh -c "$SCR_IN/busybox dd if=/dev/zero of=/dev/null bs=64k count=64"
 child=$CID
+gocid=
+if [ -n "$go" ]; then
+  crun "$W" "$ROOT" sh -c "$SCR_IN/gocat $SCR_IN/src $SCR_IN/dst"
+  gocid=$CID
+fi
 wait_attached "$W" 1
 hp=$(chost_pid "$direct")
 got=$(jq_stat "$W" "[p['supervised'] for p in d['processes'] if p['pid'] == $hp]")
@@ -37,8 +50,15 @@ for c in $direct $child; do
   [ "$rc" = 0 ] || { cat "$T/$c.log" >&2; fail "busybox dd in $c exited $rc"; }
   ! grep -q 'WITHOUT LIMITS\|NOT limited' "$T/$c.log" || fail "$c: $(cat "$T/$c.log")"
 done
+if [ -n "$gocid" ]; then
+  rc=$(cwait "$gocid")
+  [ "$rc" = 0 ] || { cat "$T/$gocid.log" >&2; fail "gocat in $gocid exited $rc"; }
+  gsecs=$(sed -n 's/.*secs=\([0-9.]*\).*/\1/p' "$T/$gocid.log")
+  check_rate "Go io.Copy in a container, started by sh (writes=2MiB/s)" $((4 * MiB)) "$gsecs" $((2 * MiB)) 0.85 1.15
+  same_data "$SCR/src" "$SCR/dst"
+fi
 # busybox's dd prints no time: the service's held time says how long each was held back.
-waited=$(jq_stat "$W" "d['total']['calls']['write']['wait_ns'] / 1e9")
+waited=$(jq_stat "$W" "(d['total']['calls']['write']['wait_ns']) / 1e9")
 bytes=$(jq_stat "$W" "d['total']['calls']['write']['bytes']")
 # 8 MiB and dd's two lines of summary each.
 [ "$bytes" -ge $((8 * MiB)) ] && [ "$bytes" -lt $((8 * MiB + 512)) ] ||

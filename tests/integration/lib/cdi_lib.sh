@@ -4,9 +4,9 @@
 # its own, containers named after the test, all removed at the end. Roots are the
 # Debian roots of the libc tests (lib/libc_lib.sh: mmdebstrap, cached in the build
 # dir), run with `podman run --rootfs`. Sourced, never run.
+# ctl_lib first (bonsaictl, build_gocat): what this file defines again below is its own.
+. "$(dirname "${BASH_SOURCE[0]}")/ctl_lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/libc_lib.sh"
-CTL=$BONSAI_BUILD/bonsaictl
-[ -x "$CTL" ] || fail "no $CTL (build first)"
 [ -x "$BONSAI_BUILD/cdi/bonsaictl" ] || fail "no $BONSAI_BUILD/cdi/bonsaictl (make builds it)"
 [ "$(id -u)" = 0 ] || skip "Podman with CDI devices from /var/run/cdi: run as root (rootless: docs/containers.md)"
 need_cmd podman runc
