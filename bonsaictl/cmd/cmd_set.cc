@@ -56,7 +56,7 @@ WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
     bool reclaim = last_reclaim == 0 || now - last_reclaim > 20'000'000;
     if (reclaim) last_reclaim = now;
     handle.guarded([&] {
-      if (reclaim) slots_reclaim_dead(seg);
+      if (reclaim) slots_reclaim_dead(seg, true);  // a dead container is not behind
       uint32_t self_ns = proc_self_pidns();
       unsigned end = slots_scan_end(seg);
       for (unsigned i = 0; i < end; ++i) {

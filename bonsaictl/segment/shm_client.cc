@@ -280,7 +280,7 @@ unsigned Segment::live_processes() {
   check();
   unsigned n = 0;
   guarded([&] {
-    slots_reclaim_dead(*seg_);
+    slots_reclaim_dead(*seg_, true);  // containers' too (issue #47)
     unsigned end = slots_scan_end(*seg_);
     for (unsigned i = 0; i < end; ++i)
       if (seg_->slots[i].state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::Live)) ++n;

@@ -168,7 +168,7 @@ ServiceStat stat_snapshot(Segment& handle) {
   s.limits = limits_read_checked(handle, s.limits_seq);
   uint32_t scope = 0;
   handle.guarded([&] {
-    slots_reclaim_dead(seg);
+    slots_reclaim_dead(seg);  // our namespace's; other namespaces' below, as they are named
     uint32_t self_ns = proc_self_pidns();
     scope = seg.header.scope.load(std::memory_order_relaxed);
     s.time_unix_ns = unix_now_ns();
@@ -187,7 +187,10 @@ ServiceStat stat_snapshot(Segment& handle) {
         p.ns_pid = slot_pid;
         int here = 0;
         SlotProc st = proc_of_slot(self_ns, ns, slot_pid, p.start_time, here);
-        if (st == SlotProc::Dead) continue;  // gone since the reclaim: counted when it is reclaimed
+        if (st == SlotProc::Dead) {  // a dead container's process (the reclaim above left it: one scan)
+          slot_release(seg, slot);
+          continue;
+        }
         if (st == SlotProc::Alive) p.pid = here;
         else p.pid_unseen = true;
       }

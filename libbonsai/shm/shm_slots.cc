@@ -119,7 +119,7 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
   return true;
 }
 
-unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
+unsigned slots_reclaim_dead(ShmSegment& seg, bool other_ns) noexcept {
   unsigned n = 0;
   unsigned end = slots_scan_end(seg);
   uint32_t self = proc_self_pidns();
@@ -132,6 +132,7 @@ unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
     // Another pid namespace's pid is not ours to look up in our /proc (a container's 1
     // is not our init): proc_of_slot maps it, or says it cannot see that namespace.
     uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed);
+    if (!other_ns && ns != 0 && ns != self) continue;
     int here = 0;
     if (s == st(SlotState::Live)) {
       if (proc_of_slot(self, ns, pid, slot.start_time.load(std::memory_order_relaxed), here) != SlotProc::Dead)
