@@ -6,7 +6,7 @@
 # 4 s (+-10% here; bench/cdi.sh holds it to 3%), the host's `stat` lists the process by
 # its host pid (the container's pid 1 is not the host's init) while it runs and counts
 # its 8 MiB after it exits. The same in a bullseye root (glibc 2.31).
-# timeout: 60
+# timeout: 90
 # parallel: no (a rate within 10%)
 . "$(dirname "$0")/lib/cdi_lib.sh"
 
@@ -32,7 +32,9 @@ for suite in bookworm bullseye; do
     got=$(jq_stat "$W" '[(p["pid"], p.get("ns_pid"), p["comm"]) for p in d["processes"]]')
     [ "$got" = "[($hp, 1, 'dd')]" ] || fail "stat names $got, expected [($hp, 1, 'dd')] (host pid $hp, pid 1 inside)"
     "$CTL" stat "$W" | grep -q "^  $hp dd " || { "$CTL" stat "$W" >&2; fail "stat's table does not name host pid $hp"; }
-    note "$suite: stat names the container's dd by its host pid $hp (pid 1 inside)"
+    "$CTL" stat --pid "$hp" | grep -q "^pid $hp (dd.*) is attached to service $W " ||
+      fail "stat --pid $hp: $("$CTL" stat --pid "$hp" 2>&1)"
+    note "$suite: stat names the container's dd by its host pid $hp (pid 1 inside); stat --pid $hp finds it"
   fi
   rc=$(cwait "$CID")
   secs=$(secs_since "$start")
