@@ -133,7 +133,9 @@ std::vector<Mount> supervisor_mounts(std::string& ctl_in, std::vector<std::strin
     if (name == base_name(loader.interp)) have_loader = true;
     bool dup = false;
     for (const auto& m : out) dup = dup || base_name(m.in) == name;
-    if (!dup) out.push_back({real(o), want + name});
+    // By the name the loader found it under (the soname's link): a library upgraded in
+    // place keeps the spec valid; the link is followed when the container starts.
+    if (!dup) out.push_back({o, want + name});
   }
   if (!have_loader) {
     notes.push_back(fmt::format("the supervisor's loader {} is not this bonsaictl's: static and Go programs in "
