@@ -75,13 +75,14 @@ LIB_LDLIBS  += -Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -llz4 -Wl,-Bdynamic
 LIB_CXXFLAGS += -fno-math-errno
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
+CDI_CTL   := $(OUT)/cdi/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
 .PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
 all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
-ctl: $(BONSAICTL)
+ctl: $(BONSAICTL) $(CDI_CTL)
 
 $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 	@mkdir -p $(@D)
@@ -182,6 +183,15 @@ CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt -lhi
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS)
+# The same bonsaictl for containers (issue #47, docs/containers.md): it loads through
+# /run/bonsai/sv/lib, where a bonsai.dev/service device mounts the host's loader and the
+# libraries bonsaictl needs (DT_RPATH, not RUNPATH: it also rules their own needs), so
+# the supervisor runs in any image, whatever its libc. `cdi generate` mounts it.
+$(CDI_CTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)interp=$$(readelf -lW /bin/sh | sed -n 's/.*interpreter: \(.*\)]/\1/p'); \
+	  $(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS) -Wl,--dynamic-linker=/run/bonsai/sv/lib/$${interp##*/} \
+	  -Wl,--disable-new-dtags -Wl,-rpath,/run/bonsai/sv/lib
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc
@@ -278,7 +288,7 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
                 dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs \
-                mmdebstrap musl-tools
+                mmdebstrap musl-tools podman runc
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -348,6 +358,9 @@ install: all $(INSTALLED_CTL) man
 	ln -sfn ../../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
 	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so
 	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so
+	@# The supervisor for containers (docs/containers.md): `cdi generate` looks beside the library.
+	install -d $(DESTDIR)$(PKGLIBDIR)/cdi
+	install -m 0755 $(CDI_CTL) $(DESTDIR)$(PKGLIBDIR)/cdi/bonsaictl
 	$(foreach m,$(MAN_OUT),install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)
 	install -m 0644 packaging/completion/bonsaictl $(DESTDIR)$(COMPDIR)/bonsaictl
 	install -m 0644 $(EXAMPLES) $(DESTDIR)$(DOCDIR)/examples/
@@ -359,14 +372,14 @@ install: all $(INSTALLED_CTL) man
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
 	  '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so \
-	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so \
+	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/cdi/bonsaictl \
 	  $(foreach m,$(MAN_SRC:packaging/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/,$(notdir $(EXAMPLES))) \
 	  $(addprefix $(DESTDIR)$(DOCDIR)/examples/systemd/,$(notdir $(SYSTEMD_EXAMPLES)))
 	@# The configuration goes only if it is still the example install put there.
 	@f=$(DESTDIR)$(SYSCONFDIR)/bonsai/bonsai.yaml; if [ -e $$f ] && ! cmp -s $$f packaging/bonsai.yaml; then \
 	  echo "keeping $$f (changed since install)"; else rm -f $$f; fi
-	@for d in '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib \
+	@for d in '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/cdi $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib \
 	  $(DESTDIR)$(PKGLIBDIR)/lib64 $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(DOCDIR)/examples \
 	  $(DESTDIR)$(DOCDIR) $(DESTDIR)$(SYSCONFDIR)/bonsai; do [ ! -d $$d ] || rmdir $$d 2>/dev/null || true; done
 

@@ -66,6 +66,8 @@ if [ "$BENCH" = full ]; then other cotenant_socket cotenant.sh socket; fi
 other ctl_targets ctl_targets.sh
 other ctl_churn ctl_churn.sh
 other supervised supervised.sh
+# Containers through CDI (issue 47): Podman's start overhead, dd in a container at its cap.
+other cdi cdi.sh
 # Strict mode (issue 39): escape paths, the cost of a marked call, calls reaching the supervisor.
 other strict strict.sh
 # Shares (issue 38): two tenants under one capacity, shares against hard caps, and tc HTB

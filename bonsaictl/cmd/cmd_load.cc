@@ -14,6 +14,7 @@
 #include "shm/shm_name.h"
 #include "segment/shm_client.h"
 #include "config/yaml_load.h"
+#include "launch/cdi_spec.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -75,6 +76,16 @@ int cmd_load(const Args& args) {
                s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
                s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) : "",
                s.user.empty() ? "" : fmt::format(", for user {}", s.user));
+  }
+  // Specs `cdi generate` wrote for these users name the segments: a new service gets its
+  // device (docs/containers.md). Segments are updated in place, so running containers
+  // keep theirs.
+  std::vector<std::string> users;
+  for (const auto& s : cfg.services)
+    if (std::find(users.begin(), users.end(), s.user) == users.end()) users.push_back(s.user);
+  for (const auto& u : users) {
+    TargetUserScope as(u);
+    for (const auto& line : cdi_refresh()) fmt::print("cdi: {}\n", line);
   }
   // A fleet service needs this namespace's agent (one per namespace: its lock decides).
   if (fleet)

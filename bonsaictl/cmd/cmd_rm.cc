@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "cmd/commands.h"
+#include "launch/cdi_spec.h"
 #include "segment/shm_client.h"
 
 namespace bonsai::ctl {
@@ -41,6 +42,8 @@ int cmd_rm(const Args& args) {
       status = e.code;
     }
   }
+  // The devices of removed services leave the specs `cdi generate` wrote (docs/containers.md).
+  for (const auto& line : cdi_refresh()) fmt::print("cdi: {}\n", line);
   return status;
 }
 

@@ -13,6 +13,7 @@
 #include "segment/host_client.h"
 #include "cmd/commands.h"
 #include "config/limits_merge.h"
+#include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
 #include "segment/shm_client.h"
 #include "stat/stat_snapshot.h"
@@ -55,7 +56,8 @@ WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
     bool reclaim = last_reclaim == 0 || now - last_reclaim > 20'000'000;
     if (reclaim) last_reclaim = now;
     handle.guarded([&] {
-      if (reclaim) slots_reclaim_dead(seg);
+      if (reclaim) slots_reclaim_dead(seg, true);  // a dead container is not behind
+      uint32_t self_ns = proc_self_pidns();
       unsigned end = slots_scan_end(seg);
       for (unsigned i = 0; i < end; ++i) {
         const ShmSlot& s = seg.slots[i];
@@ -65,7 +67,12 @@ WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
           ++r.installed;
         } else if (s.waiting.load(std::memory_order_acquire) > 0) {
           ++r.behind;
-          r.behind_pids.push_back(s.pid.load(std::memory_order_relaxed));
+          // A container's process by our pid for it (issue #47); its own pid if we cannot see it.
+          int pid = s.pid.load(std::memory_order_relaxed), here = 0;
+          if (proc_of_slot(self_ns, seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed), pid,
+                           s.start_time.load(std::memory_order_relaxed), here) == SlotProc::Alive)
+            pid = here;
+          r.behind_pids.push_back(pid);
         }
       }
     });

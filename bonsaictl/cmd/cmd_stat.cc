@@ -144,7 +144,7 @@ int stat_pid(const StatOptions& o) {
   int status = kExitOk;
   for (const ServiceStat& s : snapshots(o.services.empty() ? services_list() : o.services, status))
     for (const ProcStat& p : s.processes) {
-      if (p.pid != o.pid) continue;
+      if (p.pid_unseen || p.pid != o.pid) continue;
       if (o.json) {
         ServiceStat one = s;
         one.processes = {p};

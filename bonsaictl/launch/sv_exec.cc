@@ -35,8 +35,9 @@ std::unique_ptr<Segment> open_segment(const std::string& service, int shm_fd, bo
   std::unique_ptr<Segment> seg;
   if (other_uid) {
     ctl_target_user(static_cast<unsigned>(std::strtoul(owner, nullptr, 10)), getegid(), "");
-    if (shm_fd < 0) runtime_error("it changed uid and no segment descriptor was handed down");
-    seg = Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
+    // No descriptor: a container's process (BONSAI_SHM_UID names the host's owner of the
+    // segment its device mounted, docs/containers.md) opens it by that name.
+    seg = shm_fd < 0 ? Segment::open(service, false) : Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
   } else {
     seg = Segment::open(service, false);
   }

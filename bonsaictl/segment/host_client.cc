@@ -13,6 +13,7 @@
 
 #include "bucket/limits_carry.h"
 #include "base/diag.h"
+#include "shm/shm_fd.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
 #include "shm/shm_host.h"
@@ -33,7 +34,7 @@ int host_open(const std::string& path) {
   if (fd < 0 && errno == ENOENT) return -1;
   if (fd < 0) runtime_error(fmt::format("cannot open {}: {}", path, std::strerror(errno)));
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != ctl_uid() || (st.st_mode & 077)) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (st.st_uid != ctl_uid() && st.st_uid != shm_uid_here(ctl_uid())) || (st.st_mode & 077)) {
     ::close(fd);
     runtime_error(fmt::format("{} is not a private file of {} (remove it: it is not bonsai's)", path,
                               user_text(ctl_uid())));

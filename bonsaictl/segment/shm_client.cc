@@ -19,6 +19,7 @@
 #include "base/diag.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
+#include "shm/shm_fd.h"
 #include "shm/shm_guard.h"
 #include "shm/shm_name.h"
 #include "shm/shm_slots.h"
@@ -49,7 +50,8 @@ std::string segment_path(const std::string& service) {
 
 std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me, const std::string& path,
                                   const std::string& service) {
-  if (file_uid != me) {
+  // In a user namespace (a rootless container, docs/containers.md) the owner shows as the uid it maps to.
+  if (file_uid != me && file_uid != shm_uid_here(me)) {
     std::string how = path.empty() ? "" : fmt::format(": rm {}", path);
     if (me == 0 && !service.empty()) how += fmt::format(" (or bonsaictl rm --force {})", service);
     return fmt::format(
@@ -278,7 +280,7 @@ unsigned Segment::live_processes() {
   check();
   unsigned n = 0;
   guarded([&] {
-    slots_reclaim_dead(*seg_);
+    slots_reclaim_dead(*seg_, true);  // containers' too (issue #47)
     unsigned end = slots_scan_end(*seg_);
     for (unsigned i = 0; i < end; ++i)
       if (seg_->slots[i].state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::Live)) ++n;

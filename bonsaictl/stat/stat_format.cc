@@ -122,11 +122,17 @@ std::string stat_json(const ServiceStat& s) {
               {"limits_seq", s.limits_seq}, {"limits", limits_text(s.limits)}};
   if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
   Json procs = Json::array();
-  for (const ProcStat& p : s.processes)
+  for (const ProcStat& p : s.processes) {
     procs.push_back({{"pid", p.pid}, {"comm", p.comm}, {"supervised", p.supervised},
                      {"supervised_calls", p.sv_calls}, {"not_limited", not_limited(p.flags)},
                      {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
                      {"calls", calls_json(p.calls)}});
+    if (p.pid_ns) {  // a container's process (docs/containers.md)
+      procs.back()["pid_ns"] = p.pid_ns;
+      procs.back()["ns_pid"] = p.ns_pid;
+      if (p.pid_unseen) procs.back()["pid"] = nullptr;  // that namespace is not visible from here
+    }
+  }
   doc["processes"] = std::move(procs);
   doc["uncounted_processes"] = s.uncounted_processes;
   doc["exited"] = {{"processes", s.exited_processes}, {"calls", calls_json(s.exited)}};
@@ -169,6 +175,8 @@ std::string stat_table(const ServiceStat& s) {
   out += "\n";
   for (const auto& p : s.processes) {
     std::string marks = p.supervised ? " (supervised)" : "";
+    // Another pid namespace's (a container's): its own pid there too (--json names the namespace).
+    if (p.pid_ns) marks += fmt::format(" (ns pid {}{})", p.ns_pid, p.pid_unseen ? ", namespace not visible here" : "");
     for (const auto& n : not_limited(p.flags)) marks += fmt::format(" ({}: NOT limited)", n);
     table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, marks), p.calls, rate, wire, hist, paced);
   }

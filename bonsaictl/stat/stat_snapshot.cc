@@ -16,6 +16,7 @@
 #include "abi/limit_parse.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
+#include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
 #include "sys/clock.h"
 #include "segment/shm_client.h"
@@ -167,7 +168,8 @@ ServiceStat stat_snapshot(Segment& handle) {
   s.limits = limits_read_checked(handle, s.limits_seq);
   uint32_t scope = 0;
   handle.guarded([&] {
-    slots_reclaim_dead(seg);
+    slots_reclaim_dead(seg);  // our namespace's; other namespaces' below, as they are named
+    uint32_t self_ns = proc_self_pidns();
     scope = seg.header.scope.load(std::memory_order_relaxed);
     s.time_unix_ns = unix_now_ns();
     s.mono_ns = mono_ns();
@@ -176,14 +178,28 @@ ServiceStat stat_snapshot(Segment& handle) {
       ShmSlot& slot = seg.slots[i];
       if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live)) continue;
       ProcStat p;
-      p.pid = slot.pid.load(std::memory_order_relaxed);
+      int slot_pid = slot.pid.load(std::memory_order_relaxed);
+      p.pid = slot_pid;
       p.start_time = slot.start_time.load(std::memory_order_relaxed);
+      // A container's process (another pid namespace): named by our pid for it.
+      if (uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed); ns && ns != self_ns) {
+        p.pid_ns = ns;
+        p.ns_pid = slot_pid;
+        int here = 0;
+        SlotProc st = proc_of_slot(self_ns, ns, slot_pid, p.start_time, here);
+        if (st == SlotProc::Dead) {  // a dead container's process (the reclaim above left it: one scan)
+          slot_release(seg, slot);
+          continue;
+        }
+        if (st == SlotProc::Alive) p.pid = here;
+        else p.pid_unseen = true;
+      }
       p.limits_seq = slot.seen_seq.load(std::memory_order_acquire);
       char comm[sizeof slot.comm];
       for (size_t k = 0; k < sizeof comm; ++k) comm[k] = __atomic_load_n(&slot.comm[k], __ATOMIC_RELAXED);
       p.comm = comm_text(comm, sizeof comm);
       p.flags = slot.flags.load(std::memory_order_relaxed);
-      if (!(p.flags & kSlotUring) && proc_has_uring(p.pid)) p.flags |= kSlotUring;
+      if (!(p.flags & kSlotUring) && !p.pid_unseen && proc_has_uring(p.pid)) p.flags |= kSlotUring;
       p.supervised = p.flags & kSlotSupervised;
       p.sv_calls = slot.sv_calls.load(std::memory_order_relaxed);
       p.lib_version = slot.lib_version.load(std::memory_order_relaxed);
@@ -193,7 +209,7 @@ ServiceStat stat_snapshot(Segment& handle) {
       }
       // Released while we read it: its counts are in `exited` now (read below).
       if (slot.state.load(std::memory_order_acquire) != static_cast<uint32_t>(SlotState::Live) ||
-          slot.pid.load(std::memory_order_relaxed) != p.pid)
+          slot.pid.load(std::memory_order_relaxed) != slot_pid)
         continue;
       if (p.pid <= 0) continue;  // checked by handle.check(); changed since: not a process
       s.processes.push_back(std::move(p));

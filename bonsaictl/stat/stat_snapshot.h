@@ -32,7 +32,10 @@ using CallStats = std::array<CallStat, kCallCount>;
 std::vector<std::string> not_limited(uint32_t slot_flags);
 
 struct ProcStat {
-  int pid = 0;
+  int pid = 0;              // our pid for it (a container's process: its host pid, issue #47)
+  uint32_t pid_ns = 0;      // another pid namespace's process: that namespace (else 0)
+  int ns_pid = 0;           // ... and its pid there
+  bool pid_unseen = false;  // ... in a namespace not visible from here: `pid` is ns_pid, not ours
   uint64_t start_time = 0;
   std::string comm;
   uint64_t limits_seq = 0;  // the limits this process has installed

@@ -56,6 +56,18 @@ std::vector<int> sv_filter_numbers(int nr64) {
   return out;
 }
 
+// Is CAP_SYS_ADMIN in this process's effective set (a filter without no_new_privs needs it)?
+static bool cap_sys_admin() {
+  struct {
+    uint32_t version;
+    int pid;
+  } head{0x20080522 /* _LINUX_CAPABILITY_VERSION_3 */, 0};
+  struct {
+    uint32_t effective, permitted, inheritable;
+  } data[2]{};
+  return syscall(SYS_capget, &head, data) == 0 && (data[0].effective & (1u << 21 /* CAP_SYS_ADMIN */));
+}
+
 scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring, uint32_t strict_mark, std::string& why) {
   // API level 5: SCMP_ACT_NOTIFY and the notification calls (libseccomp probes the kernel).
   if (unsigned api = seccomp_api_get(); api < 5)
@@ -70,8 +82,9 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
   // x32 ones (ENOSYS). Other ABIs cannot run on x86_64.
   if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X86);
   if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X32);
-  // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN).
-  if (rc == 0 && geteuid() == 0) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
+  // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN; a
+  // container's root lacks it and takes no_new_privs, docs/containers.md).
+  if (rc == 0 && geteuid() == 0 && cap_sys_admin()) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   // No speculative-store-bypass mitigation forced on the tree: the filter does not
   // sandbox hostile code (docs/limits.md), and the mitigation slows every program.
   // Both best effort (an older libseccomp or kernel lacks them).

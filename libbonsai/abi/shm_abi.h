@@ -14,7 +14,8 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 11 // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
+#define BONSAI_ABI_VERSION 12 // 12: ShmSegment::slot_ns (containers, issue #47)
+                              // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
                               // 5: ShmSegment::wait_hist
@@ -48,6 +49,16 @@ struct alignas(64) ShmShares {
   std::atomic<uint64_t> held_ceil_ns[kMaxRules]; // time calls waited for the ceiling
 };
 
+// The pid namespace of each slot's process (issue #47, docs/containers.md): the inode
+// of its /proc/self/ns/pid, written by the claimer before the slot goes Live; 0 if it
+// could not tell. A slot's pid is a pid in that namespace: a container's process has
+// its own pids (its first is 1), so a reader in another namespace maps (namespace,
+// pid) to a pid of its own (shm/shm_proc.h proc_host_pid) before it checks, names or
+// signals the process. Apart from the slots: the slots' first cache line is full.
+struct alignas(64) ShmSlotNs {
+  std::atomic<uint32_t> pid_ns[kMaxSlots];
+};
+
 // A fingerprint of everything whose size the layout depends on: a reader built
 // against other sizes refuses the segment even if someone forgot to bump the version.
 inline constexpr uint64_t shm_layout_fingerprint() {
@@ -56,7 +67,7 @@ inline constexpr uint64_t shm_layout_fingerprint() {
          (uint64_t{sizeof(LimitSet)} << 48) ^
          (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40) ^
          (uint64_t{sizeof(ShmShares)} << 12) ^ (uint64_t{sizeof(Rule)} << 4) ^
-         (uint64_t{sizeof(ShmFleet)} << 28);
+         (uint64_t{sizeof(ShmFleet)} << 28) ^ (uint64_t{sizeof(ShmSlotNs)} << 20);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -149,6 +160,7 @@ struct ShmSegment {
   WaitHist wait_hist;               // the service's held calls, all processes together
   ShmFleet fleet;                   // fleet-wide caps through Redis (abi/fleet_abi.h)
   ShmSlot slots[kMaxSlots];
+  ShmSlotNs slot_ns;                // per slot: its process's pid namespace
 };
 
 // ---- Layout checks (a runtime twin lives in tests/unit/shm_layout_test.cc) ----
@@ -171,7 +183,8 @@ static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, shares) + 
 static_assert(offsetof(ShmSegment, fleet) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
 static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, fleet) + sizeof(ShmFleet));
 static_assert(sizeof(WaitHist) % 64 == 0);
-static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
+static_assert(offsetof(ShmSegment, slot_ns) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
+static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slot_ns) + sizeof(ShmSlotNs));
 static_assert(sizeof(LimitSet) % 8 == 0, "the seqlock copies LimitSet in 64-bit words");
 
 }  // namespace bonsai

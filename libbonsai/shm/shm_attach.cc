@@ -44,12 +44,35 @@ bool fail(char* why, size_t cap, const char* fmt, const char* a, const char* b =
 
 ShmSlot* claim_for(int pid, uint64_t seen_seq) {
   uint64_t start;
-  if (proc_status(pid, start) != ProcStatus::Alive) return nullptr;
+  // /proc/self: our pid may be another pid namespace's than /proc's (issue #47).
+  if (proc_status_self(start) != ProcStatus::Alive) return nullptr;
   char comm[16] = {};
   // Our own name without /proc (a start of every service member pays for this).
   if (prctl(PR_GET_NAME, comm) != 0) proc_comm(pid, comm, sizeof comm);
   comm[sizeof comm - 1] = '\0';
   return slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns());
+}
+
+// Is this process in a user namespace other than the initial one (its uid_map is not the
+// identity "0 0 4294967295")? Raw reads: the attach path runs in the constructor.
+bool in_user_namespace() {
+  long fd = raw_open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  char buf[128];
+  long n = raw_syscall3(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf - 1);
+  raw_close(static_cast<int>(fd));
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  unsigned long v[3] = {1, 1, 0};
+  const char* p = buf;
+  for (auto& x : v) {
+    while (*p == ' ') ++p;
+    if (*p < '0' || *p > '9') return true;
+    x = 0;
+    while (*p >= '0' && *p <= '9') x = x * 10 + static_cast<unsigned long>(*p++ - '0');
+  }
+  while (*p == ' ' || *p == '\n') ++p;
+  return !(v[0] == 0 && v[1] == 0 && v[2] == 4294967295ul && *p == '\0');
 }
 
 }  // namespace
@@ -68,11 +91,22 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   // check after a uid change; it is used only if it is that very segment.
   long fd = shm_inherited_fd(path, uid);
   if (fd < 0) fd = raw_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0 && in_user_namespace())  // a rootless container of another user than the service's owner
+    return fail(why, cap, "service '%s': cannot open %s from this user namespace (a rootless container joins "
+                "only a service of the user it runs as: docs/containers.md)", service, path);
   if (fd < 0)
     return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
   struct stat st;
-  if (raw_fstat(static_cast<int>(fd), st) != 0 || st.st_uid != uid || (st.st_mode & 077)) {
+  // In a user namespace (rootless Podman) the host's owner shows as the uid it maps to.
+  if (raw_fstat(static_cast<int>(fd), st) != 0 || (st.st_uid != uid && st.st_uid != shm_uid_here(uid)) ||
+      (st.st_mode & 077)) {
     raw_close(static_cast<int>(fd));
+    // A user namespace (rootless Podman: the host's owner is another uid in here) is
+    // refused in so many words (issue #47, docs/containers.md).
+    if (in_user_namespace())
+      return fail(why, cap, "service '%s': %s is not owned by the service's uid as this user namespace maps it "
+                  "(a rootless container joins only a service of the user it runs as: docs/containers.md)",
+                  service, path);
     return fail(why, cap, "service '%s': %s is not private to this user (owner or mode)", service, path);
   }
   auto file_size = static_cast<size_t>(st.st_size);

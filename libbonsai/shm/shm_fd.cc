@@ -38,7 +38,16 @@ void raw_close_fd(long fd) { raw_syscall3(SYS_close, fd, 0, 0); }
 long raw_lstat(const char* path, struct stat& st) { return raw_fstatat(AT_FDCWD, path, st, AT_SYMLINK_NOFOLLOW); }
 
 bool private_segment(const struct stat& st, unsigned uid) {
-  return S_ISREG(st.st_mode) && st.st_uid == uid && !(st.st_mode & 077);
+  return S_ISREG(st.st_mode) && (st.st_uid == uid || st.st_uid == shm_uid_here(uid)) && !(st.st_mode & 077);
+}
+
+// Parses one unsigned decimal at p (spaces first). @return false if there is none.
+bool take_uint(const char*& p, const char* end, unsigned long& v) {
+  while (p < end && *p == ' ') ++p;
+  if (p >= end || *p < '0' || *p > '9') return false;
+  v = 0;
+  while (p < end && *p >= '0' && *p <= '9' && v < (1ul << 33)) v = v * 10 + static_cast<unsigned long>(*p++ - '0');
+  return true;
 }
 
 }  // namespace
@@ -57,6 +66,25 @@ BONSAI_STARTUP long shm_parse_uint(const char* s, long max) noexcept {
 BONSAI_STARTUP void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept {
   g_fd_value = shm_parse_uint(fd_value, INT_MAX);
   g_uid_value = shm_parse_uint(uid_value, 0xfffffffeL);
+}
+
+unsigned shm_uid_here(unsigned uid) noexcept {
+  long fd = raw_syscall3(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/proc/self/uid_map"), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return uid;
+  char buf[1024];  // the kernel allows 340 lines; a mapping past 1 KiB is not followed
+  long n = raw_syscall3(SYS_read, fd, reinterpret_cast<long>(buf), sizeof buf);
+  raw_close_fd(fd);
+  if (n <= 0) return uid;
+  const char* p = buf;
+  const char* end = buf + n;
+  while (p < end) {  // "inside outside count" lines
+    unsigned long in, out, count;
+    if (!take_uint(p, end, in) || !take_uint(p, end, out) || !take_uint(p, end, count)) break;
+    if (uid >= out && uid - out < count) return static_cast<unsigned>(in + (uid - out));
+    while (p < end && *p != '\n') ++p;
+    if (p < end) ++p;
+  }
+  return uid;
 }
 
 unsigned shm_owner_uid() noexcept {

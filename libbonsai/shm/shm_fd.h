@@ -19,6 +19,12 @@ void shm_fd_configure(const char* fd_value, const char* uid_value) noexcept;
 // The segment owner's uid: BONSAI_SHM_UID if valid, else the effective uid.
 unsigned shm_owner_uid() noexcept;
 
+// The uid that `uid` (a uid of the parent user namespace: the host's, for a rootless
+// container) has in this process's user namespace, by /proc/self/uid_map; `uid` itself
+// outside a user namespace or when it is not mapped. A file the host's `uid` owns shows
+// this owner in here (issue #47, docs/containers.md). Raw calls; attach time only.
+unsigned shm_uid_here(unsigned uid) noexcept;
+
 // BONSAI_SHM_FD if it is the segment `path` of `uid`: open read-write, a regular,
 // private file owned by `uid`, the very file `path` names (device and inode).
 // @return the descriptor, or -1.

@@ -51,7 +51,7 @@ bool shm_host_attach(const char* prefix, char* why, size_t cap) noexcept {
   struct stat st;
   if (fd < 0) {
     // absent: nothing to say (no capacity installed)
-  } else if (raw_fstat(static_cast<int>(fd), st) != 0 || st.st_uid != uid || (st.st_mode & 077) ||
+  } else if (raw_fstat(static_cast<int>(fd), st) != 0 || (st.st_uid != uid && st.st_uid != shm_uid_here(uid)) || (st.st_mode & 077) ||
              !S_ISREG(st.st_mode)) {
     std::snprintf(why, cap, "%s is not private to this user (owner or mode)", path);
   } else if (static_cast<size_t>(st.st_size) < sizeof(ShmHost)) {

@@ -51,14 +51,15 @@ void slots_used_cover(ShmSegment& seg, unsigned i) {
 
 // Scans from the first slot: free slots are taken lowest first, so the slots in use
 // stay packed below the high-water mark and the file's untouched tail takes no memory.
-ShmSlot* claim_free(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
-                    uint64_t now_unix_ns) {
+ShmSlot* claim_free(ShmSegment& seg, int pid, uint32_t pid_ns, uint64_t start_time, const char* comm,
+                    uint64_t seen_seq, uint64_t now_unix_ns) {
   for (unsigned i = 0; i < kMaxSlots; ++i) {
     ShmSlot& slot = seg.slots[i];
     uint32_t expected = st(SlotState::Free);
     if (slot.state.load(std::memory_order_relaxed) != expected) continue;
     if (!slot.state.compare_exchange_strong(expected, st(SlotState::Claiming), std::memory_order_acq_rel)) continue;
     slots_used_cover(seg, i);
+    seg.slot_ns.pid_ns[i].store(pid_ns, std::memory_order_relaxed);  // before the pid: reclaim reads both
     slot.pid.store(pid, std::memory_order_relaxed);
     slot.start_time.store(start_time, std::memory_order_relaxed);
     slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
@@ -86,11 +87,14 @@ unsigned slots_scan_end(const ShmSegment& seg) noexcept {
 
 ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
                     uint64_t now_unix_ns) noexcept {
+  // `pid` is a pid of the claimer's namespace (a container's own pids): recorded with it.
+  uint32_t ns = proc_self_pidns();
   unsigned end = slots_scan_end(seg);
   for (unsigned i = 0; i < end; ++i) {  // after exec: same process, same slot, counts go on
     ShmSlot& slot = seg.slots[i];
     if (slot.state.load(std::memory_order_acquire) == st(SlotState::Live) &&
         slot.pid.load(std::memory_order_relaxed) == pid &&
+        seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed) == ns &&
         slot.start_time.load(std::memory_order_relaxed) == start_time) {
       slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
       slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
@@ -99,9 +103,9 @@ ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* c
       return &slot;
     }
   }
-  if (ShmSlot* s = claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns)) return s;
+  if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns)) return s;
   if (slots_reclaim_dead(seg))
-    if (ShmSlot* s = claim_free(seg, pid, start_time, comm, seen_seq, now_unix_ns)) return s;
+    if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns)) return s;
   seg.exited.uncounted.fetch_add(1, std::memory_order_relaxed);  // `stat` says so
   return nullptr;
 }
@@ -115,19 +119,28 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
   return true;
 }
 
-unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
+unsigned slots_reclaim_dead(ShmSegment& seg, bool other_ns) noexcept {
   unsigned n = 0;
   unsigned end = slots_scan_end(seg);
+  uint32_t self = proc_self_pidns();
   for (unsigned i = 0; i < end; ++i) {
     ShmSlot& slot = seg.slots[i];
     uint32_t s = slot.state.load(std::memory_order_acquire);
     if (s != st(SlotState::Live) && s != st(SlotState::Claiming)) continue;
     int pid = slot.pid.load(std::memory_order_relaxed);
     if (pid <= 0) continue;  // a claim in progress has not written its pid yet
+    // Another pid namespace's pid is not ours to look up in our /proc (a container's 1
+    // is not our init): proc_of_slot maps it, or says it cannot see that namespace.
+    uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed);
+    if (!other_ns && ns != 0 && ns != self) continue;
+    int here = 0;
     if (s == st(SlotState::Live)) {
-      if (proc_is(pid, slot.start_time.load(std::memory_order_relaxed))) continue;
+      if (proc_of_slot(self, ns, pid, slot.start_time.load(std::memory_order_relaxed), here) != SlotProc::Dead)
+        continue;
       n += slot_release(seg, slot) ? 1 : 0;
     } else {  // died while claiming (its start time may not be written yet): nothing to fold
+      if (ns != 0 && ns != self) continue;  // cannot tell without its start time: its claim finishes, or a
+                                            // later reclaim finds it Live and dead
       uint64_t start;
       if (proc_status(pid, start) == ProcStatus::Alive) continue;
       uint32_t expected = s;

@@ -24,8 +24,11 @@ ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* c
 bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept;
 
 // Releases every slot whose process is gone (and frees slots left half-claimed
-// by a process that died while claiming). @return slots reclaimed.
-unsigned slots_reclaim_dead(ShmSegment& seg) noexcept;
+// by a process that died while claiming). `other_ns`: also the slots of other pid
+// namespaces (containers', issue #47), each looked up by a scan of /proc
+// (shm_proc.h proc_of_slot): bonsaictl's readers only; a claim (the library, in a
+// host process) leaves them to those. @return slots reclaimed.
+unsigned slots_reclaim_dead(ShmSegment& seg, bool other_ns = false) noexcept;
 
 // The version_code() this build writes into the slots it claims (the file VERSION).
 uint32_t slot_version_code() noexcept;

@@ -22,7 +22,7 @@ TEST_CASE("shm layout: offsets and sizes at run time") {
   CHECK(offsetof(ShmSlot, counters) == 64);
   CHECK(offsetof(ShmSlot, lib_version) == 56);
   CHECK(sizeof(ShmSlot) == 64 + sizeof(ProcessCounters));
-  CHECK(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
+  CHECK(sizeof(ShmSegment) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot) + sizeof(ShmSlotNs));
   auto seg = std::make_unique<ShmSegment>();
   auto base = reinterpret_cast<uintptr_t>(seg.get());
   for (unsigned i = 0; i < kMaxSlots; i += 37) {

@@ -161,3 +161,40 @@ TEST_CASE("slots: waiting threads are counted, never below zero, and cleared on 
   CHECK(slot_claim(*seg, getpid(), start, "w2", 4, 0) == s);  // exec: one thread, not waiting
   CHECK(s->waiting.load() == 0);
 }
+
+TEST_CASE("slots: a pid of another pid namespace is never looked up as ours (issue #47)") {
+  auto seg = fresh();
+  uint32_t self = proc_self_pidns();
+  REQUIRE(self != 0);
+  uint64_t start, init_start;
+  REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
+  // Our own pid, found through the namespace scan as through our /proc.
+  bool seen = false;
+  CHECK(proc_host_pid(self, getpid(), start, seen) == getpid());
+  CHECK(seen);
+  CHECK(proc_host_pid(self, getpid(), start + 1, seen) == 0);  // another start time: not it
+  int here = 0;
+  CHECK(proc_of_slot(self, self, getpid(), start, here) == SlotProc::Alive);
+  CHECK(here == getpid());
+  // A claim records our namespace.
+  ShmSlot* mine = slot_claim(*seg, getpid(), start, "me", 2, 1);
+  REQUIRE(mine);
+  CHECK(seg->slot_ns.pid_ns[slot_index(*seg, *mine)].load() == self);
+  // A container's pid 1 (its namespace gone): not our init, whose start time it even has.
+  if (proc_status(1, init_start) == ProcStatus::Alive) {
+    ShmSlot* ours = slot_claim(*seg, 1, init_start, "init", 2, 1);  // our own pid 1: alive
+    ShmSlot* theirs = slot_claim(*seg, 1, init_start + 7, "dd", 2, 1);
+    REQUIRE((ours && theirs));
+    seg->slot_ns.pid_ns[slot_index(*seg, *theirs)].store(12345);  // no process has this namespace
+    theirs->start_time.store(init_start);
+    CHECK(proc_of_slot(self, 12345, 1, init_start, here) ==
+          (self == kInitPidNs ? SlotProc::Dead : SlotProc::Unknown));
+    CHECK(slots_reclaim_dead(*seg) == 0);  // a claim's reclaim leaves other namespaces to bonsaictl
+    CHECK(slots_reclaim_dead(*seg, true) == (self == kInitPidNs ? 1u : 0u));
+    CHECK(ours->state.load() == static_cast<uint32_t>(SlotState::Live));
+  }
+  CHECK(mine->state.load() == static_cast<uint32_t>(SlotState::Live));
+  // A slot is adopted after exec only by the same pid in the same namespace.
+  seg->slot_ns.pid_ns[slot_index(*seg, *mine)].store(12345);
+  CHECK(slot_claim(*seg, getpid(), start, "me", 2, 1) != mine);
+}

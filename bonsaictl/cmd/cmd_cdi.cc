@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl cdi generate [--output FILE]`: the CDI spec of this user's services
+// (issue #47, docs/containers.md), so that `podman run --device bonsai.dev/service=NAME`
+// makes a container's processes members of the host's service NAME.
+#include <fmt/core.h>
+
+#include "cmd/commands.h"
+#include "launch/cdi_spec.h"
+
+namespace bonsai::ctl {
+namespace {
+
+int cmd_cdi(const Args& args) {
+  if (args.empty() || args[0] != "generate")
+    usage_error(args.empty() ? "cdi needs a subcommand: generate" : fmt::format("unknown cdi subcommand '{}'", args[0]));
+  std::string output = kCdiDefaultOutput;
+  for (size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--output" || args[i] == "-o") output = option_value(args, i);
+    else if (args[i].rfind("--output=", 0) == 0) output = args[i].substr(9);
+    else usage_error(fmt::format("unexpected argument '{}'", args[i]));
+  }
+  if (output.empty()) usage_error("--output needs a FILE (or - for stdout)");
+  std::vector<std::string> notes;
+  size_t n = cdi_generate(output, notes);
+  for (const auto& note : notes) fmt::print(stderr, "bonsaictl cdi: {}\n", note);
+  if (output != "-")
+    fmt::print("wrote {}: {} device{} of kind {} (podman run --device {}=NAME ...)\n", output, n, n == 1 ? "" : "s",
+               kCdiKind, kCdiKind);
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE]",
+                             "Writes a Container Device Interface spec of kind bonsai.dev/service with one\n"
+                             "device per service of this user (under BONSAI_SHM_PREFIX, as ls lists them):\n"
+                             "podman run --device bonsai.dev/service=NAME IMAGE CMD runs CMD as a process\n"
+                             "of the host's service NAME (the library preloaded, the service's segment and\n"
+                             "the supervisor for static and Go programs mounted; docs/containers.md).\n"
+                             "--output FILE  where to write it (default /var/run/cdi/bonsai.yaml; - stdout).\n"
+                             "load and rm rewrite the specs it wrote in /etc/cdi and /var/run/cdi.\n"
+                             "exit status: 0 written, 1 no services or not writable, 2 usage error\n",
+                             cmd_cdi};
+
+}  // namespace bonsai::ctl

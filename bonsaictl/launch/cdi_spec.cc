@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+// The CDI spec of a user's services (see cdi_spec.h, docs/containers.md).
+#include "launch/cdi_spec.h"
+
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/core.h>
+#include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "abi/program_kind.h"
+#include "base/diag.h"
+#include "launch/run_env.h"
+#include "segment/host_client.h"
+#include "segment/shm_client.h"
+#include "segment/target_user.h"
+
+namespace bonsai::ctl {
+namespace {
+
+// Where a device puts things in the container. /run/bonsai/$LIB/libbonsai.so is what
+// LD_PRELOAD names; the supervisor and what it loads sit apart in /run/bonsai/sv.
+constexpr const char* kInDir = "/run/bonsai";
+constexpr const char* kSvDir = "/run/bonsai/sv";
+constexpr const char* kLayout[] = {"$LIB", "lib/x86_64-linux-gnu", "lib64", "lib"};
+
+struct Mount {
+  std::string host, in;
+  bool rw = false, exec = true;
+};
+
+bool is_file(const std::string& p) {
+  struct stat st;
+  return stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string real(const std::string& p) {
+  char buf[PATH_MAX];
+  return realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+std::string self_dir() {
+  std::string p = real("/proc/self/exe");
+  return p.substr(0, p.rfind('/'));
+}
+
+std::string base_name(const std::string& p) { return p.substr(p.rfind('/') + 1); }
+
+// A YAML double-quoted scalar (JSON's escapes are YAML's).
+std::string q(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') out += '\\', out += static_cast<char>(c);
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out + "\"";
+}
+
+// The marker line `cdi_refresh` looks for (uid and prefix: one spec per pair).
+std::string marker() {
+  return fmt::format("# bonsaictl cdi generate: uid={} prefix={}", ctl_uid(), q(shm_prefix()));
+}
+
+// The library's builds, as the $LIB layout (docs/libc.md) under /run/bonsai.
+std::vector<Mount> library_mounts(std::vector<std::string>& notes) {
+  std::string lib = library_find();
+  std::string entry = preload_entry(lib);
+  std::vector<Mount> out;
+  const std::string tail = "/$LIB/libbonsai.so";
+  if (entry.size() > tail.size() && entry.compare(entry.size() - tail.size(), tail.size(), tail) == 0) {
+    std::string dir = entry.substr(0, entry.size() - tail.size());
+    for (const char* d : kLayout)
+      out.push_back({real(dir + "/" + d + "/libbonsai.so"), fmt::format("{}/{}/libbonsai.so", kInDir, d)});
+  } else {  // a lone glibc build: every glibc finds it; a musl program's loader finds nothing
+    notes.push_back(fmt::format("{} has no musl build beside it (docs/libc.md): programs of musl images (Alpine) "
+                                "fail to start with the device",
+                                lib));
+    for (const char* d : kLayout)
+      if (std::strcmp(d, "$LIB") != 0) out.push_back({lib, fmt::format("{}/{}/libbonsai.so", kInDir, d)});
+  }
+  return out;
+}
+
+// The shared objects this very process runs with (bonsaictl's loader and libraries,
+// found as the loader found them: the name searched for, the soname).
+int collect_object(dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::vector<std::string>*>(data);
+  if (info->dlpi_name && std::strchr(info->dlpi_name, '/')) out->emplace_back(info->dlpi_name);
+  return 0;
+}
+
+// The supervisor: bonsaictl linked to load from /run/bonsai/sv/lib (Makefile: cdi/bonsaictl
+// beside the library, build/ or the installed library folder), with the host's loader and every
+// library it needs mounted there read-only. Empty (and a note) if there is none.
+std::vector<Mount> supervisor_mounts(std::string& ctl_in, std::vector<std::string>& notes) {
+  // Beside the library (build/cdi/, or the installed PKGLIBDIR/cdi/), else beside bonsaictl.
+  std::string lib = library_find();
+  std::vector<std::string> places{lib.substr(0, lib.rfind('/')) + "/cdi/bonsaictl", self_dir() + "/cdi/bonsaictl"};
+  std::string sv;
+  for (const auto& p : places)
+    if (is_file(p)) {
+      sv = real(p);
+      break;
+    }
+  if (sv.empty()) {
+    notes.push_back(fmt::format("no supervisor for containers ({} missing): static and Go programs in containers "
+                                "are NOT limited",
+                                places[0]));
+    return {};
+  }
+  ProgramLoader loader;
+  program_kind(sv.c_str(), GoLook::Notes, nullptr, 0, &loader);
+  std::string want = std::string(kSvDir) + "/lib/";
+  if (std::strncmp(loader.interp, want.c_str(), want.size()) != 0) {
+    notes.push_back(fmt::format("{} does not load through {} (its loader is '{}'): static and Go programs in "
+                                "containers are NOT limited",
+                                sv, want, loader.interp));
+    return {};
+  }
+  std::vector<std::string> objects;
+  dl_iterate_phdr(collect_object, &objects);
+  std::vector<Mount> out{{sv, std::string(kSvDir) + "/bonsaictl"}};
+  bool have_loader = false;
+  for (const auto& o : objects) {
+    std::string name = base_name(o);
+    if (name == base_name(loader.interp)) have_loader = true;
+    bool dup = false;
+    for (const auto& m : out) dup = dup || base_name(m.in) == name;
+    // By the name the loader found it under (the soname's link): a library upgraded in
+    // place keeps the spec valid; the link is followed when the container starts.
+    if (!dup) out.push_back({o, want + name});
+  }
+  if (!have_loader) {
+    notes.push_back(fmt::format("the supervisor's loader {} is not this bonsaictl's: static and Go programs in "
+                                "containers are NOT limited",
+                                loader.interp));
+    return {};
+  }
+  ctl_in = std::string(kSvDir) + "/bonsaictl";
+  return out;
+}
+
+void put_mount(std::string& y, const Mount& m, const char* indent) {
+  y += fmt::format("{}- hostPath: {}\n{}  containerPath: {}\n{}  options: [{}]\n", indent, q(m.host), indent,
+                   q(m.in), indent,
+                   m.rw ? "\"bind\", \"rw\", \"nosuid\", \"nodev\", \"noexec\""
+                        : (m.exec ? "\"bind\", \"ro\", \"nosuid\", \"nodev\"" : "\"bind\", \"ro\", \"nosuid\", \"nodev\", \"noexec\""));
+}
+
+std::string segment_name(const std::string& path) { return "/dev/shm/" + base_name(path); }
+
+}  // namespace
+
+std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<std::string>& notes) {
+  std::vector<Mount> common = library_mounts(notes);
+  std::string ctl_in;
+  for (auto& m : supervisor_mounts(ctl_in, notes)) common.push_back(std::move(m));
+  // Shares (docs/shares.md): the user's host segment, if there is one.
+  std::string host = host_path();
+  if (is_file(host)) common.push_back({host, segment_name(host), true, false});
+  std::string y = marker() + "\n";
+  y += "# Written by `bonsaictl cdi generate`; `bonsaictl load` and `rm` rewrite it (docs/containers.md).\n";
+  y += "cdiVersion: \"0.5.0\"\n";
+  y += fmt::format("kind: {}\n", kCdiKind);
+  y += "devices:\n";
+  for (const auto& s : services) {
+    y += fmt::format("  - name: {}\n    containerEdits:\n      env:\n        - {}\n", q(s), q("BONSAI_SERVICE=" + s));
+    y += "      mounts:\n";
+    std::string seg = segment_path(s);
+    put_mount(y, {seg, segment_name(seg), true, false}, "        ");
+  }
+  y += "containerEdits:\n  env:\n";
+  y += fmt::format("    - {}\n", q(fmt::format("LD_PRELOAD={}/$LIB/libbonsai.so", kInDir)));
+  // The segment names the host's uid: a container's root (or any uid) looks for it.
+  y += fmt::format("    - {}\n", q(fmt::format("BONSAI_SHM_UID={}", ctl_uid())));
+  if (!shm_prefix().empty()) y += fmt::format("    - {}\n", q("BONSAI_SHM_PREFIX=" + shm_prefix()));
+  if (!ctl_in.empty()) y += fmt::format("    - {}\n", q("BONSAI_CTL=" + ctl_in));
+  y += "  mounts:\n";
+  for (const auto& m : common) put_mount(y, m, "    ");
+  return y;
+}
+
+namespace {
+
+// Is `path` a spec `cdi generate` wrote for ctl_uid() and shm_prefix()?
+bool ours(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "re");
+  if (!f) return false;
+  char line[512] = {};
+  bool yes = std::fgets(line, sizeof line, f) && std::string(line) == marker() + "\n";
+  std::fclose(f);
+  return yes;
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  std::string dir = path.find('/') == std::string::npos ? "." : path.substr(0, path.rfind('/'));
+  if (dir.empty()) dir = "/";
+  std::string tmp = fmt::format("{}/.{}.{}.tmp", dir, base_name(path), getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)));
+  // Podman reads the spec as whoever runs it: readable by all (it holds paths only).
+  fchmod(fd, 0644);
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n <= 0) {
+      int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      runtime_error(fmt::format("cannot write {}: {}", tmp, std::strerror(e)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0 || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    runtime_error(fmt::format("cannot write {}: {}", path, std::strerror(e)));
+  }
+}
+
+}  // namespace
+
+size_t cdi_generate(const std::string& output, std::vector<std::string>& notes) {
+  std::vector<std::string> services = services_list();
+  if (output == "-") {
+    if (services.empty()) runtime_error(fmt::format("no services of {} to make devices of (see bonsaictl ls)",
+                                                    user_text(ctl_uid())));
+    std::string y = cdi_spec_text(services, notes);
+    std::fwrite(y.data(), 1, y.size(), stdout);
+    return services.size();
+  }
+  if (services.empty()) {
+    if (ours(output)) ::unlink(output.c_str());
+    runtime_error(fmt::format("no services of {} to make devices of (see bonsaictl ls); {} not written",
+                              user_text(ctl_uid()), output));
+  }
+  if (size_t slash = output.rfind('/'); slash != std::string::npos && slash > 0)
+    ::mkdir(output.substr(0, slash).c_str(), 0755);  // /var/run/cdi may not exist yet
+  write_atomically(output, cdi_spec_text(services, notes));
+  return services.size();
+}
+
+std::vector<std::string> cdi_refresh() {
+  std::vector<std::string> out, seen;
+  for (const char* d : kCdiDirs) {
+    DIR* dir = opendir(d);
+    if (!dir) continue;
+    std::vector<std::string> files;
+    while (dirent* e = readdir(dir)) {
+      std::string n = e->d_name;
+      if (n.size() > 5 && n[0] != '.' && n.compare(n.size() - 5, 5, ".yaml") == 0) files.push_back(std::string(d) + "/" + n);
+    }
+    closedir(dir);
+    for (const auto& f : files) {
+      std::string r = real(f);
+      bool dup = false;
+      for (const auto& s : seen) dup = dup || s == r;
+      struct stat st;
+      if (dup || lstat(f.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() || !ours(f)) continue;
+      seen.push_back(r);
+      try {
+        std::vector<std::string> notes;
+        if (services_list().empty()) {
+          ::unlink(f.c_str());
+          out.push_back(fmt::format("removed {} (no services left)", f));
+        } else {
+          size_t n = cdi_generate(f, notes);
+          out.push_back(fmt::format("rewrote {} ({} device{})", f, n, n == 1 ? "" : "s"));
+        }
+      } catch (const CtlError& e) {
+        out.push_back(fmt::format("cannot rewrite {}: {}", f, e.what()));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace bonsai::ctl

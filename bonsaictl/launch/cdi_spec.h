@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// Containers through the Container Device Interface (issue #47, docs/containers.md):
+// a CDI spec of kind bonsai.dev/service with one device per service of ctl_uid() under
+// shm_prefix(), so that `podman run --device bonsai.dev/service=NAME ...` runs the
+// container's processes as members of the host's service NAME. What a device injects:
+// - the library's builds, read-only, as the `$LIB` layout under /run/bonsai (glibc's
+//   loader expands $LIB to its own folder and takes the glibc build, musl's takes the
+//   folder named `$LIB`: docs/libc.md), and LD_PRELOAD=/run/bonsai/$LIB/libbonsai.so;
+// - the service's segment (and the user's host segment, shares) bind-mounted at its
+//   own name in the container's /dev/shm, read-write: the container's processes attach
+//   to the very segment the host's processes use; BONSAI_SERVICE, BONSAI_SHM_UID (the
+//   segment names the host's uid), BONSAI_SHM_PREFIX;
+// - the supervisor for static and Go programs: bonsaictl linked to load through
+//   /run/bonsai/sv/lib (its loader and libraries, the host's, mounted read-only), named
+//   by BONSAI_CTL, so the library's exec wrappers start it as on the host.
+// Specs written by `cdi generate` begin with a marker line naming the uid and prefix;
+// `load` and `rm` rewrite the ones in the CDI folders that carry theirs (cdi_refresh).
+#pragma once
+#include <string>
+#include <vector>
+
+namespace bonsai::ctl {
+
+// The folders Podman (4.3) and the other CDI runtimes read specs from.
+inline constexpr const char* kCdiDirs[] = {"/etc/cdi", "/var/run/cdi"};
+inline constexpr const char* kCdiDefaultOutput = "/var/run/cdi/bonsai.yaml";
+inline constexpr const char* kCdiKind = "bonsai.dev/service";
+
+// The spec for the services `services` of ctl_uid() under shm_prefix(). `notes` gets
+// what the spec lacks (no musl build, no supervisor) in one line each.
+std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<std::string>& notes);
+
+// Writes the spec of every service of ctl_uid() under shm_prefix() to `output` ("-":
+// stdout), atomically (a temporary file renamed over it). With no service a file is
+// not written (an empty spec is refused by some runtimes) and a generated one there is
+// removed. Throws CtlError. @return the number of devices.
+size_t cdi_generate(const std::string& output, std::vector<std::string>& notes);
+
+// After `load` or `rm`: rewrites (or removes, with no service left) every spec in the
+// CDI folders that `cdi generate` made for ctl_uid() and shm_prefix() and that this
+// user owns. Best effort: @return one line per file rewritten or failed.
+std::vector<std::string> cdi_refresh();
+
+}  // namespace bonsai::ctl
