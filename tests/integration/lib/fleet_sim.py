@@ -8,8 +8,10 @@
 # (what fleet_want asks when a host is held by its grant) and reports as used what it
 # was granted last. Modes:
 #   busy      -- every host calls each period for WARMUP + SECS seconds; prints JSON
-#                with ratio = the units granted in the last SECS / (cap * SECS) and
-#                redis_cpu = Redis's CPU (cores, /proc/PID/stat) over the same window;
+#                with ratio = the fleet's use (each host at its last grant / period)
+#                over the cap, averaged over the last SECS (ratio_min/max: its range;
+#                grant_ratio: units granted / the cap's units), and redis_cpu = Redis's
+#                CPU (cores, /proc/PID/stat) over the same window;
 #   rounds    -- every host calls once as fast as the connections go (pipelined), ROUNDS
 #                times, a period apart; prints JSON per round (grants, live, clashes).
 # Bounded: every loop ends by its deadline; a connection that fails is an error.
@@ -134,6 +136,7 @@ def main():
     ap.add_argument("--redis-pid", type=int, default=0)
     ap.add_argument("--user")
     ap.add_argument("--password-file")
+    ap.add_argument("--legacy", action="store_true", help="--script is the issue-37 script (for comparison)")
     a = ap.parse_args()
 
     pw = open(a.password_file).readline().strip() if a.password_file else None
@@ -147,8 +150,11 @@ def main():
     want = [a.small_want if i < a.small else cap_period for i in range(a.hosts)]
 
     def request(i):
+        if a.legacy:  # the issue-37 script (no token; reply: live, then per rule granted, used)
+            return resp("EVALSHA", sha, 1, a.prefix, ids[i], period_us, 1, a.cap, want[i], last_grant[i], 0)
         return resp("EVALSHA", sha, 1, a.prefix, ids[i], tokens[i], period_us, 1, a.cap, want[i], last_grant[i], 0)
 
+    held = [0]  # the sum of every host's last grant: the fleet's rate is held / period
     sel = selectors.DefaultSelector()
     for c in conns:
         c.s.setblocking(False)
@@ -186,12 +192,15 @@ def main():
                         break
                     i = c.inflight.pop(0)
                     stats["calls"] += 1
+                    if isinstance(v, list) and a.legacy and len(v) == 3:
+                        v = [v[0], 0] + v[1:]
                     if isinstance(v, RuntimeError) or not isinstance(v, list) or len(v) != 4:
                         stats["errors"] += 1
                         stats["first_error"] = stats["first_error"] or str(v)[:200]
                         continue
                     stats["live_max"] = max(stats["live_max"], v[0])
                     stats["clash"] += v[1]
+                    held[0] += v[2] - last_grant[i]
                     last_grant[i] = v[2]
                     on_reply(i, v)
         return False
@@ -238,7 +247,8 @@ def main():
     t0 = time.monotonic()
     due = [t0 + random.random() * a.period_ms / 1000 for _ in range(a.hosts)]
     order = sorted(range(a.hosts), key=lambda i: due[i])
-    win = {"start": t0 + a.warmup, "end": t0 + a.warmup + a.secs, "granted": 0, "lag_max": 0.0, "cpu0": None}
+    win = {"start": t0 + a.warmup, "end": t0 + a.warmup + a.secs, "granted": 0, "lag_max": 0.0, "cpu0": None,
+           "held": [], "next_sample": 0.0}
     nxt = [0]  # position in `order` of the next due host (a ring: each host due once per period)
     per = a.period_ms / 1000
 
@@ -259,17 +269,27 @@ def main():
         return now < win["end"]
 
     def on_reply(i, v):
-        if win["start"] <= time.monotonic() < win["end"]:
+        now = time.monotonic()
+        if win["start"] <= now < win["end"]:
             win["granted"] += v[2]
+            if now >= win["next_sample"]:  # the fleet's use: each busy host runs at its grant / period
+                win["held"].append(held[0])
+                win["next_sample"] = now + 0.05
 
     pump(win["end"] + 10, on_reply, more)
     t1 = time.monotonic()
     cpu1 = cpu_ticks(a.redis_pid)
     cpu0, tc0 = win["cpu0"] or (cpu1, t1)
     secs = win["end"] - win["start"]
-    ratio = win["granted"] / (a.cap * secs)
+    # ratio: the fleet's use (every host at its last grant / period), averaged over the
+    # window, over the cap; grant_ratio: the units granted in the window over the cap's
+    # (lower when calls bunch: the GCRA does not carry unused time forward).
+    ratio = sum(win["held"]) / max(len(win["held"]), 1) / cap_period
+    grant_ratio = win["granted"] / (a.cap * secs)
     cores = (cpu1 - cpu0) / os.sysconf("SC_CLK_TCK") / max(t1 - tc0, 1e-9)
     print(json.dumps({"hosts": a.hosts, "period_ms": a.period_ms, "secs": secs, "ratio": round(ratio, 4),
+                      "grant_ratio": round(grant_ratio, 4), "ratio_min": round(min(win["held"] or [0]) / cap_period, 4),
+                      "ratio_max": round(max(win["held"] or [0]) / cap_period, 4),
                       "redis_cpu": round(cores, 3), "calls_per_s": round(stats["calls"] / (t1 - t0), 1),
                       "lag_max_s": round(win["lag_max"], 3), **stats}))
 
