@@ -52,6 +52,9 @@ grep -q "NO FLEET AGENT" "$T/load.err" && grep -q "squat" "$T/load.err" && grep 
 "$CTL" fleet-agent --host-id h > /dev/null 2> "$T/agent.err"
 rc=$?
 [ $rc = 1 ] && grep -q "squat" "$T/agent.err" || fail "fleet-agent with its lock squatted: exit $rc: $(cat "$T/agent.err")"
+"$CTL" run -c "$T/f.yaml" -s web -- touch "$T/ran" > /dev/null 2> "$T/run.err"
+rc=$?
+[ $rc = 1 ] && grep -q "squat" "$T/run.err" && [ ! -e "$T/ran" ] || fail "run with the lock squatted: exit $rc: $(cat "$T/run.err")"
 # Never the whole cap: the service runs at cap / expected_hosts meanwhile.
 rate=$(jq_stat web 'd["fleet"]["rules"][0]["fallback"]')
 [ "$rate" = $((2 * MiB)) ] || fail "fallback while no agent runs: $rate, want $((2 * MiB))"
