@@ -131,12 +131,13 @@ bool fleet_agent_ensure(std::string& msg) {
     // A grandchild in its own session: it outlives `run`'s service and is nobody's zombie.
     setsid();
     if (fork() != 0) _exit(0);
+    int w = ready[1] > 2 ? ready[1] : fcntl(ready[1], F_DUPFD, 3);  // not under the dup2s below
     int null = open("/dev/null", O_RDWR);
     if (null >= 0) dup2(null, 0), dup2(null, 1), dup2(null, 2);
     unsetenv("LD_PRELOAD");
-    fcntl(ready[1], F_SETFD, 0);  // kept across exec: the agent says there whether it holds the lock
+    fcntl(w, F_SETFD, 0);  // kept across exec: the agent says there whether it holds the lock
     char num[16];
-    std::snprintf(num, sizeof num, "%d", ready[1]);
+    std::snprintf(num, sizeof num, "%d", w);
     setenv("BONSAI_FLEET_READY_FD", num, 1);
     execl(self, self, "fleet-agent", "--exit-when-idle", static_cast<char*>(nullptr));
     _exit(127);
