@@ -139,8 +139,9 @@ void FleetService::step(uint64_t now_ns) {
     clash_ = reply.clash;
     fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name(),
                clash_ ? fmt::format("HOST ID CLASH: another agent calls the store as host '{}' too (a cloned machine, "
-                                    "or host names cut to {} characters?): the two hosts count as one and share one "
-                                    "host's share; give each its own --host-id", host_id_, kFleetHostIdMax - 1)
+                                    "or host names cut to {} characters? or an agent restarting over and over): the "
+                                    "two hosts count as one and share one host's share; give each its own --host-id",
+                                    host_id_, kFleetHostIdMax - 1)
                       : fmt::format("host id '{}' is this agent's alone again", host_id_));
   }
 }

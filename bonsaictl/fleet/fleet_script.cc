@@ -14,9 +14,10 @@
 // per period grows linearly with the hosts, with no limit short of its memory.
 //
 // Host-id clash (issue 50): each agent sends a token of its own (random per start).
-// The host's token changing is a restart; changing twice within two periods means
-// two agents call with one id. It is kept in the `clash` hash and returned for ten
-// periods after.
+// The host's token changing is a restart; changing again within ten periods means
+// two agents call with one id (or one restarting over and over: worth saying too).
+// Ten, not one or two: two agents on a starved machine miss periods. It is kept in the
+// `clash` hash and returned for thirty periods after.
 #include "fleet/fleet_script.h"
 
 namespace bonsai::ctl {
@@ -52,14 +53,14 @@ local cur = redis.call('HGET', ik, host)
 if cur ~= token then
   if cur then
     local last = tonumber(redis.call('HGET', fk, host))
-    if last and now - last < 2 * period then redis.call('HSET', ck, host, f(now)) end
+    if last and now - last < 10 * period then redis.call('HSET', ck, host, f(now)) end
     redis.call('HSET', fk, host, f(now))
   end
   redis.call('HSET', ik, host, token)
 end
 local clash = 0
 local ct = tonumber(redis.call('HGET', ck, host))
-if ct and now - ct < 10 * period then clash = 1 end
+if ct and now - ct < 30 * period then clash = 1 end
 redis.call('ZADD', lk, f(now), host)
 for _, k in ipairs({lk, ik, fk, ck}) do redis.call('PEXPIRE', k, ttl) end
 local out = {redis.call('ZCOUNT', lk, f(oldest), '+inf'), clash}

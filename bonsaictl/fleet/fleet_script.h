@@ -12,7 +12,7 @@ namespace bonsai::ctl {
 // ARGV: host id, the agent's token (random per start: a second agent with the same
 // host id is told apart by it), period (µs), rule count n, then per rule: cap
 // (units/s), want, used last period, repay (units).
-// @return {live hosts, 1 if another agent called with this host id within ten periods
+// @return {live hosts, 1 if another agent called with this host id within thirty periods
 // else 0, then per rule: granted units, units the live hosts used last period}.
 extern const std::string_view kFleetLeaseScript;
 

@@ -54,7 +54,7 @@ int stat_fleet_view(const std::string& service, bool json) {
   std::vector<std::string> clash_kv;
   if (std::string why = redis.command({"HGETALL", p + "clash"}, clash_kv); !why.empty()) runtime_error(why);
   std::map<std::string, uint64_t> clash;
-  uint64_t clash_window_us = uint64_t{f.period_ms} * 10'000;
+  uint64_t clash_window_us = uint64_t{f.period_ms} * 30'000;  // as the script's (fleet_script.cc)
   for (size_t i = 0; i + 1 < clash_kv.size(); i += 2)
     if (uint64_t at = to_u64(clash_kv[i + 1]); now_us >= at && now_us - at < clash_window_us) clash[clash_kv[i]] = at;
   size_t rules = f.rules.size();

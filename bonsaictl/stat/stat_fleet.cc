@@ -85,6 +85,8 @@ void fleet_prometheus(std::string& out, const std::vector<LabeledStat>& services
          [](const FleetStat& f) { return f.state == "leased" ? 1 : 0; });
   family({"bonsai_fleet_live_hosts", "gauge", "Hosts the store counts live for the service."},
          [](const FleetStat& f) { return f.live_hosts; });
+  family({"bonsai_fleet_host_id_clash", "gauge", "1 while the store sees another agent calling with this host's id."},
+         [](const FleetStat& f) { return f.id_clash ? 1 : 0; });
   family({"bonsai_fleet_renewals_total", "counter", "Leases granted to this host."}, [](const FleetStat& f) { return f.renewals; });
   family({"bonsai_fleet_failures_total", "counter", "Lease calls to the store that failed or timed out."},
          [](const FleetStat& f) { return f.failures; });

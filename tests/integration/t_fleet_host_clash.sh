@@ -5,7 +5,7 @@
 # own; the store sees the id's token change back and forth and says so: both agents log
 # a HOST ID CLASH, `stat` and `stat --json` of both hosts show it, `stat --fleet` marks
 # the id. A restarted agent (its token changes once) is no clash.
-# timeout: 30
+# timeout: 45
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
 fleet_redis_start
@@ -27,6 +27,8 @@ for h in 1 2; do
   [ "$(fleet_field $h 'd["fleet"]["host_id_clash"]')" = True ] || fail "host $h's stat: $(fleet_field $h 'd["fleet"]')"
   in_host $h "$CTL" stat web | grep -q "HOST ID CLASH" || fail "host $h's stat text does not say the clash"
 done
+in_host 1 "$CTL" stat --prometheus | grep -q '^bonsai_fleet_host_id_clash{service="web",host="clone"} 1' ||
+  fail "no bonsai_fleet_host_id_clash 1 in the Prometheus text"
 in_host 3 "$CTL" stat --fleet web > "$T/fleet.txt" || fail "stat --fleet"
 grep -q "HOST ID CLASH: 1 host id" "$T/fleet.txt" && grep -q "^  clone .*CLASH$" "$T/fleet.txt" ||
   fail "stat --fleet: $(cat "$T/fleet.txt")"

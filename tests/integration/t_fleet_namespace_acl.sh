@@ -8,7 +8,7 @@
 # fleet counts only its own host (the keys are apart, the default namespace's are the
 # keys before namespaces), `stat --fleet` names the namespace, and a host of teamA that
 # authenticates as dflt is refused by Redis (NOPERM: not its keys), said by its agent.
-# timeout: 30
+# timeout: 45
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
 fleet_redis_start
@@ -49,9 +49,10 @@ sleep 0.2
 in_host 1 "$CTL" load "$T/a.yaml" > /dev/null 2>&1 || fail "load host 1"
 in_host 2 "$CTL" load "$T/d.yaml" > /dev/null 2>&1 || fail "load host 2"
 in_host 3 "$CTL" load "$T/bad.yaml" > /dev/null 2>&1 || fail "load host 3"
-for i in $(seq 1 40); do
-  [ "$(fleet_field 1 'd["fleet"]["state"]')" = leased ] && [ "$(fleet_field 2 'd["fleet"]["state"]')" = leased ] && break
-  sleep 0.1
+for i in $(seq 1 20); do  # 100 ms leases: a second or two
+  [ "$(fleet_field 1 'd["fleet"]["renewals"] > 0 and d["fleet"]["state"]')" = leased ] &&
+    [ "$(fleet_field 2 'd["fleet"]["state"]')" = leased ] && break
+  sleep 0.2
 done
 for h in 1 2; do
   [ "$(fleet_field $h 'd["fleet"]["state"]')" = leased ] || fail "host $h: no lease: $(fleet_field $h 'd["fleet"]'); $(cat "$T/agent$h.log")"
