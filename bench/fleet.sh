@@ -31,7 +31,7 @@ redis_pid=
 
 cleanup_fleet() {
   [ -z "$redis_pid" ] || { kill -CONT "$redis_pid"; kill "$redis_pid"; } 2>/dev/null
-  rm -f /dev/shm/${BASE}h*bonsai* 2>/dev/null
+  rm -rf /dev/shm/${BASE}h*bonsai* 2>/dev/null
   service_bench_cleanup
 }
 trap cleanup_fleet EXIT
@@ -134,7 +134,7 @@ PY
 
   kill "${pids[@]}" 2>/dev/null; wait "${pids[@]}" 2>/dev/null; pids=()
   kill "$redis_pid" 2>/dev/null; wait "$redis_pid" 2>/dev/null; redis_pid=
-  rm -f /dev/shm/${BASE}h*bonsai* 2>/dev/null
+  rm -rf /dev/shm/${BASE}h*bonsai* 2>/dev/null
   echo "$n,$CAP_B,$PERIOD_MS,$SECS,$agg,$jain,$cps,$want_cps,$conv,$conv_end,$OUTAGE,$omax,$omin,$resumed" >>"$CSV"
   printf '  %2s hosts: aggregate %s x cap (Jain %s), %s lease calls/s (N/period %s), converged after %s periods (window ending at %s), outage %s s: max %s x cap, min host %s x cap/N, resumed %s x cap\n' \
     "$n" "$agg" "$jain" "$cps" "$want_cps" "$conv" "$conv_end" "$OUTAGE" "$omax" "$omin" "$resumed" >&2

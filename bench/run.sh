@@ -88,6 +88,9 @@ if [ "$BENCH" = full ]; then other fio_engines fio_engines.sh
 else other fio_engines fio_engines.sh psync libaio io_uring mmap splice net; fi
 q FLEET_SECS=2 FLEET_OUTAGE=2
 other fleet fleet.sh
+# The lease script at 1,000 simulated hosts (issue 50): quick 3 s warm-up + 8 s window.
+q FLEET_SCALE_SECS=8 FLEET_SCALE_WARMUP=3
+other fleet_scale fleet_scale.sh
 # Event-loop servers under a cap (issue #35): quick N=40, nginx and Go, 6 s capped each, no
 # uncapped reference (~20 s); full (STREAM_FULL=1 from BENCH=full) five servers, 20 s each
 # with the reference, and the Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).

@@ -3,11 +3,36 @@
 // FILE:LINE:COL: message. Changes nothing.
 #include <fmt/core.h>
 
+#include "abi/limit_parse.h"
+#include "bucket/fleet_lease.h"
 #include "cmd/commands.h"
 #include "config/yaml_load.h"
 
 namespace bonsai::ctl {
 namespace {
+
+// What a fleet service's hosts do before their first grant (issue 50): the fallback
+// `load` publishes, cap / expected_hosts, or the whole cap on every host.
+std::string fleet_explain(const ServiceConfig& s) {
+  const FleetConfig& f = s.fleet;
+  std::string rates;
+  for (uint32_t r = 0; r < s.limits.count; ++r) {
+    Rule rule = s.limits.rules[r];
+    rule.rate = fleet_fallback_rate(rule.rate, 0, f.expected_hosts);
+    char buf[256];
+    rule_format(rule, buf, sizeof buf);
+    rates += fmt::format("{}{}", r ? ", " : "", buf);
+  }
+  std::string out = fmt::format("  {}: fleet caps through {} (namespace {}), a lease every {} ms\n", s.name, f.store,
+                                f.fleet_namespace.empty() ? "default" : f.fleet_namespace, f.period_ms);
+  if (f.expected_hosts)
+    out += fmt::format("  {}: before its first grant (the store never reached) each host runs at the cap / {} "
+                       "(expected_hosts): {}\n", s.name, f.expected_hosts, rates);
+  else
+    out += fmt::format("  {}: before its first grant (the store never reached) each host runs at the whole cap: N such "
+                       "hosts hold N x the cap; set expected_hosts: N for cap / N\n", s.name);
+  return out;
+}
 
 int cmd_check(const Args& args) {
   if (args.empty()) usage_error("no FILE given");
@@ -24,6 +49,8 @@ int cmd_check(const Args& args) {
     for (const auto& s : cfg.services) names += (names.empty() ? "" : ", ") + s.name;
     fmt::print("{}: ok ({} service{}{}{})\n", file, cfg.services.size(), cfg.services.size() == 1 ? "" : "s",
                names.empty() ? "" : ": ", names);
+    for (const auto& s : cfg.services)
+      if (s.fleet.present) fmt::print("{}", fleet_explain(s));
   }
   return status;
 }

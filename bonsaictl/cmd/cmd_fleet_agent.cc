@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <map>
 #include <sys/file.h>
+#include <sys/random.h>
 #include <thread>
 #include <unistd.h>
 #include <unistd.h>
@@ -49,11 +50,11 @@ std::string hostname_id() {
 }
 
 // Holds the namespace's lock for the agent's life. @return the descriptor, or -1 with
-// `holder` (the pid written in the file) when another agent has it.
-int lock_take(std::string& holder) {
-  std::string path = fleet_lock_path();
-  int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) runtime_error(fmt::format("cannot open the lock {}: {}", path, std::strerror(errno)));
+// `holder` (the pid written in the file) when another agent has it, or -2 with `why`
+// when the lock cannot be used at all (fleet_lock_open: a squatted name).
+int lock_take(std::string& holder, std::string& why) {
+  int fd = fleet_lock_open(why);
+  if (fd < 0) return -2;
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
     ssize_t n = pread(fd, buf, sizeof buf - 1, 0);
@@ -67,9 +68,17 @@ int lock_take(std::string& holder) {
   return fd;
 }
 
+// This agent's token (fleet_script.h): random per start, so the store tells a second
+// agent with the same host id from this one (and a restart from a clash).
+std::string agent_token() {
+  uint64_t v[2] = {0, 0};
+  if (getrandom(v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) v[0] = mono_ns() ^ (uint64_t(getpid()) << 32), v[1] = unix_now_ns();
+  return fmt::format("{:016x}{:016x}", v[0], v[1]);
+}
+
 // The namespace's fleet services now: (name -> open segment) for those not served yet.
 void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const std::vector<std::string>& only,
-            const std::string& host_id) {
+            const std::string& host_id, const std::string& token) {
   for (auto it = served.begin(); it != served.end();) {
     bool keep = it->second->segment().file_state() == FileState::Same;
     if (keep) it->second->segment().guarded([&] { keep = it->second->segment().seg().fleet.enabled.load() == 1; });
@@ -84,7 +93,7 @@ void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const 
       seg->guarded([&] { fleet = seg->seg().fleet.enabled.load(std::memory_order_acquire) == 1; });
       if (!fleet) continue;
       fmt::print(stderr, "bonsaictl fleet-agent: serving {} as host '{}'\n", name, host_id);
-      served.emplace(name, std::make_unique<FleetService>(std::move(seg), host_id));
+      served.emplace(name, std::make_unique<FleetService>(std::move(seg), host_id, token));
     } catch (const CtlError& e) {
       fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name, e.what());
     }
@@ -92,6 +101,7 @@ void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const 
 }
 
 int cmd_fleet_agent(const Args& args) {
+  int ready = fleet_ready_fd_take();  // `load`/`run` started us: tell them whether we serve
   std::string file, host_id;
   bool exit_idle = false;
   for (size_t i = 0; i < args.size(); ++i) {
@@ -102,6 +112,7 @@ int cmd_fleet_agent(const Args& args) {
   }
   if (host_id.empty()) host_id = hostname_id();
   if (!host_id_ok(host_id))
+    fleet_ready_tell(ready, fmt::format("bad host id '{}' (give the agent --host-id)", host_id)),
     usage_error(fmt::format("bad --host-id '{}' (1-{} of A-Z a-z 0-9 . - _ :)", host_id, kFleetHostIdMax - 1));
   std::vector<std::string> only;
   if (!file.empty()) {
@@ -112,29 +123,36 @@ int cmd_fleet_agent(const Args& args) {
       if (s.fleet.present) only.push_back(s.name);
     if (only.empty()) usage_error(fmt::format("{} has no service with 'fleet:'", file));
   }
-  std::string holder;
-  int lock = lock_take(holder);
+  std::string holder, why;
+  int lock = lock_take(holder, why);
   // A probe holds the lock for an instant (run/load looking for an agent, `flock -n`):
   // only a lock still held after a second is another agent's.
-  for (int i = 0; lock < 0 && i < 50; ++i) {
+  for (int i = 0; lock == -1 && i < 50; ++i) {
     usleep(20'000);
-    lock = lock_take(holder);
+    lock = lock_take(holder, why);
+  }
+  if (lock == -2) {
+    fleet_ready_tell(ready, why);
+    runtime_error(why);
   }
   if (lock < 0) {
+    fleet_ready_tell(ready, "ok");  // only this user can hold the lock: another agent of ours serves
     if (exit_idle) return kExitOk;  // started by run/load while another one came up: fine
     runtime_error(fmt::format("another fleet agent (pid {}) serves this namespace ({})", holder, fleet_lock_path()));
   }
+  const std::string token = agent_token();
   std::signal(SIGINT, [](int) { g_stop.store(1); });
   std::signal(SIGTERM, [](int) { g_stop.store(1); });
   std::signal(SIGPIPE, SIG_IGN);
   fmt::print(stderr, "bonsaictl fleet-agent: host '{}', namespace '{}' (lock {})\n", host_id, shm_prefix(),
              fleet_lock_path());
+  fleet_ready_tell(ready, "ok");
   std::map<std::string, std::unique_ptr<FleetService>> served;
   uint64_t next_scan = 0, idle_since = mono_ns();
   while (!g_stop.load()) {
     uint64_t now = mono_ns();
     if (now >= next_scan) {
-      rescan(served, only, host_id);
+      rescan(served, only, host_id, token);
       next_scan = now + kRescanNs;
       if (!served.empty()) idle_since = now;
       else if (exit_idle && now - idle_since > kIdleExitNs) break;
@@ -165,10 +183,12 @@ extern const Command kCmdFleetAgent{
     "Serves the fleet-wide caps (a service's 'fleet:') of this namespace: each period it\n"
     "leases the host's share of every fleet cap from Redis and sets the host's limits\n"
     "to it. Runs in the foreground; one per namespace (BONSAI_SHM_PREFIX and user),\n"
-    "held by a lock file. `run` and `load` start one when none runs.\n"
+    "held by a lock file in a directory only the user can write (/dev/shm/...bonsai-fleet.UID.d).\n"
+    "`run` and `load` start one when none runs.\n"
     "  -c FILE        serve only FILE's fleet services (default: every one found)\n"
     "  --host-id ID   this host's name in the fleet (default: the hostname)\n"
-    "exit status: 0 stopped by SIGINT/SIGTERM, 1 another agent holds the lock, 2 usage\n",
+    "exit status: 0 stopped by SIGINT/SIGTERM, 1 another agent holds the lock or its\n"
+    "directory is not the user's own (squatted), 2 usage\n",
     cmd_fleet_agent};
 
 }  // namespace bonsai::ctl

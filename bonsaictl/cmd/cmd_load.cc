@@ -88,8 +88,17 @@ int cmd_load(const Args& args) {
     for (const auto& line : cdi_refresh()) fmt::print("cdi: {}\n", line);
   }
   // A fleet service needs this namespace's agent (one per namespace: its lock decides).
-  if (fleet)
-    if (std::string note = fleet_agent_ensure(); !note.empty()) fmt::print(stderr, "bonsaictl load: {}\n", note);
+  // None can run (its lock squatted, it died at once): loud, exit 1 -- the services
+  // would wait at their fallback with nobody leasing (issue 50).
+  if (fleet) {
+    std::string msg;
+    bool ok = fleet_agent_ensure(msg);
+    if (!ok)
+      runtime_error(fmt::format("the fleet services are loaded but NO FLEET AGENT serves them: {}. Until one runs they "
+                                "stay at their fallback (cap / expected_hosts)",
+                                msg));
+    if (!msg.empty()) fmt::print(stderr, "bonsaictl load: {}\n", msg);
+  }
   return kExitOk;
 }
 
@@ -101,7 +110,9 @@ extern const Command kCmdLoad{"load", "load [FILE]",
                               "Without FILE: /etc/bonsai/bonsai.yaml, when it exists.\n"
                               "All or nothing: an invalid file or an unusable segment changes nothing.\n"
                               "A changed scope applies to processes that attach afterwards.\n"
-                              "exit status: 0 loaded, 1 a segment could not be opened, 2 invalid file\n",
+                              "A fleet service needs a fleet agent: load starts one, and fails when none can run.\n"
+                              "exit status: 0 loaded, 1 a segment could not be opened or no fleet agent can\n"
+                              "run (e.g. another user squats its lock directory), 2 invalid file\n",
                               cmd_load};
 
 }  // namespace bonsai::ctl

@@ -201,8 +201,11 @@ int cmd_run(const Args& args) {
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
   }
   seg.reset();
-  if (fleet_svc)
-    if (std::string note = fleet_agent_ensure(); !note.empty()) fmt::print(stderr, "bonsaictl run: {}\n", note);
+  if (fleet_svc) {  // no agent can run: the program is not started (issue 50), as `load` fails
+    std::string msg;
+    if (!fleet_agent_ensure(msg)) runtime_error("no fleet agent can serve the service: " + msg);
+    if (!msg.empty()) fmt::print(stderr, "bonsaictl run: {}\n", msg);
+  }
 
   if (supervise) {
     // The filter charges everything: a libbonsai.so in this tree (the caller's own

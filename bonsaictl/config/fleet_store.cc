@@ -9,7 +9,7 @@
 namespace bonsai::ctl {
 
 namespace {
-constexpr std::string_view kForms = "redis://HOST:PORT or redis+unix:///PATH";
+constexpr std::string_view kForms = "redis://[USER@]HOST:PORT or redis+unix:///PATH";
 
 bool host_char_ok(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
@@ -33,8 +33,17 @@ std::string fleet_store_parse(std::string_view url, FleetStore& out) {
     return fmt::format("bad store '{}' ({})", url, kForms);
   }
   std::string_view rest = url.substr(8);
-  if (rest.find('@') != std::string_view::npos)
-    return fmt::format("bad store '{}': put the password in password_file, not in the address", url);
+  if (size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    // redis://USER@HOST:PORT (issue 50): an ACL user; its password only from password_file.
+    std::string_view user = rest.substr(0, at);
+    if (user.find(':') != std::string_view::npos)
+      return "bad store: put the password in password_file, not in the address (redis://USER@HOST:PORT)";
+    if (user.empty() || user.size() > 64) return fmt::format("bad store '{}': empty or long user before '@'", url);
+    for (char c : user)
+      if (!host_char_ok(c) || c == ':') return fmt::format("bad store '{}': bad character in the user", url);
+    out.user = std::string(user);
+    rest = rest.substr(at + 1);
+  }
   if (!rest.empty() && rest.back() == '/') rest.remove_suffix(1);
   std::string_view host, port;
   if (!rest.empty() && rest[0] == '[') {

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The `fleet:` section of a service (issue 37, docs/fleet.md): the store, the lease
-// period and an optional password file, each checked with its line and column. With
+// period, an optional password file, namespace and expected host count (issue 50),
+// each checked with its line and column. With
 // it the service's limits are caps of the whole fleet, and its scope is `service`.
 #include <fmt/core.h>
 
+#include "abi/fleet_abi.h"
 #include "abi/limit_parse.h"
 #include "config/fleet_store.h"
 #include "config/yaml_load.h"
@@ -13,10 +15,10 @@ namespace bonsai::ctl {
 void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags) {
   out.present = true;
   if (!node.IsMap()) {
-    diags.push_back(diag_at(file, node.Mark(), "'fleet' must be a mapping (store, period, password_file)"));
+    diags.push_back(diag_at(file, node.Mark(), "'fleet' must be a mapping (store, period, password_file, namespace, expected_hosts)"));
     return;
   }
-  static const std::vector<std::string_view> kKeys = {"store", "period", "password_file"};
+  static const std::vector<std::string_view> kKeys = {"store", "period", "password_file", "namespace", "expected_hosts"};
   bool has_store = false;
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
@@ -34,6 +36,25 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
         diags.push_back(diag_at(file, v.Mark(), fmt::format("bad period '{}' (whole milliseconds, {}ms to {}s)", text,
                                                             kFleetPeriodMinMs, kFleetPeriodMaxMs / 1000)));
       else out.period_ms = static_cast<uint32_t>(ns / 1'000'000);
+    } else if (key == "namespace") {
+      // Part of every key (fleet_script.h): no ':' or braces, so one namespace's keys
+      // match one ACL pattern (~bonsai:fleet:NAME:*) and nobody else's.
+      bool ok = !text.empty() && text.size() < kFleetNamespaceMax;
+      for (char c : text)
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+                    c == '_');
+      if (!ok)
+        diags.push_back(diag_at(file, v.Mark(), fmt::format("bad namespace '{}' (1-{} of A-Z a-z 0-9 . - _)", text,
+                                                            kFleetNamespaceMax - 1)));
+      else out.fleet_namespace = text == "default" ? "" : text;
+    } else if (key == "expected_hosts") {
+      uint64_t n = 0;
+      bool ok = !text.empty() && text.size() <= 7;
+      for (char c : text) ok = ok && c >= '0' && c <= '9', n = n * 10 + static_cast<uint64_t>(c - '0');
+      if (!ok || n < 1 || n > kFleetExpectedHostsMax)
+        diags.push_back(diag_at(file, v.Mark(), fmt::format("bad expected_hosts '{}' (a whole number, 1 to {})", text,
+                                                            kFleetExpectedHostsMax)));
+      else out.expected_hosts = static_cast<uint32_t>(n);
     } else if (key == "password_file") {
       if (text.empty() || text[0] != '/' || text.size() >= kFleetPathMax)
         diags.push_back(diag_at(file, v.Mark(), fmt::format("bad password_file '{}' (an absolute path, at most {} bytes)",
@@ -47,6 +68,10 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
     }
   }
   if (!has_store) diags.push_back(diag_at(file, node.Mark(), "'fleet' needs 'store: redis://HOST:PORT'"));
+  FleetStore s;
+  if (!out.store.empty() && fleet_store_parse(out.store, s).empty() && !s.user.empty() && out.password_file.empty())
+    diags.push_back(diag_at(file, node["store"].Mark(),
+                            fmt::format("store user '{}' needs password_file (AUTH {} PASSWORD)", s.user, s.user)));
 }
 
 }  // namespace bonsai::ctl

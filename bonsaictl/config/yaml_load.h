@@ -32,7 +32,10 @@ struct FleetConfig {
   std::string store;          // redis://HOST:PORT | redis+unix:///PATH (bonsaictl/config/fleet_store.h)
   uint32_t period_ms = kFleetPeriodDefaultMs;
   std::string password_file;  // "" : no AUTH
+  std::string fleet_namespace;  // `namespace:` (issue 50): "" the shared default (keys bonsai:fleet:{SERVICE}:...)
+  uint32_t expected_hosts = 0;  // `expected_hosts:`: the fallback before any grant is cap / this (0: the whole cap)
 };
+inline constexpr uint32_t kFleetExpectedHostsMax = 1'000'000;
 
 struct ServiceConfig {
   std::string name;

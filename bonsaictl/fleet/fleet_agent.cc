@@ -17,8 +17,8 @@ namespace {
 uint64_t units_of(const CallTotals& t, RateUnit u) { return u == RateUnit::Calls ? t.calls : t.bytes; }
 }  // namespace
 
-FleetService::FleetService(std::unique_ptr<Segment> seg, std::string host_id)
-    : seg_(std::move(seg)), host_id_(std::move(host_id)) {
+FleetService::FleetService(std::unique_ptr<Segment> seg, std::string host_id, std::string token)
+    : seg_(std::move(seg)), host_id_(std::move(host_id)), token_(std::move(token)) {
   ShmFleet& f = seg_->seg().fleet;
   seg_->guarded([&] {
     f.agent_pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
@@ -77,12 +77,16 @@ void FleetService::usage_read(const LimitSet& rules, std::array<uint64_t, kMaxRu
 void FleetService::step(uint64_t now_ns) {
   ShmFleet& f = seg_->seg().fleet;
   uint32_t period_ms = 0;
-  std::string store, password_file;
+  std::string store, password_file, fleet_ns;
   seg_->guarded([&] {
     period_ms = f.period_ms.load(std::memory_order_relaxed);
     store.assign(f.store, strnlen(f.store, kFleetStoreMax));
     password_file.assign(f.password_file, strnlen(f.password_file, kFleetPathMax));
+    fleet_ns.assign(f.fleet_namespace, strnlen(f.fleet_namespace, kFleetNamespaceMax));
   });
+  for (char c : fleet_ns)  // untrusted: a namespace `load` would refuse is not used as a key
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
+      return say("its fleet namespace in the segment is damaged (`load` its file again)");
   if (period_ms < 50 || period_ms > 10'000) period_ms = 250;  // untrusted: the default
   uint64_t period_ns = uint64_t{period_ms} * 1'000'000;
   next_ns_ = next_ns_ && now_ns < next_ns_ + period_ns ? next_ns_ + period_ns : now_ns + period_ns;
@@ -101,7 +105,7 @@ void FleetService::step(uint64_t now_ns) {
 
   uint32_t live = 0;
   seg_->guarded([&] { live = f.live_hosts.load(std::memory_order_relaxed); });
-  std::vector<std::string> args{host_id_, std::to_string(period_ns / 1000), std::to_string(rules.count)};
+  std::vector<std::string> args{host_id_, token_, std::to_string(period_ns / 1000), std::to_string(rules.count)};
   std::array<uint64_t, kMaxRules> want{}, repay{};
   for (uint32_t r = 0; r < rules.count; ++r) {
     uint64_t cap_period = caps[r] / 1000 * period_ms + caps[r] % 1000 * period_ms / 1000;
@@ -124,13 +128,22 @@ void FleetService::step(uint64_t now_ns) {
   if (timeout > 1'000'000'000) timeout = 1'000'000'000;
   LeaseReply reply;
   std::string why = redis_.ensure(store, password_file, timeout);
-  if (why.empty()) why = redis_.lease(fleet_key_prefix(name()), args, rules.count, reply);
+  if (why.empty()) why = redis_.lease(fleet_key_prefix(fleet_ns, name()), args, rules.count, reply);
   if (!why.empty()) return on_failure(why, mono_ns());
   for (uint32_t r = 0; r < rules.count; ++r) {
     if (reply.granted[r] > want[r]) reply.granted[r] = want[r];  // never more than asked: a bad store is bounded
     owed_[r] -= repay[r] < owed_[r] ? repay[r] : owed_[r];
   }
   publish(rules, caps, reply, mono_ns(), period_ns);
+  if (reply.clash != clash_) {  // said when it starts and when it ends, whatever else is said
+    clash_ = reply.clash;
+    fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name(),
+               clash_ ? fmt::format("HOST ID CLASH: another agent calls the store as host '{}' too (a cloned machine, "
+                                    "or host names cut to {} characters? or an agent restarting over and over): the "
+                                    "two hosts count as one and share one host's share; give each its own --host-id",
+                                    host_id_, kFleetHostIdMax - 1)
+                      : fmt::format("host id '{}' is this agent's alone again", host_id_));
+  }
 }
 
 void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMaxRules>& caps, const LeaseReply& r,
@@ -157,8 +170,10 @@ void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMa
     // The expiry before the limits: a process that sees the new limits sees the new lease.
     f.lease_expiry_ns.store(expiry_ns_, std::memory_order_release);
     f.live_hosts.store(r.live, std::memory_order_relaxed);
+    f.id_clash.store(r.clash ? 1 : 0, std::memory_order_relaxed);
+    uint32_t expected = f.expected_hosts.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < rules.count; ++i) {
-      f.fallback[i].store(fleet_fallback_rate(caps[i], r.live), std::memory_order_relaxed);
+      f.fallback[i].store(fleet_fallback_rate(caps[i], r.live, expected), std::memory_order_relaxed);
       f.grant[i].store(r.granted[i], std::memory_order_relaxed);
       f.fleet_used[i].store(r.fleet_used[i], std::memory_order_relaxed);
       f.owed[i].store(owed_[i], std::memory_order_relaxed);

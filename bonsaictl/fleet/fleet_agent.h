@@ -20,7 +20,9 @@ namespace bonsai::ctl {
 
 class FleetService {
  public:
-  FleetService(std::unique_ptr<Segment> seg, std::string host_id);
+  // `token`: this agent's own (random per start): the store tells two agents with one
+  // host id apart by it (fleet_script.h).
+  FleetService(std::unique_ptr<Segment> seg, std::string host_id, std::string token);
   const std::string& name() const { return seg_->service(); }
   Segment& segment() { return *seg_; }
   // When the next lease call is due (bonsaictl's CLOCK_MONOTONIC).
@@ -37,8 +39,9 @@ class FleetService {
   void say(const std::string& what);
 
   std::unique_ptr<Segment> seg_;
-  std::string host_id_;
+  std::string host_id_, token_;
   RedisConn redis_;
+  bool clash_ = false;           // the store reports another agent with this host id
   uint64_t next_ns_ = 0;
   uint64_t expiry_ns_ = 0;       // the lease published (0: none yet)
   bool lapsed_ = false;

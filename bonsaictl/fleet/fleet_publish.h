@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // What `run` and `load` do for a service's `fleet:` (issue 37): write the fleet block
 // (store, period, caps) into its segment, publish the starting limits (the fallback:
-// the cap / the hosts last seen live), and start a fleet agent for the namespace when
-// none holds its lock.
+// the cap / the hosts last seen live, or / expected_hosts), and start a fleet agent for
+// the namespace when none holds its lock.
 #pragma once
 #include <string>
 
@@ -11,16 +11,34 @@
 
 namespace bonsai::ctl {
 
-// The fleet agent's lock file for this namespace (BONSAI_SHM_PREFIX and uid).
+// The fleet agent's lock for this host namespace (BONSAI_SHM_PREFIX and uid): the file
+// `lock` in a directory of its own, /dev/shm/<prefix>bonsai-fleet.<uid>.d, that only
+// the user can write (issue 50: another user cannot create, hold or replace it).
+std::string fleet_lock_dir();
 std::string fleet_lock_path();
 
+// Opens (creating, mode 0700 / 0600) the lock, refusing a directory or file that is
+// not the effective user's own, has group or other bits, or is a symlink (someone
+// squatting the name). @return the lock file's descriptor, or -1 with `why` (one line
+// that says what to do).
+int fleet_lock_open(std::string& why);
+
 // Writes `svc`'s fleet block (or clears it when the service has none) and @return the
-// limits to publish: the caps as they are, or, for a fleet service, at the fallback rate.
+// limits to publish: the caps as they are, or, for a fleet service, at the fallback
+// rate (cap / the hosts last seen live; before any grant cap / expected_hosts).
 LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc);
 
 // Starts `bonsaictl fleet-agent --exit-when-idle` in the background (its own session,
-// output to /dev/null) unless an agent holds the namespace's lock. @return a line to
-// print ("" if nothing was started).
-std::string fleet_agent_ensure();
+// output to /dev/null) unless an agent holds the namespace's lock, and waits (up to
+// 5 s) for it to say it holds the lock. @return true with `msg` a line to print ("" if
+// nothing was started), or false with `msg` why no agent runs: the caller fails loudly
+// (exit 1), since the fleet service would wait at its fallback with nobody leasing.
+bool fleet_agent_ensure(std::string& msg);
+
+// The started agent's half (cmd_fleet_agent): the descriptor named by
+// BONSAI_FLEET_READY_FD (-1 if none; the variable is removed), and the one line it
+// tells (`ok` or why it cannot serve), closing it.
+int fleet_ready_fd_take();
+void fleet_ready_tell(int& fd, const std::string& line);
 
 }  // namespace bonsai::ctl

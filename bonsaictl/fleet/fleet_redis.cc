@@ -85,9 +85,13 @@ std::string RedisConn::ensure(const std::string& store, const std::string& passw
     std::string why;
     std::string pw = password_read(password_file, why);
     if (!why.empty()) return close(), why;
-    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())));
+    // An ACL user (redis://USER@HOST:PORT, issue 50): AUTH USER PASSWORD; else the default user's.
+    Reply r(static_cast<redisReply*>(
+        s.user.empty() ? redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())
+                       : redisCommand(ctx_, "AUTH %b %b", s.user.data(), s.user.size(), pw.data(), pw.size())));
     if (!r || r->type == REDIS_REPLY_ERROR) {
-      why = fmt::format("AUTH at {} failed: {}", store, r ? r->str : ctx_->errstr);
+      why = fmt::format("AUTH{} at {} failed: {}", s.user.empty() ? "" : " as " + s.user, store,
+                        r ? r->str : ctx_->errstr);
       return close(), why;
     }
   }
@@ -129,21 +133,23 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
       close();
       return fmt::format("{}: {}", store_, err.substr(0, 200));
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 + 2 * rules) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 2 * rules) {
       close();
       return fmt::format("{}: unexpected reply to the lease script (type {}, {} elements)", store_, r->type,
                          r->type == REDIS_REPLY_ARRAY ? r->elements : 0);
     }
-    uint64_t live = 0;
-    if (!reply_u64(r->element[0], live) || live < 1 || live > 1'000'000) {
+    uint64_t live = 0, clash = 0;
+    if (!reply_u64(r->element[0], live) || live < 1 || live > 100'000'000 || !reply_u64(r->element[1], clash) ||
+        clash > 1) {
       close();
-      return fmt::format("{}: bad live host count in the lease reply", store_);
+      return fmt::format("{}: bad live host count or clash flag in the lease reply", store_);
     }
     out.live = static_cast<uint32_t>(live);
+    out.clash = clash == 1;
     out.granted.assign(rules, 0);
     out.fleet_used.assign(rules, 0);
     for (size_t i = 0; i < rules; ++i)
-      if (!reply_u64(r->element[1 + 2 * i], out.granted[i]) || !reply_u64(r->element[2 + 2 * i], out.fleet_used[i])) {
+      if (!reply_u64(r->element[2 + 2 * i], out.granted[i]) || !reply_u64(r->element[3 + 2 * i], out.fleet_used[i])) {
         close();
         return fmt::format("{}: bad number in the lease reply", store_);
       }
@@ -171,7 +177,7 @@ std::string RedisConn::command(const std::vector<std::string>& args, std::vector
   };
   if (r->type == REDIS_REPLY_ERROR) return fmt::format("{}: {}", store_, std::string(r->str, r->len).substr(0, 200));
   if (r->type == REDIS_REPLY_ARRAY) {
-    for (size_t i = 0; i < r->elements && i < 100'000; ++i) out.push_back(text(r->element[i]));
+    for (size_t i = 0; i < r->elements && i < 4'000'000; ++i) out.push_back(text(r->element[i]));
   } else if (r->type != REDIS_REPLY_NIL) {
     out.push_back(text(r.get()));
   }

@@ -5,6 +5,19 @@
 // period). A host is live while it called within three periods; every key expires
 // when the whole fleet has been gone for a while. Numbers are formatted with %.0f:
 // Lua's tostring would write a microsecond clock as 1.7e+15.
+//
+// Scale (issue 50): a call's own work is O(log hosts) -- the wants are a sorted set,
+// dead hosts are dropped at most 64 per call (each host dies once), nothing is
+// unpack()ed -- and the share level and the fleet's use are computed at most once a
+// period per rule (a walk of the sorted wants and of the reported uses, O(hosts)),
+// kept in the rule's `lvl` hash for the other calls of that period. So Redis's work
+// per period grows linearly with the hosts, with no limit short of its memory.
+//
+// Host-id clash (issue 50): each agent sends a token of its own (random per start).
+// The host's token changing is a restart; changing again within ten periods means
+// two agents call with one id (or one restarting over and over: worth saying too).
+// Ten, not one or two: two agents on a starved machine miss periods. It is kept in the
+// `clash` hash and returned for thirty periods after.
 #include "fleet/fleet_script.h"
 
 namespace bonsai::ctl {
@@ -12,54 +25,80 @@ namespace bonsai::ctl {
 const std::string_view kFleetLeaseScript = R"LUA(
 if redis.replicate_commands then redis.replicate_commands() end
 local p = KEYS[1]
-local host = ARGV[1]
-local period = tonumber(ARGV[2])
-local n = tonumber(ARGV[3])
-if not p or not host or host == '' or not period or period <= 0 or not n or n < 0 or n > 64 or #ARGV ~= 3 + 4 * n then
+local host, token = ARGV[1], ARGV[2]
+local period = tonumber(ARGV[3])
+local n = tonumber(ARGV[4])
+if not p or not host or host == '' or not token or token == '' or not period or period <= 0 or not n or n < 0
+   or n > 64 or #ARGV ~= 4 + 4 * n then
   return redis.error_reply('ERR bonsai lease: bad arguments')
 end
 local function f(x) return string.format('%.0f', x) end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local ttl = f(math.max(60000, period * 40 / 1000))
-local lk = p .. 'live'
-local oldest = '(' .. f(now - 3 * period)
-local dead = redis.call('ZRANGEBYSCORE', lk, '-inf', oldest)
-redis.call('ZREMRANGEBYSCORE', lk, '-inf', oldest)
+local lk, ik, fk, ck = p .. 'live', p .. 'inst', p .. 'flip', p .. 'clash'
+local oldest = now - 3 * period
+local dead = redis.call('ZRANGEBYSCORE', lk, '-inf', '(' .. f(oldest), 'LIMIT', 0, 64)
+for _, d in ipairs(dead) do
+  redis.call('ZREM', lk, d)
+  redis.call('HDEL', ik, d)
+  redis.call('HDEL', fk, d)
+  redis.call('HDEL', ck, d)
+  for r = 1, n do
+    redis.call('ZREM', p .. 'r' .. r .. ':wz', d)
+    redis.call('HDEL', p .. 'r' .. r .. ':used', d)
+  end
+end
+local cur = redis.call('HGET', ik, host)
+if cur ~= token then
+  if cur then
+    local last = tonumber(redis.call('HGET', fk, host))
+    if last and now - last < 10 * period then redis.call('HSET', ck, host, f(now)) end
+    redis.call('HSET', fk, host, f(now))
+  end
+  redis.call('HSET', ik, host, token)
+end
+local clash = 0
+local ct = tonumber(redis.call('HGET', ck, host))
+if ct and now - ct < 30 * period then clash = 1 end
 redis.call('ZADD', lk, f(now), host)
-redis.call('PEXPIRE', lk, ttl)
-local hosts = redis.call('ZRANGE', lk, 0, -1)
-local out = {#hosts}
+for _, k in ipairs({lk, ik, fk, ck}) do redis.call('PEXPIRE', k, ttl) end
+local out = {redis.call('ZCOUNT', lk, f(oldest), '+inf'), clash}
 for r = 1, n do
-  local a = 3 + (r - 1) * 4
+  local a = 4 + (r - 1) * 4
   local rate, want, used, repay = tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]), tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
   if not rate or rate <= 0 or not want or want < 0 or not used or used < 0 or not repay or repay < 0 then
     return redis.error_reply('ERR bonsai lease: bad rule arguments')
   end
   local rk = p .. 'r' .. r .. ':'
-  redis.call('HSET', rk .. 'want', host, f(want))
-  redis.call('HSET', rk .. 'used', host, f(used))
-  if #dead > 0 then
-    redis.call('HDEL', rk .. 'want', unpack(dead))
-    redis.call('HDEL', rk .. 'used', unpack(dead))
-  end
-  redis.call('PEXPIRE', rk .. 'want', ttl)
-  redis.call('PEXPIRE', rk .. 'used', ttl)
-  local wants = redis.call('HMGET', rk .. 'want', unpack(hosts))
-  local useds = redis.call('HMGET', rk .. 'used', unpack(hosts))
+  local wz, uk, lv = rk .. 'wz', rk .. 'used', rk .. 'lvl'
+  redis.call('ZADD', wz, f(want), host)
+  redis.call('HSET', uk, host, f(used))
   local cap = rate * period / 1000000
-  local ws, fleet_used = {}, 0
-  for i = 1, #hosts do
-    ws[i] = tonumber(wants[i]) or 0
-    fleet_used = fleet_used + (tonumber(useds[i]) or 0)
+  local st = redis.call('HMGET', lv, 't', 'level', 'used')
+  local lt, level, fleet_used = tonumber(st[1]), tonumber(st[2]), tonumber(st[3])
+  if not lt or not level or not fleet_used or now < lt or now - lt >= period then
+    -- The level: wants below it are granted whole, the rest split what they leave.
+    local nz = redis.call('ZCARD', wz)
+    local left, i, done = cap, 0, false
+    level = -1
+    while not done and i < nz do
+      local c = redis.call('ZRANGE', wz, i, i + 999, 'WITHSCORES')
+      if #c == 0 then break end
+      for j = 2, #c, 2 do
+        local w = tonumber(c[j]) or 0
+        local share = left / (nz - i)
+        if w > share then level = share done = true break end
+        left = left - w
+        i = i + 1
+      end
+    end
+    fleet_used = 0
+    for _, u in ipairs(redis.call('HVALS', uk)) do fleet_used = fleet_used + (tonumber(u) or 0) end
+    redis.call('HSET', lv, 't', f(now), 'level', level < 0 and '-1' or string.format('%.3f', level), 'used', f(fleet_used))
   end
-  table.sort(ws)
-  local left, level = cap, math.huge
-  for i = 1, #ws do
-    local share = left / (#ws - i + 1)
-    if ws[i] > share then level = share break end
-    left = left - ws[i]
-  end
+  if level < 0 then level = math.huge end
+  for _, k in ipairs({wz, uk, lv}) do redis.call('PEXPIRE', k, ttl) end
   local tk = rk .. 'tat'
   local tat = tonumber(redis.call('GET', tk)) or now
   if tat < now then tat = now end
@@ -76,8 +115,9 @@ end
 return out
 )LUA";
 
-std::string fleet_key_prefix(std::string_view service) {
-  return "bonsai:fleet:{" + std::string(service) + "}:";
+std::string fleet_key_prefix(std::string_view fleet_namespace, std::string_view service) {
+  if (fleet_namespace.empty()) return "bonsai:fleet:{" + std::string(service) + "}:";
+  return "bonsai:fleet:" + std::string(fleet_namespace) + ":{" + std::string(service) + "}:";
 }
 
 }  // namespace bonsai::ctl

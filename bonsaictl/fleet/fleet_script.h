@@ -9,12 +9,17 @@ namespace bonsai::ctl {
 
 // The script's text (loaded once with SCRIPT LOAD, called with EVALSHA).
 // KEYS[1]: the service's key prefix (fleet_key_prefix).
-// ARGV: host id, period (µs), rule count n, then per rule: cap (units/s), want, used
-// last period, repay (units).
-// @return {live hosts, then per rule: granted units, units the live hosts used last period}.
+// ARGV: host id, the agent's token (random per start: a second agent with the same
+// host id is told apart by it), period (µs), rule count n, then per rule: cap
+// (units/s), want, used last period, repay (units).
+// @return {live hosts, 1 if another agent called with this host id within thirty periods
+// else 0, then per rule: granted units, units the live hosts used last period}.
 extern const std::string_view kFleetLeaseScript;
 
-// "bonsai:fleet:{SERVICE}:": every key of one service shares a hash slot (the braces).
-std::string fleet_key_prefix(std::string_view service);
+// "bonsai:fleet:{SERVICE}:" in the default namespace (the keys before issue 50),
+// "bonsai:fleet:NAMESPACE:{SERVICE}:" in another: every key of one service shares a
+// hash slot (the braces), and an ACL key pattern ~bonsai:fleet:NAMESPACE:* holds one
+// namespace (~bonsai:fleet:{* the default one).
+std::string fleet_key_prefix(std::string_view fleet_namespace, std::string_view service);
 
 }  // namespace bonsai::ctl

@@ -33,37 +33,53 @@ int stat_fleet_view(const std::string& service, bool json) {
   ServiceStat st = stat_snapshot(*seg);
   const FleetStat& f = st.fleet;
   if (!f.enabled) runtime_error(fmt::format("service '{}' has no fleet: in its configuration", service));
-  std::string password_file;
+  std::string password_file, fleet_ns;
   seg->guarded([&] {
     const ShmFleet& b = seg->seg().fleet;
     password_file.assign(b.password_file, strnlen(b.password_file, kFleetPathMax));
+    fleet_ns.assign(b.fleet_namespace, strnlen(b.fleet_namespace, kFleetNamespaceMax));
   });
+  for (char c : fleet_ns)
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
+      runtime_error("the fleet namespace in the segment is damaged (`load` its file again)");
   RedisConn redis;
   if (std::string why = redis.ensure(f.store, password_file, 1'000'000'000); !why.empty()) runtime_error(why);
-  std::string p = fleet_key_prefix(service);
+  std::string p = fleet_key_prefix(fleet_ns, service);
   std::vector<std::string> now, live;
   if (std::string why = redis.command({"TIME"}, now); !why.empty() || now.size() != 2) runtime_error("TIME: " + why);
   uint64_t now_us = to_u64(now[0]) * 1'000'000 + to_u64(now[1]);
   if (std::string why = redis.command({"ZRANGE", p + "live", "0", "-1", "WITHSCORES"}, live); !why.empty())
     runtime_error(why);
+  // Host ids two agents call with (fleet_script.h): host -> when the store last saw it.
+  std::vector<std::string> clash_kv;
+  if (std::string why = redis.command({"HGETALL", p + "clash"}, clash_kv); !why.empty()) runtime_error(why);
+  std::map<std::string, uint64_t> clash;
+  uint64_t clash_window_us = uint64_t{f.period_ms} * 30'000;  // as the script's (fleet_script.cc)
+  for (size_t i = 0; i + 1 < clash_kv.size(); i += 2)
+    if (uint64_t at = to_u64(clash_kv[i + 1]); now_us >= at && now_us - at < clash_window_us) clash[clash_kv[i]] = at;
   size_t rules = f.rules.size();
   // per rule: host -> want, used
   std::vector<std::map<std::string, std::pair<uint64_t, uint64_t>>> per(rules);
   for (size_t r = 0; r < rules; ++r) {
     for (const char* what : {"want", "used"}) {
-      std::vector<std::string> kv;
-      if (std::string why = redis.command({"HGETALL", fmt::format("{}r{}:{}", p, r + 1, what)}, kv); !why.empty())
-        runtime_error(why);
+      std::vector<std::string> kv;  // wants: a sorted set (member, score); uses: a hash
+      std::vector<std::string> cmd = what[0] == 'w'
+                                         ? std::vector<std::string>{"ZRANGE", fmt::format("{}r{}:wz", p, r + 1), "0", "-1", "WITHSCORES"}
+                                         : std::vector<std::string>{"HGETALL", fmt::format("{}r{}:used", p, r + 1)};
+      if (std::string why = redis.command(cmd, kv); !why.empty()) runtime_error(why);
       for (size_t i = 0; i + 1 < kv.size(); i += 2)
         (what[0] == 'w' ? per[r][kv[i]].first : per[r][kv[i]].second) = to_u64(kv[i + 1]);
     }
   }
   double per_s = f.period_ms ? 1000.0 / f.period_ms : 0;
-  nlohmann::ordered_json doc = {{"service", service}, {"store", f.store}, {"period_ms", f.period_ms},
-                                {"live_hosts", live.size() / 2}};
+  nlohmann::ordered_json doc = {{"service", service}, {"namespace", f.fleet_namespace}, {"store", f.store},
+                                {"period_ms", f.period_ms}, {"live_hosts", live.size() / 2}, {"host_id_clashes", clash.size()}};
   auto hosts = nlohmann::ordered_json::array();
-  std::string table = fmt::format("fleet {} via {}: {} live host{}, period {} ms\n", service, f.store, live.size() / 2,
-                                  live.size() / 2 == 1 ? "" : "s", f.period_ms);
+  std::string table = fmt::format("fleet {} (namespace {}) via {}: {} live host{}, period {} ms\n", service,
+                                  f.fleet_namespace, f.store, live.size() / 2, live.size() / 2 == 1 ? "" : "s", f.period_ms);
+  if (!clash.empty())
+    table += fmt::format("  HOST ID CLASH: {} host id{} used by two agents or more (marked CLASH): give each host its own "
+                         "--host-id\n", clash.size(), clash.size() == 1 ? "" : "s");
   table += fmt::format("  {:<24} {:>10}", "HOST", "SEEN");
   for (size_t r = 0; r < rules; ++r) table += fmt::format(" {:>14} {:>14}", fmt::format("r{} WANT/s", r + 1), fmt::format("r{} USED/s", r + 1));
   table += "\n";
@@ -71,7 +87,8 @@ int stat_fleet_view(const std::string& service, bool json) {
   for (size_t i = 0; i + 1 < live.size(); i += 2) {
     uint64_t seen = to_u64(live[i + 1]);
     double ago_ms = now_us > seen ? static_cast<double>(now_us - seen) / 1000 : 0;
-    auto h = nlohmann::ordered_json{{"host", live[i]}, {"seen_ms_ago", static_cast<int64_t>(ago_ms)}};
+    bool clashed = clash.count(live[i]) > 0;
+    auto h = nlohmann::ordered_json{{"host", live[i]}, {"seen_ms_ago", static_cast<int64_t>(ago_ms)}, {"clash", clashed}};
     auto hr = nlohmann::ordered_json::array();
     table += fmt::format("  {:<24} {:>7.0f} ms", live[i], ago_ms);
     for (size_t r = 0; r < rules; ++r) {
@@ -82,7 +99,7 @@ int stat_fleet_view(const std::string& service, bool json) {
       table += fmt::format(" {:>14} {:>14}", human_bytes(static_cast<double>(want) * per_s),
                            human_bytes(static_cast<double>(used) * per_s));
     }
-    table += "\n";
+    table += clashed ? "  CLASH\n" : "\n";
     h["rules"] = std::move(hr);
     hosts.push_back(std::move(h));
   }

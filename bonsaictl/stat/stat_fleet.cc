@@ -22,7 +22,14 @@ std::string fleet_table(const FleetStat& f, const LimitSet& limits) {
   std::string lease = f.state == "leased"   ? fmt::format("leased ({} ms left)", f.lease_left_ms)
                       : f.state == "lapsed" ? fmt::format("LAPSED {} ms ago: processes run at the fallback", -f.lease_left_ms)
                                             : std::string("waiting for the first grant");
-  std::string out = fmt::format("  fleet: host '{}' via {}, period {} ms, lease {}\n", f.host_id, f.store, f.period_ms, lease);
+  std::string out = fmt::format("  fleet: host '{}' via {}, namespace {}, period {} ms, lease {}\n", f.host_id, f.store,
+                                f.fleet_namespace, f.period_ms, lease);
+  if (f.id_clash)
+    out += fmt::format("         HOST ID CLASH: another agent calls the store as '{}' too: give each host its own --host-id\n",
+                       f.host_id);
+  if (f.expected_hosts)
+    out += fmt::format("         expected hosts {}: before any grant the fallback is the cap / {}\n", f.expected_hosts,
+                       f.expected_hosts);
   out += fmt::format("         {} live host{}, agent pid {}, {} renewal{}, {} failed call{}, {} lapse{}, {} process fallback{}\n",
                      f.live_hosts, f.live_hosts == 1 ? "" : "s", f.agent_pid, f.renewals, f.renewals == 1 ? "" : "s",
                      f.failures, f.failures == 1 ? "" : "s", f.lapses, f.lapses == 1 ? "" : "s", f.lib_fallbacks,
@@ -45,7 +52,9 @@ std::string fleet_table(const FleetStat& f, const LimitSet& limits) {
 
 std::string fleet_json(const FleetStat& f) {
   if (!f.enabled) return "";
-  nlohmann::ordered_json j = {{"host_id", f.host_id},       {"store", f.store},           {"period_ms", f.period_ms},
+  nlohmann::ordered_json j = {{"host_id", f.host_id},       {"store", f.store},           {"namespace", f.fleet_namespace},
+                              {"expected_hosts", f.expected_hosts}, {"host_id_clash", f.id_clash},
+                              {"period_ms", f.period_ms},
                               {"state", f.state},           {"lease_left_ms", f.lease_left_ms},
                               {"live_hosts", f.live_hosts}, {"agent_pid", f.agent_pid},   {"renewals", f.renewals},
                               {"failures", f.failures},     {"lapses", f.lapses},         {"fallbacks", f.lib_fallbacks}};
@@ -76,6 +85,8 @@ void fleet_prometheus(std::string& out, const std::vector<LabeledStat>& services
          [](const FleetStat& f) { return f.state == "leased" ? 1 : 0; });
   family({"bonsai_fleet_live_hosts", "gauge", "Hosts the store counts live for the service."},
          [](const FleetStat& f) { return f.live_hosts; });
+  family({"bonsai_fleet_host_id_clash", "gauge", "1 while the store sees another agent calling with this host's id."},
+         [](const FleetStat& f) { return f.id_clash ? 1 : 0; });
   family({"bonsai_fleet_renewals_total", "counter", "Leases granted to this host."}, [](const FleetStat& f) { return f.renewals; });
   family({"bonsai_fleet_failures_total", "counter", "Lease calls to the store that failed or timed out."},
          [](const FleetStat& f) { return f.failures; });

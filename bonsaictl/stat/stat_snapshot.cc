@@ -40,6 +40,10 @@ FleetStat fleet_snapshot(const ShmFleet& f, uint32_t rules, uint64_t mono_now) {
   if (!s.enabled) return s;
   s.store = fleet_text(f.store, kFleetStoreMax);
   s.host_id = fleet_text(f.host_id, kFleetHostIdMax);
+  s.fleet_namespace = fleet_text(f.fleet_namespace, kFleetNamespaceMax);
+  if (s.fleet_namespace.empty()) s.fleet_namespace = "default";
+  s.expected_hosts = f.expected_hosts.load(std::memory_order_relaxed);
+  s.id_clash = f.id_clash.load(std::memory_order_relaxed) == 1;
   s.period_ms = f.period_ms.load(std::memory_order_relaxed);
   s.live_hosts = f.live_hosts.load(std::memory_order_relaxed);
   s.agent_pid = f.agent_pid.load(std::memory_order_relaxed);

@@ -65,7 +65,10 @@ struct FleetRuleStat {
 struct FleetStat {
   bool enabled = false;
   std::string store, host_id;
+  std::string fleet_namespace;  // "default" or `namespace:` (issue 50)
   uint32_t period_ms = 0, live_hosts = 0;
+  uint32_t expected_hosts = 0;  // 0: not given
+  bool id_clash = false;        // the store saw another agent with this host id lately
   int agent_pid = 0;
   std::string state;            // "waiting" (no grant yet), "leased", "lapsed" (the library falls back)
   int64_t lease_left_ms = 0;    // < 0: ran out that long ago

@@ -14,6 +14,7 @@ namespace bonsai {
 inline constexpr uint32_t kFleetStoreMax = 128;   // "redis://HOST:PORT" or "redis+unix:///path", NUL-terminated
 inline constexpr uint32_t kFleetPathMax = 128;    // the password file's path
 inline constexpr uint32_t kFleetHostIdMax = 64;   // --host-id
+inline constexpr uint32_t kFleetNamespaceMax = 64; // `fleet: namespace:` (issue 50), NUL-terminated
 
 // The agent's view of the lease (stat shows it).
 enum class FleetState : uint32_t {
@@ -37,7 +38,7 @@ struct alignas(64) ShmFleet {
   std::atomic<int32_t> agent_pid;
   std::atomic<uint32_t> state;            // FleetState
   std::atomic<uint32_t> live_hosts;       // as the store last counted them
-  uint32_t pad32_;
+  std::atomic<uint32_t> id_clash;         // 1: the store saw another agent call with this host id lately
   std::atomic<uint64_t> renewals;         // leases granted
   std::atomic<uint64_t> failures;         // calls to the store that failed or timed out
   std::atomic<uint64_t> lapses;           // times the lease ran out (the agent saw it)
@@ -47,6 +48,9 @@ struct alignas(64) ShmFleet {
   std::atomic<uint64_t> want[kMaxRules];        // units asked for it
   std::atomic<uint64_t> fleet_used[kMaxRules];  // units per period, all live hosts (last reports)
   std::atomic<uint64_t> owed[kMaxRules];        // excess used during an outage, still to repay
+  // ---- written by bonsaictl run/load (issue 50) ----
+  char fleet_namespace[kFleetNamespaceMax];     // "": the default namespace (keys bonsai:fleet:{SERVICE}:...)
+  std::atomic<uint32_t> expected_hosts;         // before any grant the fallback is cap / this (0: 1)
 };
 static_assert(sizeof(ShmFleet) % 64 == 0);
 

@@ -14,7 +14,8 @@
 #include "abi/limits_abi.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 12 // 12: ShmSegment::slot_ns (containers, issue #47)
+#define BONSAI_ABI_VERSION 13 // 13: ShmFleet namespace, expected_hosts, id_clash (issue 50)
+                              // 12: ShmSegment::slot_ns (containers, issue #47)
                               // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)

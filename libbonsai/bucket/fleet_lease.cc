@@ -13,8 +13,9 @@ uint64_t mul_div(uint64_t a, uint64_t b, uint64_t c) noexcept {
 }
 }  // namespace
 
-uint64_t fleet_fallback_rate(uint64_t cap, uint32_t live) noexcept {
-  uint64_t r = cap / (live ? live : 1);
+uint64_t fleet_fallback_rate(uint64_t cap, uint32_t live, uint32_t expected) noexcept {
+  uint32_t n = live ? live : expected ? expected : 1;
+  uint64_t r = cap / n;
   return r ? r : 1;
 }
 

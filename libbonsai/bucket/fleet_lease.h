@@ -13,8 +13,12 @@
 namespace bonsai {
 
 // A host's fallback rate for a cap shared by `live` hosts: cap / live, at least 1
-// (a fallback is never "unlimited" and never zero). live 0 counts as 1.
-uint64_t fleet_fallback_rate(uint64_t cap, uint32_t live) noexcept;
+// (a fallback is never "unlimited" and never zero). live 0 (no grant yet: the store
+// never counted the hosts) divides by `expected` (`fleet: expected_hosts:`, issue 50;
+// 0 counts as 1: the whole cap). The one place the library, the supervisor and
+// bonsaictl (load/run write it as ShmFleet::fallback[], the agent after each grant)
+// take a fallback from.
+uint64_t fleet_fallback_rate(uint64_t cap, uint32_t live, uint32_t expected = 0) noexcept;
 
 // The limits a host applies when its lease ran out: `in` with each rule's rate replaced
 // by `fallback[r]` (read once, untrusted): a value of 0 keeps the rule's rate, and a

@@ -5,6 +5,7 @@
 # unknown keys, a password file that is not absolute), and `load` of a bad file changes
 # nothing; the agent refuses a bad --host-id (exit 2) and a second agent in one namespace
 # (exit 1); `load` starts an agent when none runs, and it leaves when its services are gone.
+# Issue 50: namespace, expected_hosts and redis://USER@ are checked the same way.
 # timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
 
@@ -28,6 +29,8 @@ services:
         rate: 1MB/s
 EOC
 "$CTL" check "$good" > "$T/out" 2>&1 || fail "good file refused: $(cat "$T/out")"
+# `check` says what a host does before its first grant (issue 50): the whole cap here.
+grep -q "web: before its first grant .* the whole cap" "$T/out" || fail "check does not explain the cold start: $(cat "$T/out")"
 
 bad=$T/bad.yaml
 cat > "$bad" <<'EOC'
@@ -50,6 +53,13 @@ services:
     fleet: {store: "redis://[::1]:6379", period: 250ms}
   e:
     fleet: {store: "rediss://h:1"}
+  f:
+    fleet:
+      store: redis://bonsai@127.0.0.1:6379
+      namespace: "team a"
+      expected_hosts: 0
+  g:
+    fleet: {store: "redis://u:secret@127.0.0.1:6379", expected_hosts: 1000001}
 EOC
 "$CTL" check "$bad" > "$T/out" 2>&1
 rc=$?
@@ -65,6 +75,14 @@ expect "bad.yaml:15:15: bad period '11s'"
 expect "bad.yaml:15:7: 'fleet' needs 'store: redis://HOST:PORT'"
 expect "TLS is not built into the agent"
 grep -q "bad.yaml:17" "$T/out" && fail "an IPv6 store was refused: $(cat "$T/out")"
+# Issue 50: an ACL user needs its password file, never a password in the address (nor
+# echoed back), a namespace is a key-safe word, expected_hosts a count.
+expect "bad.yaml:22:14: store user 'bonsai' needs password_file"
+expect "bad.yaml:23:18: bad namespace 'team a'"
+expect "bad.yaml:24:23: bad expected_hosts '0'"
+expect "put the password in password_file, not in the address"
+expect "bad expected_hosts '1000001'"
+grep -q secret "$T/out" && fail "a password in the store address was echoed: $(cat "$T/out")"
 
 # load of a bad file creates nothing.
 "$CTL" load "$bad" > /dev/null 2>&1 && fail "load of a bad file succeeded"
@@ -75,7 +93,7 @@ grep -q "bad.yaml:17" "$T/out" && fail "an IPv6 store was refused: $(cat "$T/out
 [ $? = 2 ] || fail "bad --host-id not refused with exit 2"
 "$CTL" fleet-agent --host-id one 2> "$T/agent1.log" &
 a1=$!
-cleanup_hooks+=("kill $a1 2>/dev/null; rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai-fleet.*")
+cleanup_hooks+=("kill $a1 2>/dev/null")
 for i in $(seq 1 50); do grep -q "namespace" "$T/agent1.log" && break; sleep 0.05; done
 "$CTL" fleet-agent --host-id two > /dev/null 2> "$T/agent2.log"
 rc=$?
@@ -85,7 +103,7 @@ kill $a1; wait $a1 2>/dev/null
 
 # `load` of a fleet service starts an agent when none holds the lock; that one leaves
 # once no fleet service is left (5 s after the last is removed).
-lock=/dev/shm/${BONSAI_SHM_PREFIX}bonsai-fleet.$(id -u).lock
+lock=/dev/shm/${BONSAI_SHM_PREFIX}bonsai-fleet.$(id -u).d/lock
 cat > "$T/one.yaml" <<'EOC'
 version: 1
 services:

@@ -22,6 +22,11 @@ TEST_CASE("fleet: the fallback is the cap shared by the live hosts, at least 1",
   CHECK(fleet_fallback_rate(8 * kMiB, 0) == 8 * kMiB);  // nobody counted yet: one host
   CHECK(fleet_fallback_rate(3, 4) == 1);                // never zero
   CHECK(fleet_fallback_rate(10, 3) == 3);
+  // expected_hosts (issue 50): only before the store counted anyone.
+  CHECK(fleet_fallback_rate(8 * kMiB, 0, 4) == 2 * kMiB);
+  CHECK(fleet_fallback_rate(8 * kMiB, 2, 4) == 4 * kMiB);  // a grant's count wins
+  CHECK(fleet_fallback_rate(8 * kMiB, 0, 0) == 8 * kMiB);
+  CHECK(fleet_fallback_rate(3, 0, 100000) == 1);
 }
 
 TEST_CASE("fleet: the fallback set replaces rates, keeps rules, never exceeds a cap", "[fleet]") {

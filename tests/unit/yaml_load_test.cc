@@ -357,3 +357,24 @@ TEST_CASE("yaml: shares: host capacity, ceil, and the checks against them (issue
   CHECK(diag_format(over.diags[0]).find("the rates under this capacity add up to 12MiB/s, more than its 10MiB/s "
                                         "(a 8MiB/s, b 4MiB/s)") != std::string::npos);
 }
+
+TEST_CASE("yaml: fleet namespace, expected_hosts and an ACL user in the store (issue 50)", "[yaml][fleet]") {
+  Loaded l = load(
+      "version: 1\nservices:\n  web:\n    fleet:\n      store: redis://bonsai@10.0.0.5:6379\n"
+      "      password_file: /etc/bonsai/redis.pass\n      namespace: shop\n      expected_hosts: 8\n"
+      "    limits: [{calls: [write], rate: 8MiB/s}]\n  api:\n    fleet: {store: \"redis://h:1\", namespace: default}\n"
+      "    limits: [{calls: [write], rate: 1MiB/s}]\n");
+  REQUIRE(l.diags.empty());
+  REQUIRE(l.cfg.services.size() == 2);
+  const FleetConfig& f = l.cfg.services[0].name == "web" ? l.cfg.services[0].fleet : l.cfg.services[1].fleet;
+  CHECK(f.fleet_namespace == "shop");
+  CHECK(f.expected_hosts == 8);
+  CHECK(f.store == "redis://bonsai@10.0.0.5:6379");
+  const FleetConfig& g = l.cfg.services[0].name == "api" ? l.cfg.services[0].fleet : l.cfg.services[1].fleet;
+  CHECK(g.fleet_namespace.empty());  // "default" is the shared default namespace
+  CHECK(g.expected_hosts == 0);
+  CHECK(only_error("version: 1\nservices:\n  web:\n    fleet: {store: \"redis://h:1\", namespace: \"a:b\"}\n") ==
+        "services.yaml:4:46: bad namespace 'a:b' (1-63 of A-Z a-z 0-9 . - _)");
+  CHECK(only_error("version: 1\nservices:\n  web:\n    fleet: {store: \"redis://u@h:1\"}\n") ==
+        "services.yaml:4:20: store user 'u' needs password_file (AUTH u PASSWORD)");
+}

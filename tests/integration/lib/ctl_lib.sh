@@ -6,6 +6,8 @@ CTL=$BONSAI_BUILD/bonsaictl
 [ -x "$CTL" ] || fail "no $CTL (build first)"
 seg_file() { echo "/dev/shm/${BONSAI_SHM_PREFIX}bonsai.$(id -u).$1"; }
 cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai.*; do [ -e "$f" ] && rm -f "$f"; done')
+# The fleet agent's lock directory (bonsaictl/fleet/fleet_publish.h).
+cleanup_hooks+=('rm -rf /dev/shm/${BONSAI_SHM_PREFIX}bonsai-fleet.*')
 
 # jq_stat SERVICE EXPR: evaluates the Python expression EXPR on the service's stat
 # document `d` (e.g. 'd["total"]["calls"]["write"]["bytes"]'); missing keys give 0.
