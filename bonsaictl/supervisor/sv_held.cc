@@ -71,6 +71,7 @@ void Loop::emulate(Held& h, uint64_t now) {
 
 // Calls whose debt is paid, or whose socket has data, go.
 void Loop::release_due(uint64_t now) {
+  if (!orphans_.empty() && now >= orphan_wake_) orphan_wake_ = pay_orphans(now);
   for (size_t i = 0; i < held_.size();) {
     Held& h = held_[i];
     bool go = h.deadline && now >= h.deadline;
@@ -119,7 +120,7 @@ void Loop::release_due(uint64_t now) {
 }
 
 uint64_t Loop::held_timeout(uint64_t now, std::vector<pollfd>& fds) const {
-  uint64_t wake = 0;
+  uint64_t wake = orphans_.empty() ? 0 : orphan_wake_;
   bool waiting_fd = false;
   for (const Held& h : held_) {
     if (h.deadline && (!wake || h.deadline < wake)) wake = h.deadline;

@@ -110,9 +110,11 @@ void Loop::handle(const seccomp_notif& in) {
   Proc* p = th ? proc_get(th->tgid) : nullptr;
   if (!p) return respond(req.id);  // not ours to charge (gone, foreign ABI)
   if (p->slot) p->slot->sv_calls.fetch_add(1, std::memory_order_relaxed);
+  for (Place& pl : th->place) pl = Place{};  // a new call: its own place in the queues
   // The counters are read only for a call to settle (the last one's) or one that will be.
   SvIo io{};
   bool have_io = th->owed.active && th->io_fd >= 0 && sv_io_read(th->io_fd, io);
+  if (th->owed.active && !have_io && !th->blind) th->blind = true, say_blind(*th, "the I/O counters");
   settle(*th, *p, have_io, io);
   if (have_io) th->io = io;
   th->io_now = have_io;
@@ -135,6 +137,13 @@ void Loop::handle(const seccomp_notif& in) {
   count(*p, call, 1, 0);
   bool limited = h.bucket[0] != kNoBucket || h.bucket[1] != kNoBucket;
   uint64_t asked = asked_bytes(*sc, req);
+  // A size nothing will correct (what it moved does not show in counters it can read):
+  // the most a call can move, never nothing.
+  if (asked == UINT64_MAX && limited && sc->size != SvSize::None &&
+      (th->blind || sc->moved == SvMoved::Asked)) {
+    say_blind(*th, "the memory (the size of an iovec or message)");
+    asked = kSvUnknownMax;
+  }
   uint64_t now = mono_ns();
   // Whose size is known only afterwards: reserve before it goes, so that the calls of
   // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
@@ -205,7 +214,7 @@ void Loop::handle(const seccomp_notif& in) {
     charge(*th, h.bucket[1], est);
     count(*p, call, 0, est);
   }
-  if (!limited) return pay(*th, *p, now), respond(req.id);
+  if (!limited) return pay(*th, *p, now, false), respond(req.id);
   h.deadline = hold_until(*th, *p, h.bucket, now);
   if (!h.deadline) return respond(req.id);
   hold(h, *p);

@@ -31,6 +31,10 @@ namespace bonsai::ctl {
 
 inline constexpr uint64_t kSweepNs = 500'000'000;  // how often gone threads and processes are dropped
 inline constexpr int kValidCheckMs = 100;          // how often held receives check they are still wanted
+// What a call of unknown size is charged when nothing shows what it moved (its iovec or
+// msghdr unreadable: Yama, a non-dumpable program; and its thread's counters unreadable,
+// or a receive, which they do not count): the most one call moves (Linux's MAX_RW_COUNT).
+inline constexpr uint64_t kSvUnknownMax = 0x7ffff000;
 
 // The limits in force: the library's view, with the segment's sequence it came from.
 struct SvView {
@@ -77,13 +81,33 @@ struct Proc {
   BucketState own[kMaxRules]{};  // scope process
 };
 
+// Where a thread's last piece of debt put it in a bucket's queue: its call goes when that
+// place is due, whatever other threads took after it (a place in the queue, as the
+// library's sleepers have).
+struct Place {
+  uint8_t bucket = kNoBucket;
+  uint64_t tat = 0;  // the bucket's clock right after the piece was taken
+};
+
 struct Thread {
   int tid = 0, tgid = 0;
   int io_fd = -1;
+  // Its I/O counters cannot be read (non-dumpable, another user's, the supervisor out of
+  // descriptors): its calls are charged by what they ask, an unknown size as the most a
+  // call can move (kSvUnknownMax), and never given back.
+  bool blind = false;
   SvIo io{};      // its I/O counters when its last settled call went (the baseline)
   bool io_now = false;  // `io` was read during the notification being handled
   Owed owed{};
   DebtList debt;
+  Place place[DebtList::kSlots]{};  // of the call being handled (cleared at each notification)
+};
+
+// Debt a thread left when it ended (a write's prepaid size not taken yet, a read's late
+// charge): still the service's, taken when its bucket is due (never dropped with the thread).
+struct Orphan {
+  int tgid = 0;
+  Debt debt{};
 };
 
 // A call held back: until `deadline` (its buckets' debt is paid), or, a receive that
@@ -122,6 +146,9 @@ class Loop {
   // sv_view.cc: the limits in force, processes and threads
   void view_refresh();
   void say_unseen(const LimitSet& set);
+  // Says once that a thread's counters or memory cannot be read, and what it is charged.
+  void say_blind(const Thread& th, const char* what);
+  bool said_blind_ = false;
   Thread* thread_get(int tid);
   Proc* proc_get(int tgid);
   void sweep(uint64_t now);
@@ -136,7 +163,16 @@ class Loop {
   // sleepers in the same service bucket then wait them off too (bucket_take_late).
   void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);
   void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
-  void pay(Thread& th, Proc& p, uint64_t now);
+  // Takes pieces of what the thread owes. `wait` (a call held until its debt is paid): a
+  // piece only when its bucket lets a call go now, so that however many threads owe, the
+  // bucket's clock stays within its depth and a piece of now (never beyond max_ahead_ns,
+  // where bucket_take and bucket_due read it as garbage and forget it: issue 49, 200
+  // threads were 1.25x over); else (a call that goes anyway) while the clock stays within
+  // half of max_ahead_ns, the rest left owed.
+  void pay(Thread& th, Proc& p, uint64_t now, bool wait);
+  // The debt of ended threads (orphans_): taken when due. @return when to look again (0: none left).
+  uint64_t pay_orphans(uint64_t now);
+  void orphan_debt(Thread& th);
   uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
   uint64_t eligible_at(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
   // Shares: the rules' share parameters from the host segment (again when its capacity changed).
@@ -174,6 +210,8 @@ class Loop {
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
+  std::vector<Orphan> orphans_;
+  uint64_t orphan_wake_ = 0;  // when orphans_ is due next (0: empty)
   SupervisorStats stats_;
   uint64_t emu_held_ = 0;
   // The descriptors paced calls were made on, by st_dev and st_ino of the destination
