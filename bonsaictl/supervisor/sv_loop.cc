@@ -233,6 +233,7 @@ SupervisorStats Loop::run() {
   std::vector<pollfd> fds;
   for (;;) {
     uint64_t now = mono_ns();
+    fleet_lapse_check();  // held calls re-timed at the fallback even when no call comes
     release_due(now);
     sweep(now);
     fds.assign(1, pollfd{fd_, POLLIN, 0});

@@ -145,6 +145,12 @@ class Loop {
   uint64_t asked_bytes(const SvSyscall& sc, const seccomp_notif& req);
   // sv_view.cc: the limits in force, processes and threads
   void view_refresh();
+  // Installs `set` (the segment's limits of sequence `seq`, or, `from_segment` false,
+  // the fleet fallback made of them): the buckets, debts and held calls follow.
+  void install(const LimitSet& set, uint64_t seq, bool from_segment);
+  void fleet_lapse_check();
+  bool fleet_fallback_ = false;  // the fleet fallback is in force (until the segment's limits change)
+  bool said_fallback_ = false;
   void say_unseen(const LimitSet& set);
   // Says once that a thread's counters or memory cannot be read, and what it is charged.
   void say_blind(const Thread& th, const char* what);

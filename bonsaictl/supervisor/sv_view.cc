@@ -15,6 +15,7 @@
 #include "shm/shm_check.h"
 #include "shm/shm_guard.h"
 #include "shm/shm_proc.h"
+#include "bucket/fleet_lease.h"
 #include "bucket/limits_carry.h"
 #include "supervisor/sv_loop.h"
 #include "supervisor/sv_say.h"
@@ -40,13 +41,40 @@ void Loop::view_refresh() {
   if (lost_) return;
   shares_refresh();  // a capacity changed by `load` (cheap when nothing shares)
   uint64_t seq_now = s.limits.seq.load(std::memory_order_acquire);
-  if (view_.seq == seq_now && view_.seq) return;
+  if (view_.seq == seq_now && view_.seq) return fleet_lapse_check();
   LimitSet set{};
   uint64_t seq = 0;
   if (!seqlock_read(s.limits, set, seq, 100)) return;  // a writer is busy: next time
   // Truncated while we read: the guard's zeroes read as "no limits" with seq 0 (a
   // live segment's seq starts at 2). Never install them; the next refresh sees lost.
   if (seq == 0 || shm_guard_lost(&s)) return;
+  fleet_fallback_ = false;  // the agent wrote new limits (a renewal): they are in force
+  install(set, seq, true);
+  fleet_lapse_check();
+}
+
+// Fleet caps (docs/fleet.md): the limits are this host's grant, good until the lease
+// runs out. As the library does (runtime/fleet_lapse.h, bucket/fleet_lease.h): once it
+// has, the fallback rates (the cap / live hosts) are in force until the agent writes
+// limits again -- never the last grant, never unlimited.
+void Loop::fleet_lapse_check() {
+  if (fleet_fallback_ || !view_.usable || lost_) return;
+  ShmFleet& f = seg_.seg().fleet;
+  uint64_t exp = f.lease_expiry_ns.load(std::memory_order_acquire);
+  if (!exp || mono_ns() < exp) return;
+  LimitSet fallback{};
+  fleet_fallback_set(view_.lim.set, f.cap, f.fallback, fallback);
+  fleet_fallback_ = true;
+  f.lib_fallbacks.fetch_add(1, std::memory_order_relaxed);
+  if (!said_fallback_)
+    sv_say(fmt::format("bonsaictl supervisor ({}): fleet lease ran out (the fleet agent or its store is away): "
+                       "running at the fallback rate (the fleet cap / live hosts) until it is renewed\n",
+                       seg_.service()));
+  said_fallback_ = true;
+  install(fallback, view_.seq, false);
+}
+
+void Loop::install(const LimitSet& set, uint64_t seq, bool from_segment) {
   SvView v;
   v.seq = seq;
   const char* problem = limits_problem(set);
@@ -59,7 +87,7 @@ void Loop::view_refresh() {
     return;
   }
   v.usable = true;
-  if (view_.seq) say_unseen(v.lim.set);
+  if (view_.seq && from_segment) say_unseen(v.lim.set);
   // The buckets keep their state across the change (bucket/limits_carry.h), as in the
   // library: this supervisor's per-process buckets are carried over (the service's
   // shared ones are carried by bonsaictl when it writes the limits), what threads owe
