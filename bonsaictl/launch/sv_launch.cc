@@ -17,11 +17,13 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "abi/strict_mark.h"
+#include "abi/sv_join.h"
 #include "base/diag.h"
 #include "segment/shm_client.h"
 #include "supervisor/supervisor.h"
@@ -104,8 +106,25 @@ bool listener_send(int sock, int fd, uint32_t mark) {
 // The supervisor process: detached from the terminal (a Ctrl-C meant for the command
 // must not take its supervisor away first), stdin/stdout closed, stderr kept for its
 // one-line complaints.
+// The service's join socket (abi/sv_join.h), listening; -1 when another supervisor of the
+// service holds the name (its programs join that one) or the name does not fit.
+int join_socket(const std::string& service) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, shm_prefix().c_str(), geteuid(), service.c_str());
+  if (!n) return -1;
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0 ||
+      listen(s, 64) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
 [[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service, int shm_fd,
-                                     const std::vector<int>& notified, bool strict) {
+                                     const std::vector<int>& notified, bool strict, bool serve, bool deny_io_uring) {
   setsid();
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
   signal(SIGPIPE, SIG_IGN);
@@ -141,11 +160,12 @@ bool listener_send(int sock, int fd, uint32_t mark) {
     answer_give(answer, 2, e.what());
     _exit(1);
   }
+  SvServe sv{serve ? join_socket(service) : -1, deny_io_uring};
   answer->pid = getpid();
   answer_give(answer, 1, "");
   munmap(answer, sizeof *answer);
   try {
-    supervise(listener, *seg, notified, strict);
+    supervise(listener, *seg, notified, strict, sv);
   } catch (const std::exception& e) {
     sv_say(fmt::format("bonsaictl supervisor ({}): {}; the service's limited calls now fail (ENOSYS)\n", service,
                e.what()));
@@ -202,7 +222,9 @@ void sv_launch(const SvPlan& plan) {
   if (mid == 0) {  // twice, so that the supervisor is not a child of the command
     close(kHandoffFd);
     pid_t sv = fork();
-    if (sv == 0) supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs, plan.strict_mark != 0);
+    if (sv == 0)
+      supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs, plan.strict_mark != 0,
+                         plan.serve && !plan.strict_mark, plan.deny_io_uring);
     _exit(sv < 0 ? 1 : 0);
   }
   close(sp[1]);

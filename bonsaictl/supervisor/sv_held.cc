@@ -15,11 +15,13 @@ namespace bonsai::ctl {
 
 void Loop::hold(Held h, Proc& p) {
   ++stats_.deferred;
+  if (h.lfd < 0) h.lfd = fd_;
   if (p.slot) slot_wait_enter(p.slot);
   held_.push_back(h);
 }
 
 void Loop::release(Held& h, Proc* p, uint64_t now) {
+  fd_ = h.lfd;  // answered on the listener it came from
   if (!p) {
     auto it = procs_.find(h.tgid);
     p = it == procs_.end() ? nullptr : &it->second;
@@ -44,6 +46,7 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
 }
 
 void Loop::emulate(Held& h, uint64_t now) {
+  if (h.lfd >= 0) fd_ = h.lfd;
   auto pit = procs_.find(h.tgid);
   auto tit = threads_.find(h.tid);
   Proc* p = pit == procs_.end() ? nullptr : &pit->second;
@@ -99,7 +102,7 @@ void Loop::release_due(uint64_t now) {
           h.deadline = hold_until(tit->second, pit->second, h.bucket, now);
         }
         go = !h.deadline;
-      } else if (seccomp_notify_id_valid(fd_, h.id) != 0) {  // interrupted or killed
+      } else if (seccomp_notify_id_valid(h.lfd, h.id) != 0) {  // interrupted or killed
         ::close(h.wait_fd);
         h.wait_fd = -1;
         auto pit = procs_.find(h.tgid);

@@ -224,43 +224,70 @@ SupervisorStats Loop::run() {
   seccomp_notif* req = nullptr;
   seccomp_notif_resp* resp = nullptr;
   if (seccomp_notify_alloc(&req, &resp) != 0) return stats_;
-  // Each notified call waits for our answer: a synchronous wake-up shortens that round
-  // trip (best effort: an older kernel says EINVAL and wakes as before).
-  (void)::ioctl(fd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   // A truncated segment must not kill the supervisor (SIGBUS): its service would then
   // see every limited call fail.
   shm_guard_register(&seg_.seg(), sizeof(ShmSegment));
+  listener_add(fd_, ::fcntl(2, F_DUPFD_CLOEXEC, 3));
   std::vector<pollfd> fds;
   for (;;) {
     uint64_t now = mono_ns();
     fleet_lapse_check();  // held calls re-timed at the fallback even when no call comes
     release_due(now);
     sweep(now);
-    fds.assign(1, pollfd{fd_, POLLIN, 0});
+    // No tree left: ended, unless programs may still join (then after kSvLingerNs idle).
+    if (listeners_.empty() && (serve_.accept_fd < 0 || now - idle_since_ >= kSvLingerNs)) break;
+    fds.clear();
+    for (const Listener& l : listeners_) fds.push_back(pollfd{l.fd, POLLIN, 0});
+    size_t nl = fds.size();
+    if (serve_.accept_fd >= 0) fds.push_back(pollfd{serve_.accept_fd, POLLIN, 0});
+    size_t nj = fds.size();
+    for (const Joiner& j : joiners_) fds.push_back(pollfd{j.fd, POLLIN, 0});
     uint64_t timeout_ns = held_timeout(now, fds);
+    if (listeners_.empty()) timeout_ns = std::min(timeout_ns, idle_since_ + kSvLingerNs - now);
+    if (!joiners_.empty()) timeout_ns = std::min<uint64_t>(timeout_ns, 100'000'000);
     timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     int n = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      std::memset(req, 0, sizeof *req);
-      if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
-      continue;
+    // Joiners that sent nothing within a second are dropped (they run the trampoline).
+    for (size_t i = 0; i < joiners_.size();) {
+      short ev = nj + i < fds.size() && fds[nj + i].fd == joiners_[i].fd ? fds[nj + i].revents : 0;
+      if (ev || mono_ns() - joiners_[i].since > 1'000'000'000) {
+        if (ev & POLLIN) join_receive(joiners_[i]);
+        ::close(joiners_[i].fd);
+        joiners_.erase(joiners_.begin() + static_cast<long>(i));
+        fds.erase(fds.begin() + static_cast<long>(nj + i));
+        continue;
+      }
+      ++i;
     }
-    if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;  // no task uses the filter any more
+    if (n <= 0) continue;
+    if (serve_.accept_fd >= 0 && (fds[nl].revents & POLLIN)) join_accept();
+    // One notification per listener and pass; a listener no task uses any more goes.
+    for (size_t i = nl; i-- > 0;) {
+      if (fds[i].revents & POLLIN) {
+        fd_ = fds[i].fd;
+        std::memset(req, 0, sizeof *req);
+        if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
+      } else if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+        listener_drop(i);
+      }
+    }
   }
   for (auto& h : held_) {
     if (h.wait_fd >= 0) ::close(h.wait_fd);
     sv_emu_close(h.emu);
   }
   held_.clear();
+  while (!listeners_.empty()) listener_drop(listeners_.size() - 1);
+  for (Joiner& j : joiners_) ::close(j.fd);
   for (auto& [pid, p] : procs_) proc_drop(p);
   seccomp_notify_free(req, resp);
   return stats_;
 }
 
-SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict) {
-  Loop loop(notify_fd, seg, notified, strict);
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict,
+                          SvServe serve) {
+  Loop loop(notify_fd, seg, notified, strict, serve);
   return loop.run();
 }
 

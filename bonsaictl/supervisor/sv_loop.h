@@ -128,12 +128,27 @@ struct Held {
   // A call on a descriptor that must not wait (sv_turn.h, sv_pace.cc): its place in the queue is
   // taken; it goes at `deadline`, owing nothing more.
   bool paced = false;
+  int lfd = -1;  // the listener it came from (set by Loop::hold)
+};
+
+// A tree's listener (the one the supervisor was started for, and those of programs that
+// joined it: abi/sv_join.h), with the stderr of the program that handed it over: the
+// supervisor's messages go to the newest tree's stderr, and it holds none of an ended one.
+struct Listener {
+  int fd = -1;
+  int err_fd = -1;
+};
+
+// A program joining (sv_serve.cc): its filter sent, its listener awaited.
+struct Joiner {
+  int fd = -1;
+  uint64_t since = 0;
 };
 
 class Loop {
  public:
-  Loop(int fd, Segment& seg, std::vector<int> notified, bool strict)
-      : fd_(fd), seg_(seg), notified_(std::move(notified)), strict_(strict) {}
+  Loop(int fd, Segment& seg, std::vector<int> notified, bool strict, SvServe serve = {})
+      : fd_(fd), seg_(seg), notified_(std::move(notified)), strict_(strict), serve_(serve) {}
   SupervisorStats run();
 
  private:
@@ -206,11 +221,25 @@ class Loop {
   void emulate(Held& h, uint64_t now);
   // How long the loop may sleep (ns), and the held receives' sockets to poll.
   uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
+  // sv_serve.cc: trees that join this supervisor (abi/sv_join.h)
+  void join_accept();
+  void join_receive(Joiner& j);
+  // The filter for joining programs, for the limits in force (built once per sequence). @return false: none.
+  bool join_filter();
+  void listener_add(int fd, int err_fd);
+  void listener_drop(size_t i);
+  void stderr_follow();
 
-  int fd_;
+  int fd_;  // the listener of the notification being handled
   Segment& seg_;
   std::vector<int> notified_;  // what the filter notifies (fixed at launch)
   bool strict_ = false;        // a --strict tree (supervise())
+  SvServe serve_;
+  std::vector<Listener> listeners_;
+  std::vector<Joiner> joiners_;
+  uint64_t idle_since_ = 0;    // when the last tree ended (0: one runs)
+  std::vector<char> join_bpf_;  // the filter joining programs load (header and instructions)
+  uint64_t join_seq_ = 0;
   bool compat_ = false;        // the notification being handled is a 32-bit call (sv_compat.h)
   SvView view_;
   std::unordered_map<int, Thread> threads_;

@@ -23,6 +23,6 @@ for how in full closed pipe; do
   wait "$pid" || rc=$?
   [ "$rc" = 0 ] || fail "stderr $how: the program exited $rc after the supervisor had something to say"
   out=$(cat "$T/$how.out")
-  check_rate "stderr $how: 24 MiB under 32 MiB/s" $((24 * MiB)) "$(field "$out" secs)" $((32 * MiB)) 0.7 1.15
+  check_rate "stderr $how: 24 MiB under 32 MiB/s" $((24 * MiB)) "$(field "$out" secs)" $((32 * MiB)) 0.5 1.15
 done
 exit 0
