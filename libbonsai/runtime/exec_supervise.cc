@@ -147,7 +147,7 @@ struct JoinMsg {
 };
 
 // Connects and receives the filter. @return the socket (moved to kJoinHandoffFd), or -1.
-int join_connect(JoinMsg& msg, long& insns) noexcept {
+int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
   const char* service = exec_env_kept("BONSAI_SERVICE=");
   const char* prefix = exec_env_kept("BONSAI_SHM_PREFIX=");
   const char* owner = exec_env_kept("BONSAI_SHM_UID=");
@@ -157,6 +157,7 @@ int join_connect(JoinMsg& msg, long& insns) noexcept {
   // The hand-over descriptor must fit the soft limit, which is not changed here.
   rlimit lim{};
   if (sys(SYS_getrlimit, RLIMIT_NOFILE, reinterpret_cast<long>(&lim)) != 0 || lim.rlim_cur <= kJoinHandoffFd) return -1;
+  if (sys(SYS_fcntl, kJoinHandoffFd, F_GETFD) >= 0) return -1;  // the program's own: kept for it
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
   size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, prefix ? prefix : "", euid, service);
@@ -178,6 +179,7 @@ int join_connect(JoinMsg& msg, long& insns) noexcept {
       msg.hd.insns > kSvJoinMaxInsns || got != static_cast<long>(sizeof msg.hd + msg.hd.insns * sizeof(sock_filter)))
     return fail();
   insns = msg.hd.insns;
+  peer = cr.pid;
   int h = static_cast<int>(sys(SYS_dup3, s, kJoinHandoffFd, O_CLOEXEC));
   sys(SYS_close, s);
   return h == kJoinHandoffFd ? h : -1;
@@ -192,10 +194,15 @@ bool exec_supervise_join(SvRedirect& r, const char* path) noexcept {
   if (sys(SYS_access, reinterpret_cast<long>(path), X_OK) != 0) return errno = saved, false;
   JoinMsg msg;
   long insns = 0;
-  int h = join_connect(msg, insns);
+  int peer = 0;
+  int h = join_connect(msg, insns, peer);
   if (h < 0) return errno = saved, false;
+  // Yama ptrace_scope 1: the supervisor is no ancestor; named as this program's ptracer it
+  // may read its memory and copy its descriptors (EINVAL without Yama: nothing to do).
+  if (peer > 0) raw_syscall6(SYS_prctl, PR_SET_PTRACER, peer, 0, 0, 0, 0);
   // As libseccomp does for the trampoline: no_new_privs unless root (CAP_SYS_ADMIN).
-  if (sys(SYS_geteuid) != 0 && sys(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0) != 0) return sys(SYS_close, h), errno = saved, false;
+  if (sys(SYS_geteuid) != 0 && raw_syscall6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0) != 0)
+    return sys(SYS_close, h), errno = saved, false;
   sock_fprog prog{static_cast<unsigned short>(insns), msg.insns};
   long lfd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_SPEC_ALLOW,
                  reinterpret_cast<long>(&prog));
