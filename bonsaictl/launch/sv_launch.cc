@@ -129,23 +129,34 @@ int join_socket(const std::string& service) {
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
-  // A descriptor per thread and process it supervises: as many as it may have. Test
-  // hooks (docs/limits.md "Threads the supervisor cannot see"): a lower limit, and the
-  // blindness of Yama or a non-dumpable program on a machine without them.
-  const char* nofile = getenv("BONSAI_SV_TEST_NOFILE");
-  sv_fds_setup(nofile ? std::strtoull(nofile, nullptr, 10) : 0);
-  sv_target_test_blind(getenv("BONSAI_SV_TEST_BLIND"));
   // Started with a standard descriptor closed, the hand-over socket may be one of them:
   // moved above them first, so that /dev/null in their place closes nothing of ours and
   // no message lands in a descriptor that is not a stderr.
   if (sock <= 2) sock = fcntl(sock, F_DUPFD_CLOEXEC, 3);
   if (shm_fd >= 0 && shm_fd <= 2) shm_fd = fcntl(shm_fd, F_DUPFD_CLOEXEC, 3);
+  // Nothing else of the program's: a supervisor that lingers for later children (abi/
+  // sv_join.h) must not keep its pipes (a reader waiting for their end) or sockets open.
+  int keep[2] = {std::min(sock, shm_fd < 0 ? sock : shm_fd), std::max(sock, shm_fd)};
+  unsigned lo = 3;
+  for (int k : keep) {
+    if (k >= static_cast<int>(lo)) {
+      if (k > static_cast<int>(lo)) syscall(SYS_close_range, lo, static_cast<unsigned>(k - 1), 0);
+      lo = static_cast<unsigned>(k) + 1;
+    }
+  }
+  syscall(SYS_close_range, lo, ~0u, 0);
   if (int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
     dup2(null, 0);
     dup2(null, 1);
     if (fcntl(2, F_GETFD) < 0) dup2(null, 2);  // stderr closed: messages go nowhere
     if (null > 2) close(null);
   }
+  // A descriptor per thread and process it supervises: as many as it may have. Test
+  // hooks (docs/limits.md "Threads the supervisor cannot see"): a lower limit, and the
+  // blindness of Yama or a non-dumpable program on a machine without them.
+  const char* nofile = getenv("BONSAI_SV_TEST_NOFILE");
+  sv_fds_setup(nofile ? std::strtoull(nofile, nullptr, 10) : 0);
+  sv_target_test_blind(getenv("BONSAI_SV_TEST_BLIND"));
   int listener = listener_receive(sock);
   close(sock);
   if (listener < 0) {

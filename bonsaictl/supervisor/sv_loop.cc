@@ -267,7 +267,9 @@ SupervisorStats Loop::run() {
       if (fds[i].revents & POLLIN) {
         fd_ = fds[i].fd;
         std::memset(req, 0, sizeof *req);
+        errno = 0;
         if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
+        else if (errno == EBADF || errno == ENOTTY || errno == EINVAL) listener_drop(i);  // not a listener: never spin on it
       } else if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
         listener_drop(i);
       }

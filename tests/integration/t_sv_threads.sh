@@ -41,9 +41,10 @@ prlimit --nofile=64 "$CTL" run -s lo --supervise -l 'write=1MiB/s' -- "$P" write
 [ "$rc" = 1 ] || fail "run under a hard limit of 64 exited $rc: $(cat "$T/lo.err")"
 grep -q 'open-file limit is 64 (hard 64).*at least 1018' "$T/lo.err" || fail "unclear message: $(cat "$T/lo.err")"
 [ -e "$T/lo" ] && fail "the program ran although it could not be supervised"
-out=$(prlimit --nofile=64:4096 "$CTL" run -s lo2 --supervise -l 'write=1MiB/s' -- "$P" exec /bin/sh -c \
-  'ulimit -Sn; for p in $(pgrep -x bonsai-sv); do grep -q "lo2" /proc/$p/cmdline && grep "open files" /proc/$p/limits; done' \
-  2> "$T/lo2.err") || fail "run under a soft limit of 64: $(cat "$T/lo2.err")"
+svc=lo2_$$  # its supervisor told from other tests' by its command line
+out=$(prlimit --nofile=64:4096 "$CTL" run -s "$svc" --supervise -l 'write=1MiB/s' -- "$P" exec /bin/sh -c \
+  'ulimit -Sn; for p in $(pgrep -x bonsai-sv); do tr "\0" " " < /proc/$p/cmdline | grep -q -- "-s '"$svc"' " &&
+   grep "open files" /proc/$p/limits; done; true' 2> "$T/lo2.err") || fail "run under a soft limit of 64: $(cat "$T/lo2.err")"
 [ "$(printf '%s\n' "$out" | head -n1)" = 64 ] || fail "the program's soft limit changed: $out"
 printf '%s\n' "$out" | grep -q 'open files *4096 *4096' || fail "the supervisor kept a low limit: $out"
 exit 0
