@@ -197,9 +197,6 @@ bool exec_supervise_join(SvRedirect& r, const char* path) noexcept {
   int peer = 0;
   int h = join_connect(msg, insns, peer);
   if (h < 0) return errno = saved, false;
-  // Yama ptrace_scope 1: the supervisor is no ancestor; named as this program's ptracer it
-  // may read its memory and copy its descriptors (EINVAL without Yama: nothing to do).
-  if (peer > 0) raw_syscall6(SYS_prctl, PR_SET_PTRACER, peer, 0, 0, 0, 0);
   // As libseccomp does for the trampoline: no_new_privs unless root (CAP_SYS_ADMIN).
   if (sys(SYS_geteuid) != 0 && raw_syscall6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0) != 0)
     return sys(SYS_close, h), errno = saved, false;
@@ -208,6 +205,9 @@ bool exec_supervise_join(SvRedirect& r, const char* path) noexcept {
                  reinterpret_cast<long>(&prog));
   if (lfd == -EINVAL) lfd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, reinterpret_cast<long>(&prog));
   if (lfd < 0) return sys(SYS_close, h), errno = saved, false;
+  // Yama ptrace_scope 1: the supervisor is no ancestor; named as this program's ptracer it
+  // may read its memory and copy its descriptors (EINVAL without Yama: nothing to do).
+  if (peer > 0) raw_syscall6(SYS_prctl, PR_SET_PTRACER, peer, 0, 0, 0, 0);
   // Filtered from here on: the listener and this program's stderr go to the supervisor
   // (the one sendmsg the filter lets through), then the program is executed as asked.
   int fds[2] = {static_cast<int>(lfd), 2};
