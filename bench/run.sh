@@ -29,6 +29,7 @@ step() {  # SCRIPT...
 step accuracy.sh
 step cost.sh
 step startup.sh
+step sv_start.sh
 step cpu.sh
 step peers.sh
 step threads.sh

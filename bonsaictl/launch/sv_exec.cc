@@ -104,6 +104,7 @@ int sv_exec_main(int argc, char** argv) {
   try {
     seg = open_segment(service, shm_fd, other_uid, owner);
     SvPlan plan{service, {}, env_or("BONSAI_IO_URING", "") != "allow", other_uid ? shm_fd : -1};
+    plan.serve = true;  // the service's later static children join this supervisor
     uint64_t seq;
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
     // Inside a strict tree its supervisor holds the program already (sv_launch.h).

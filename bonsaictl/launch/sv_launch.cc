@@ -15,17 +15,22 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "abi/strict_mark.h"
+#include "abi/sv_join.h"
 #include "base/diag.h"
 #include "segment/shm_client.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/sv_filter.h"
+#include "supervisor/sv_say.h"
 #include "supervisor/sv_syscalls.h"
+#include "supervisor/sv_target.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -37,7 +42,8 @@ constexpr int kHandoffFlags = MSG_NOSIGNAL | MSG_DONTWAIT | MSG_CMSG_CLOEXEC;
 // program it becomes), so it waits on a futex, not on a read.
 struct Answer {
   std::atomic<uint32_t> state;  // 0 pending, 1 ready, 2 failed
-  char text[508];
+  int32_t pid;                  // the supervisor's (set before state)
+  char text[504];
 };
 static_assert(sizeof(Answer) == 512);
 
@@ -100,16 +106,57 @@ bool listener_send(int sock, int fd, uint32_t mark) {
 // The supervisor process: detached from the terminal (a Ctrl-C meant for the command
 // must not take its supervisor away first), stdin/stdout closed, stderr kept for its
 // one-line complaints.
+// The service's join socket (abi/sv_join.h), listening; -1 when another supervisor of the
+// service holds the name (its programs join that one) or the name does not fit.
+int join_socket(const std::string& service) {
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, shm_prefix().c_str(), geteuid(), service.c_str());
+  if (!n) return -1;
+  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (s < 0) return -1;
+  if (bind(s, reinterpret_cast<sockaddr*>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0 ||
+      listen(s, 64) != 0) {
+    close(s);
+    return -1;
+  }
+  return s;
+}
+
 [[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service, int shm_fd,
-                                     const std::vector<int>& notified, bool strict) {
+                                     const std::vector<int>& notified, bool strict, bool serve, bool deny_io_uring) {
   setsid();
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
   signal(SIGPIPE, SIG_IGN);
   signal(SIGHUP, SIG_IGN);
+  // Started with a standard descriptor closed, the hand-over socket may be one of them:
+  // moved above them first, so that /dev/null in their place closes nothing of ours and
+  // no message lands in a descriptor that is not a stderr.
+  if (sock <= 2) sock = fcntl(sock, F_DUPFD_CLOEXEC, 3);
+  if (shm_fd >= 0 && shm_fd <= 2) shm_fd = fcntl(shm_fd, F_DUPFD_CLOEXEC, 3);
+  // Nothing else of the program's: a supervisor that lingers for later children (abi/
+  // sv_join.h) must not keep its pipes (a reader waiting for their end) or sockets open.
+  int keep[2] = {std::min(sock, shm_fd < 0 ? sock : shm_fd), std::max(sock, shm_fd)};
+  unsigned lo = 3;
+  for (int k : keep) {
+    if (k >= static_cast<int>(lo)) {
+      if (k > static_cast<int>(lo)) syscall(SYS_close_range, lo, static_cast<unsigned>(k - 1), 0);
+      lo = static_cast<unsigned>(k) + 1;
+    }
+  }
+  syscall(SYS_close_range, lo, ~0u, 0);
   if (int null = open("/dev/null", O_RDWR | O_CLOEXEC); null >= 0) {
     dup2(null, 0);
     dup2(null, 1);
+    if (fcntl(2, F_GETFD) < 0) dup2(null, 2);  // stderr closed: messages go nowhere
+    if (null > 2) close(null);
   }
+  // A descriptor per thread and process it supervises: as many as it may have. Test
+  // hooks (docs/limits.md "Threads the supervisor cannot see"): a lower limit, and the
+  // blindness of Yama or a non-dumpable program on a machine without them.
+  const char* nofile = getenv("BONSAI_SV_TEST_NOFILE");
+  sv_fds_setup(nofile ? std::strtoull(nofile, nullptr, 10) : 0);
+  sv_target_test_blind(getenv("BONSAI_SV_TEST_BLIND"));
   int listener = listener_receive(sock);
   close(sock);
   if (listener < 0) {
@@ -124,13 +171,15 @@ bool listener_send(int sock, int fd, uint32_t mark) {
     answer_give(answer, 2, e.what());
     _exit(1);
   }
+  SvServe sv{serve ? join_socket(service) : -1, deny_io_uring};
+  answer->pid = getpid();
   answer_give(answer, 1, "");
   munmap(answer, sizeof *answer);
   try {
-    supervise(listener, *seg, notified, strict);
+    supervise(listener, *seg, notified, strict, sv);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "bonsaictl supervisor ({}): {}; the service's limited calls now fail (ENOSYS)\n", service,
-               e.what());
+    sv_say(fmt::format("bonsaictl supervisor ({}): {}; the service's limited calls now fail (ENOSYS)\n", service,
+               e.what()));
     _exit(1);
   }
   _exit(0);
@@ -149,8 +198,31 @@ void sv_launch(const SvPlan& plan) {
   int sp[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) != 0)
     runtime_error(fmt::format("cannot supervise: socketpair: {}", std::strerror(errno)));
-  if (dup3(sp[0], kHandoffFd, O_CLOEXEC) < 0)
+  // The filter lets one sendmsg() on kHandoffFd through: a soft open-file limit below it
+  // is raised for the hand-over and put back before the program starts (its limit stays
+  // what it was); a hard limit below it is what is missing.
+  rlimit nofile{};
+  bool nofile_raised = false;
+  if (getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur <= static_cast<rlim_t>(kHandoffFd)) {
+    rlimit up{static_cast<rlim_t>(kHandoffFd) + 1, nofile.rlim_max};
+    if (nofile.rlim_max <= static_cast<rlim_t>(kHandoffFd) || setrlimit(RLIMIT_NOFILE, &up) != 0) {
+      close(sp[0]);
+      close(sp[1]);
+      runtime_error(fmt::format("cannot supervise: the open-file limit is {} (hard {}): the supervisor's hand-over "
+                                "needs descriptor {}, so a hard limit of at least {} (ulimit -Hn, systemd "
+                                "LimitNOFILE=); nothing was started",
+                                static_cast<uint64_t>(nofile.rlim_cur), static_cast<uint64_t>(nofile.rlim_max),
+                                kHandoffFd, kHandoffFd + 1));
+    }
+    nofile_raised = true;
+  }
+  auto nofile_back = [&] {
+    if (nofile_raised) setrlimit(RLIMIT_NOFILE, &nofile);
+  };
+  if (dup3(sp[0], kHandoffFd, O_CLOEXEC) < 0) {
+    nofile_back();
     runtime_error(fmt::format("cannot supervise: dup3: {}", std::strerror(errno)));
+  }
   close(sp[0]);
   auto* answer = static_cast<Answer*>(mmap(nullptr, sizeof(Answer), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0));
   if (answer == MAP_FAILED) runtime_error(fmt::format("cannot supervise: mmap: {}", std::strerror(errno)));
@@ -161,7 +233,9 @@ void sv_launch(const SvPlan& plan) {
   if (mid == 0) {  // twice, so that the supervisor is not a child of the command
     close(kHandoffFd);
     pid_t sv = fork();
-    if (sv == 0) supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs, plan.strict_mark != 0);
+    if (sv == 0)
+      supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs, plan.strict_mark != 0,
+                         plan.serve && !plan.strict_mark, plan.deny_io_uring);
     _exit(sv < 0 ? 1 : 0);
   }
   close(sp[1]);
@@ -173,6 +247,7 @@ void sv_launch(const SvPlan& plan) {
   if (rc != 0) {
     seccomp_release(ctx);
     close(kHandoffFd);
+    nofile_back();
     runtime_error(fmt::format("cannot supervise: the kernel refused the seccomp filter ({}); nothing was started "
                               "({})",
                               std::strerror(-rc), instead));
@@ -185,10 +260,19 @@ void sv_launch(const SvPlan& plan) {
   }
   close(listener);
   close(kHandoffFd);
+  nofile_back();
   uint32_t st = answer_wait(answer);
   std::string text = answer->text;
+  pid_t sv_pid = answer->pid;
   munmap(answer, sizeof *answer);
-  if (st == 1) return;
+  if (st == 1) {
+    // Under Yama ptrace_scope 1 a supervisor that is not the program's ancestor may not
+    // read its memory nor copy its descriptors: the program names its supervisor as
+    // the one that may (its threads included; the processes it starts do not). EINVAL
+    // without Yama: nothing to do. What it still cannot see is charged conservatively.
+    if (sv_pid > 0) prctl(PR_SET_PTRACER, static_cast<unsigned long>(sv_pid), 0, 0, 0);
+    return;
+  }
   runtime_error(fmt::format("cannot supervise: the supervisor could not start{}{}", text.empty() ? "" : ": ", text));
 }
 

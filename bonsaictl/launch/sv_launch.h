@@ -22,6 +22,9 @@ struct SvPlan {
   // in its upper half (abi/strict_mark.h: the library's) goes unnotified; io_uring is
   // denied, and kernel AIO contexts (io_setup) to all but the library.
   uint32_t strict_mark = 0;
+  // The service's later static and Go children may join this supervisor (abi/sv_join.h:
+  // the trampoline's supervisors, not run's nor strict ones).
+  bool serve = false;
 };
 
 // Does the above. Throws CtlError(1) with one line saying why when the kernel or the

@@ -22,11 +22,21 @@ struct SupervisorStats {
   uint64_t deferred = 0;
 };
 
+// A supervisor that serves the service's later static and Go children too (the
+// trampoline's, sv_exec.h): they join it over `accept_fd` (abi/sv_join.h) instead of
+// starting their own, and it ends kSvLingerNs after the last of its trees ended.
+struct SvServe {
+  int accept_fd = -1;          // the service's join socket, listening (-1: none)
+  bool deny_io_uring = true;   // the filter handed to joining programs denies io_uring
+};
+inline constexpr uint64_t kSvLingerNs = 3'000'000'000;
+
 // Serves `notify_fd` until no task uses the filter any more. Processes get slots of
 // `seg` marked supervised; they are released when the processes end. `notified`: the
 // system calls the filter notifies (new limits on others are said to need a restart).
 // `strict`: a `run --strict` tree, whose processes mostly run the library: their slots
 // are shared with it and not marked supervised (each counts the calls handled here).
-SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict = false);
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict = false,
+                          SvServe serve = {});
 
 }  // namespace bonsai::ctl

@@ -33,20 +33,75 @@ void Loop::give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64
   if (units) bucket_give_back(state(p, bucket), *bp, units, now);
 }
 
-void Loop::pay(Thread& th, Proc& p, uint64_t now) {
+namespace {
+
+// Whether a piece may be taken from `s` now (see Loop::pay).
+bool piece_room(const BucketState& s, const BucketParams& p, uint64_t now, bool wait) {
+  if (wait) return bucket_due(s, p, now, kDefaultSlackNs) == 0;
+  uint64_t tat = s.tat_ns.load(std::memory_order_relaxed);
+  return tat <= now || tat - now <= p.max_ahead_ns / 2;
+}
+
+}  // namespace
+
+void Loop::pay(Thread& th, Proc& p, uint64_t now, bool wait) {
   for (Debt& d : th.debt.slot) {
     if (!d.units) continue;
     const BucketParams* bp = view_.params(d.bucket);
-    if (!bp) d = Debt{};
-    else if (!share_pay(th, p, d, now)) debt_take_piece(d, state(p, d.bucket), *bp, now);
+    if (!bp) {
+      d = Debt{};
+      continue;
+    }
+    if (share_pay(th, p, d, now)) continue;  // shares wait in their own steps (share_at)
+    BucketState& s = state(p, d.bucket);
+    if (!piece_room(s, *bp, now, wait)) continue;
+    uint8_t b = d.bucket;
+    debt_take_piece(d, s, *bp, now);
+    Place* at = nullptr;
+    for (Place& pl : th.place)
+      if (pl.bucket == b || (!at && pl.bucket == kNoBucket)) at = &pl;
+    if (at) *at = Place{b, s.tat_ns.load(std::memory_order_relaxed)};
   }
+}
+
+void Loop::orphan_debt(Thread& th) {
+  for (Debt& d : th.debt.slot)
+    if (d.units && view_.params(d.bucket)) orphans_.push_back(Orphan{th.tgid, d});
+  th.debt.clear();
+}
+
+uint64_t Loop::pay_orphans(uint64_t now) {
+  uint64_t wake = 0;
+  bool service = seg_.seg().header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service);
+  for (size_t i = 0; i < orphans_.size();) {
+    Debt& d = orphans_[i].debt;
+    const BucketParams* bp = view_.params(d.bucket);
+    auto pit = procs_.find(orphans_[i].tgid);
+    // A process's own buckets end with it; a service's outlive its threads. Under a
+    // sharing rule an orphan is taken at its rate (its borrowing ended with its thread).
+    BucketState* s = !bp ? nullptr : service ? &seg_.seg().buckets[d.bucket] : pit != procs_.end() ? &pit->second.own[d.bucket] : nullptr;
+    if (s) {
+      for (int round = 0; round < 64 && d.units && piece_room(*s, *bp, now, true); ++round)
+        debt_take_piece(d, *s, *bp, now);
+      if (d.units) {
+        uint64_t due = bucket_due(*s, *bp, now, kDefaultSlackNs);
+        if (!due) due = now + 1'000'000;
+        if (!wake || due < wake) wake = due;
+        ++i;
+        continue;
+      }
+    }
+    orphans_[i] = orphans_.back();
+    orphans_.pop_back();
+  }
+  return wake;
 }
 
 // When the call may go: its buckets' debt paid down to the depth, and nothing this
 // thread owes them left untaken. Takes further pieces while the buckets allow them.
 uint64_t Loop::hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now) {
   for (int round = 0; round < 64; ++round) {
-    pay(th, p, now);
+    pay(th, p, now, true);
     uint64_t at = eligible_at(th, p, bucket, now);
     if (at) return at;
     if (!th.debt.owes(bucket[0]) && !th.debt.owes(bucket[1])) return 0;
@@ -64,7 +119,15 @@ uint64_t Loop::eligible_at(Thread& th, Proc& p, const uint8_t bucket[2], uint64_
         if (d.bucket == bucket[i] && d.share_at > now) at = std::max(at, d.share_at);
       continue;
     }
-    at = std::max(at, bucket_due(state(p, bucket[i]), *bp, now, kDefaultSlackNs));
+    // Owing: its next piece waits for the bucket. Paid: its place in the queue is due
+    // (later takers do not hold it back). Charged nothing: the bucket's queue.
+    const Place* pl = nullptr;
+    for (const Place& x : th.place)
+      if (x.bucket == bucket[i]) pl = &x;
+    if (pl && !th.debt.owes(bucket[i]))
+      at = std::max(at, pl->tat > now + bp->max_ahead_ns ? 0 : bucket_eligible(*bp, pl->tat, now, kDefaultSlackNs));
+    else
+      at = std::max(at, bucket_due(state(p, bucket[i]), *bp, now, kDefaultSlackNs));
   }
   return at;
 }
@@ -80,6 +143,7 @@ void Loop::io_baseline(Thread& th) {
   if (th.io_now || th.io_fd < 0) return;
   SvIo io;
   if (sv_io_read(th.io_fd, io)) th.io = io;
+  else if (!th.blind) th.blind = true, say_blind(th, "the I/O counters");
   th.io_now = true;
 }
 
@@ -87,7 +151,8 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
   Owed& o = th.owed;
   if (!o.active) return;
   o.active = false;
-  uint64_t moved = o.asked == UINT64_MAX ? 0 : o.asked;  // no counters: trust the size asked
+  // No counters: the size asked; unknown too, the most a call moves (never nothing).
+  uint64_t moved = o.asked == UINT64_MAX ? kSvUnknownMax : o.asked;
   if (have_io) {
     if (o.moved == SvMoved::ReadChar) moved = io.rchar >= th.io.rchar ? io.rchar - th.io.rchar : 0;
     else moved = io.wchar >= th.io.wchar ? io.wchar - th.io.wchar : 0;

@@ -15,11 +15,13 @@ namespace bonsai::ctl {
 
 void Loop::hold(Held h, Proc& p) {
   ++stats_.deferred;
+  if (h.lfd < 0) h.lfd = fd_;
   if (p.slot) slot_wait_enter(p.slot);
   held_.push_back(h);
 }
 
 void Loop::release(Held& h, Proc* p, uint64_t now) {
+  fd_ = h.lfd;  // answered on the listener it came from
   if (!p) {
     auto it = procs_.find(h.tgid);
     p = it == procs_.end() ? nullptr : &it->second;
@@ -44,6 +46,7 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
 }
 
 void Loop::emulate(Held& h, uint64_t now) {
+  if (h.lfd >= 0) fd_ = h.lfd;
   auto pit = procs_.find(h.tgid);
   auto tit = threads_.find(h.tid);
   Proc* p = pit == procs_.end() ? nullptr : &pit->second;
@@ -71,6 +74,7 @@ void Loop::emulate(Held& h, uint64_t now) {
 
 // Calls whose debt is paid, or whose socket has data, go.
 void Loop::release_due(uint64_t now) {
+  if (!orphans_.empty() && now >= orphan_wake_) orphan_wake_ = pay_orphans(now);
   for (size_t i = 0; i < held_.size();) {
     Held& h = held_[i];
     bool go = h.deadline && now >= h.deadline;
@@ -98,7 +102,7 @@ void Loop::release_due(uint64_t now) {
           h.deadline = hold_until(tit->second, pit->second, h.bucket, now);
         }
         go = !h.deadline;
-      } else if (seccomp_notify_id_valid(fd_, h.id) != 0) {  // interrupted or killed
+      } else if (seccomp_notify_id_valid(h.lfd, h.id) != 0) {  // interrupted or killed
         ::close(h.wait_fd);
         h.wait_fd = -1;
         auto pit = procs_.find(h.tgid);
@@ -119,7 +123,7 @@ void Loop::release_due(uint64_t now) {
 }
 
 uint64_t Loop::held_timeout(uint64_t now, std::vector<pollfd>& fds) const {
-  uint64_t wake = 0;
+  uint64_t wake = orphans_.empty() ? 0 : orphan_wake_;
   bool waiting_fd = false;
   for (const Held& h : held_) {
     if (h.deadline && (!wake || h.deadline < wake)) wake = h.deadline;

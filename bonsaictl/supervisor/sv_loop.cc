@@ -110,9 +110,11 @@ void Loop::handle(const seccomp_notif& in) {
   Proc* p = th ? proc_get(th->tgid) : nullptr;
   if (!p) return respond(req.id);  // not ours to charge (gone, foreign ABI)
   if (p->slot) p->slot->sv_calls.fetch_add(1, std::memory_order_relaxed);
+  for (Place& pl : th->place) pl = Place{};  // a new call: its own place in the queues
   // The counters are read only for a call to settle (the last one's) or one that will be.
   SvIo io{};
   bool have_io = th->owed.active && th->io_fd >= 0 && sv_io_read(th->io_fd, io);
+  if (th->owed.active && !have_io && !th->blind) th->blind = true, say_blind(*th, "the I/O counters");
   settle(*th, *p, have_io, io);
   if (have_io) th->io = io;
   th->io_now = have_io;
@@ -135,6 +137,13 @@ void Loop::handle(const seccomp_notif& in) {
   count(*p, call, 1, 0);
   bool limited = h.bucket[0] != kNoBucket || h.bucket[1] != kNoBucket;
   uint64_t asked = asked_bytes(*sc, req);
+  // A size nothing will correct (what it moved does not show in counters it can read):
+  // the most a call can move, never nothing.
+  if (asked == UINT64_MAX && limited && sc->size != SvSize::None &&
+      (th->blind || sc->moved == SvMoved::Asked)) {
+    say_blind(*th, "the memory (the size of an iovec or message)");
+    asked = kSvUnknownMax;
+  }
   uint64_t now = mono_ns();
   // Whose size is known only afterwards: reserve before it goes, so that the calls of
   // many threads queue behind each other in the bucket (sv_emulate.h). A zero-copy
@@ -205,7 +214,7 @@ void Loop::handle(const seccomp_notif& in) {
     charge(*th, h.bucket[1], est);
     count(*p, call, 0, est);
   }
-  if (!limited) return pay(*th, *p, now), respond(req.id);
+  if (!limited) return pay(*th, *p, now, false), respond(req.id);
   h.deadline = hold_until(*th, *p, h.bucket, now);
   if (!h.deadline) return respond(req.id);
   hold(h, *p);
@@ -215,42 +224,72 @@ SupervisorStats Loop::run() {
   seccomp_notif* req = nullptr;
   seccomp_notif_resp* resp = nullptr;
   if (seccomp_notify_alloc(&req, &resp) != 0) return stats_;
-  // Each notified call waits for our answer: a synchronous wake-up shortens that round
-  // trip (best effort: an older kernel says EINVAL and wakes as before).
-  (void)::ioctl(fd_, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   // A truncated segment must not kill the supervisor (SIGBUS): its service would then
   // see every limited call fail.
   shm_guard_register(&seg_.seg(), sizeof(ShmSegment));
+  listener_add(fd_, ::fcntl(2, F_DUPFD_CLOEXEC, 3));
   std::vector<pollfd> fds;
   for (;;) {
     uint64_t now = mono_ns();
+    fleet_lapse_check();  // held calls re-timed at the fallback even when no call comes
     release_due(now);
     sweep(now);
-    fds.assign(1, pollfd{fd_, POLLIN, 0});
+    // No tree left: ended, unless programs may still join (then after kSvLingerNs idle).
+    if (listeners_.empty() && (serve_.accept_fd < 0 || now - idle_since_ >= kSvLingerNs)) break;
+    fds.clear();
+    for (const Listener& l : listeners_) fds.push_back(pollfd{l.fd, POLLIN, 0});
+    size_t nl = fds.size();
+    if (serve_.accept_fd >= 0) fds.push_back(pollfd{serve_.accept_fd, POLLIN, 0});
+    size_t nj = fds.size();
+    for (const Joiner& j : joiners_) fds.push_back(pollfd{j.fd, POLLIN, 0});
     uint64_t timeout_ns = held_timeout(now, fds);
+    if (listeners_.empty()) timeout_ns = std::min(timeout_ns, idle_since_ + kSvLingerNs - now);
+    if (!joiners_.empty()) timeout_ns = std::min<uint64_t>(timeout_ns, 100'000'000);
     timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     int n = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (n < 0 && errno != EINTR) break;
-    if (n <= 0) continue;
-    if (fds[0].revents & POLLIN) {
-      std::memset(req, 0, sizeof *req);
-      if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
-      continue;
+    // Joiners that sent nothing within a second are dropped (they run the trampoline).
+    for (size_t i = 0; i < joiners_.size();) {
+      short ev = nj + i < fds.size() && fds[nj + i].fd == joiners_[i].fd ? fds[nj + i].revents : 0;
+      if (ev || mono_ns() - joiners_[i].since > 1'000'000'000) {
+        if (ev & POLLIN) join_receive(joiners_[i]);
+        ::close(joiners_[i].fd);
+        joiners_.erase(joiners_.begin() + static_cast<long>(i));
+        fds.erase(fds.begin() + static_cast<long>(nj + i));
+        continue;
+      }
+      ++i;
     }
-    if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;  // no task uses the filter any more
+    if (n <= 0) continue;
+    if (serve_.accept_fd >= 0 && (fds[nl].revents & POLLIN)) join_accept();
+    // One notification per listener and pass; a listener no task uses any more goes.
+    for (size_t i = nl; i-- > 0;) {
+      if (fds[i].revents & POLLIN) {
+        fd_ = fds[i].fd;
+        std::memset(req, 0, sizeof *req);
+        errno = 0;
+        if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
+        else if (errno == EBADF || errno == ENOTTY || errno == EINVAL) listener_drop(i);  // not a listener: never spin on it
+      } else if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
+        listener_drop(i);
+      }
+    }
   }
   for (auto& h : held_) {
     if (h.wait_fd >= 0) ::close(h.wait_fd);
     sv_emu_close(h.emu);
   }
   held_.clear();
+  while (!listeners_.empty()) listener_drop(listeners_.size() - 1);
+  for (Joiner& j : joiners_) ::close(j.fd);
   for (auto& [pid, p] : procs_) proc_drop(p);
   seccomp_notify_free(req, resp);
   return stats_;
 }
 
-SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict) {
-  Loop loop(notify_fd, seg, notified, strict);
+SupervisorStats supervise(int notify_fd, Segment& seg, const std::vector<int>& notified, bool strict,
+                          SvServe serve) {
+  Loop loop(notify_fd, seg, notified, strict, serve);
   return loop.run();
 }
 

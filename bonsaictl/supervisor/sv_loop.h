@@ -31,6 +31,10 @@ namespace bonsai::ctl {
 
 inline constexpr uint64_t kSweepNs = 500'000'000;  // how often gone threads and processes are dropped
 inline constexpr int kValidCheckMs = 100;          // how often held receives check they are still wanted
+// What a call of unknown size is charged when nothing shows what it moved (its iovec or
+// msghdr unreadable: Yama, a non-dumpable program; and its thread's counters unreadable,
+// or a receive, which they do not count): the most one call moves (Linux's MAX_RW_COUNT).
+inline constexpr uint64_t kSvUnknownMax = 0x7ffff000;
 
 // The limits in force: the library's view, with the segment's sequence it came from.
 struct SvView {
@@ -77,13 +81,33 @@ struct Proc {
   BucketState own[kMaxRules]{};  // scope process
 };
 
+// Where a thread's last piece of debt put it in a bucket's queue: its call goes when that
+// place is due, whatever other threads took after it (a place in the queue, as the
+// library's sleepers have).
+struct Place {
+  uint8_t bucket = kNoBucket;
+  uint64_t tat = 0;  // the bucket's clock right after the piece was taken
+};
+
 struct Thread {
   int tid = 0, tgid = 0;
   int io_fd = -1;
+  // Its I/O counters cannot be read (non-dumpable, another user's, the supervisor out of
+  // descriptors): its calls are charged by what they ask, an unknown size as the most a
+  // call can move (kSvUnknownMax), and never given back.
+  bool blind = false;
   SvIo io{};      // its I/O counters when its last settled call went (the baseline)
   bool io_now = false;  // `io` was read during the notification being handled
   Owed owed{};
   DebtList debt;
+  Place place[DebtList::kSlots]{};  // of the call being handled (cleared at each notification)
+};
+
+// Debt a thread left when it ended (a write's prepaid size not taken yet, a read's late
+// charge): still the service's, taken when its bucket is due (never dropped with the thread).
+struct Orphan {
+  int tgid = 0;
+  Debt debt{};
 };
 
 // A call held back: until `deadline` (its buckets' debt is paid), or, a receive that
@@ -104,12 +128,27 @@ struct Held {
   // A call on a descriptor that must not wait (sv_turn.h, sv_pace.cc): its place in the queue is
   // taken; it goes at `deadline`, owing nothing more.
   bool paced = false;
+  int lfd = -1;  // the listener it came from (set by Loop::hold)
+};
+
+// A tree's listener (the one the supervisor was started for, and those of programs that
+// joined it: abi/sv_join.h), with the stderr of the program that handed it over: the
+// supervisor's messages go to the newest tree's stderr, and it holds none of an ended one.
+struct Listener {
+  int fd = -1;
+  int err_fd = -1;
+};
+
+// A program joining (sv_serve.cc): its filter sent, its listener awaited.
+struct Joiner {
+  int fd = -1;
+  uint64_t since = 0;
 };
 
 class Loop {
  public:
-  Loop(int fd, Segment& seg, std::vector<int> notified, bool strict)
-      : fd_(fd), seg_(seg), notified_(std::move(notified)), strict_(strict) {}
+  Loop(int fd, Segment& seg, std::vector<int> notified, bool strict, SvServe serve = {})
+      : fd_(fd), seg_(seg), notified_(std::move(notified)), strict_(strict), serve_(serve) {}
   SupervisorStats run();
 
  private:
@@ -121,7 +160,16 @@ class Loop {
   uint64_t asked_bytes(const SvSyscall& sc, const seccomp_notif& req);
   // sv_view.cc: the limits in force, processes and threads
   void view_refresh();
+  // Installs `set` (the segment's limits of sequence `seq`, or, `from_segment` false,
+  // the fleet fallback made of them): the buckets, debts and held calls follow.
+  void install(const LimitSet& set, uint64_t seq, bool from_segment);
+  void fleet_lapse_check();
+  bool fleet_fallback_ = false;  // the fleet fallback is in force (until the segment's limits change)
+  bool said_fallback_ = false;
   void say_unseen(const LimitSet& set);
+  // Says once that a thread's counters or memory cannot be read, and what it is charged.
+  void say_blind(const Thread& th, const char* what);
+  bool said_blind_ = false;
   Thread* thread_get(int tid);
   Proc* proc_get(int tgid);
   void sweep(uint64_t now);
@@ -136,7 +184,16 @@ class Loop {
   // sleepers in the same service bucket then wait them off too (bucket_take_late).
   void charge(Thread& th, uint8_t bucket, uint64_t moved, bool late = false);
   void give_back(Thread& th, Proc& p, uint8_t bucket, uint64_t units, uint64_t now);
-  void pay(Thread& th, Proc& p, uint64_t now);
+  // Takes pieces of what the thread owes. `wait` (a call held until its debt is paid): a
+  // piece only when its bucket lets a call go now, so that however many threads owe, the
+  // bucket's clock stays within its depth and a piece of now (never beyond max_ahead_ns,
+  // where bucket_take and bucket_due read it as garbage and forget it: issue 49, 200
+  // threads were 1.25x over); else (a call that goes anyway) while the clock stays within
+  // half of max_ahead_ns, the rest left owed.
+  void pay(Thread& th, Proc& p, uint64_t now, bool wait);
+  // The debt of ended threads (orphans_): taken when due. @return when to look again (0: none left).
+  uint64_t pay_orphans(uint64_t now);
+  void orphan_debt(Thread& th);
   uint64_t hold_until(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
   uint64_t eligible_at(Thread& th, Proc& p, const uint8_t bucket[2], uint64_t now);
   // Shares: the rules' share parameters from the host segment (again when its capacity changed).
@@ -164,16 +221,32 @@ class Loop {
   void emulate(Held& h, uint64_t now);
   // How long the loop may sleep (ns), and the held receives' sockets to poll.
   uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
+  // sv_serve.cc: trees that join this supervisor (abi/sv_join.h)
+  void join_accept();
+  void join_receive(Joiner& j);
+  // The filter for joining programs, for the limits in force (built once per sequence). @return false: none.
+  bool join_filter();
+  void listener_add(int fd, int err_fd);
+  void listener_drop(size_t i);
+  void stderr_follow();
 
-  int fd_;
+  int fd_;  // the listener of the notification being handled
   Segment& seg_;
   std::vector<int> notified_;  // what the filter notifies (fixed at launch)
   bool strict_ = false;        // a --strict tree (supervise())
+  SvServe serve_;
+  std::vector<Listener> listeners_;
+  std::vector<Joiner> joiners_;
+  uint64_t idle_since_ = 0;    // when the last tree ended (0: one runs)
+  std::vector<char> join_bpf_;  // the filter joining programs load (header and instructions)
+  uint64_t join_seq_ = 0;
   bool compat_ = false;        // the notification being handled is a 32-bit call (sv_compat.h)
   SvView view_;
   std::unordered_map<int, Thread> threads_;
   std::unordered_map<int, Proc> procs_;
   std::vector<Held> held_;
+  std::vector<Orphan> orphans_;
+  uint64_t orphan_wake_ = 0;  // when orphans_ is due next (0: empty)
   SupervisorStats stats_;
   uint64_t emu_held_ = 0;
   // The descriptors paced calls were made on, by st_dev and st_ino of the destination

@@ -37,7 +37,7 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
     h.emu = SvEmu{};
     return false;
   }
-  pay(th, p, now);  // what the thread owes from earlier calls: taken, not waited for
+  pay(th, p, now, false);  // what the thread owes from earlier calls: taken, not waited for
   uint64_t key = (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
   SvDesc& d = descs_[key];
   uint64_t queue_ns = 0;  // the longest queue of its buckets
@@ -48,6 +48,15 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
       queue_ns = std::max(queue_ns, tat > now ? tat - now : 0);
       if (!bp->per_call) ++bytes, byte_i = i;
     }
+  // A place must stay within what the bucket's clock can hold (max_ahead_ns: beyond it
+  // the clock reads as garbage and is forgotten). A call that cannot be cut and asks
+  // more than half of it, with the queue there is, is charged as a blocking call
+  // instead: its debt is taken in pieces, each when due.
+  if (!cuttable)
+    for (int i = 0; i < 2; ++i)
+      if (const BucketParams* bp = view_.params(h.bucket[i]);
+          bp && queue_ns + bucket_cost_ns(*bp, asked == UINT64_MAX ? 0 : asked) > bp->max_ahead_ns / 2)
+        return false;
   bool light = sv_pace_light(d.last_place, now, queue_ns);
   d.last_use = now;
   uint64_t need = cuttable ? h.emu.count : asked;

@@ -10,6 +10,7 @@
 #include "sys/clock.h"
 #include "segment/shm_client.h"
 #include "supervisor/sv_loop.h"
+#include "supervisor/sv_say.h"
 
 namespace bonsai::ctl {
 
@@ -22,8 +23,8 @@ void Loop::shares_refresh() {
   char why[320];
   if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why)) {
     static bool said = false;
-    if (!said) fmt::print(stderr, "bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate\n",
-                          seg_.service(), why[0] ? why : "no host capacity installed");
+    if (!said) sv_say(fmt::format("bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate\n",
+                          seg_.service(), why[0] ? why : "no host capacity installed"));
     said = true;
   }
   ShmHost* h = shm_host();

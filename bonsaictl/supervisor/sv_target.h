@@ -14,8 +14,35 @@
 
 namespace bonsai::ctl {
 
+// The supervisor's descriptors (issue 49): it keeps one per thread (its I/O counters)
+// and one per process (a pidfd). Raises its own soft RLIMIT_NOFILE to the hard limit
+// and keeps one spare descriptor, so that a thread's process can always be looked up
+// (sv_tgid_of) however many are open: a call is never let go because a table is full.
+// `test_nofile` (BONSAI_SV_TEST_NOFILE, tests only; 0: none) then lowers the soft limit.
+// @return the soft limit in force.
+uint64_t sv_fds_setup(uint64_t test_nofile);
+
+// While it lives, the spare descriptor's place is free: for a /proc file read and
+// closed at once (a process's or thread's identity, whether it still runs), never kept.
+struct SvSpareFd {
+  SvSpareFd() noexcept;
+  ~SvSpareFd();
+  SvSpareFd(const SvSpareFd&) = delete;
+  SvSpareFd& operator=(const SvSpareFd&) = delete;
+};
+
+// Tests only (BONSAI_SV_TEST_BLIND, a list of "mem", "fd", "io"): what a supervisor
+// that is not the program's ancestor sees under Yama ptrace_scope >= 1 (process_vm_readv
+// and pidfd_getfd refused: "mem", "fd") or when the program is non-dumpable ("io":
+// its /proc counters unreadable too), on a machine without Yama.
+void sv_target_test_blind(const char* spec);
+
 // The thread group (process) of thread `tid`, from /proc/TID/status. @return -1 if gone.
 int sv_tgid_of(int tid);
+
+// Whether thread `tid` of process `tgid` still runs (tgkill with signal 0: no /proc
+// file to open, so it answers for a non-dumpable thread too).
+bool sv_thread_alive(int tgid, int tid);
 
 // The per-thread I/O counters file /proc/TGID/task/TID/io, opened once per thread.
 // @return an fd (O_CLOEXEC) or -1.

@@ -118,6 +118,15 @@ void exec_supervised(const char* path, char* const* argv, char* const* e) {
   char* slots[kSvSlots];
   SvRedirect r;
   if (!exec_supervise_plan(path, argv, e, slots, kSvSlots, r)) return;
+  // The service's supervisor running already: joined, the program is executed directly
+  // (no bonsaictl, no new supervisor); if that exec fails, this process stays supervised.
+  if (exec_supervise_join(r, path)) {
+    real::execve(path, argv, r.envp);
+    int err = errno;  // the caller's exec as asked fails alike and tells the program
+    if (r.mapped) raw_syscall3(SYS_munmap, reinterpret_cast<long>(r.mapped), static_cast<long>(r.mapped_len), 0);
+    errno = err;
+    return;
+  }
   real::execve(r.path, r.argv, r.envp);
   exec_supervise_failed(r, path, errno);
 }

@@ -5,8 +5,18 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
+
+#include "abi/sv_join.h"
 
 #include "log/blog.h"
 #include "runtime/exec_env.h"
@@ -107,6 +117,134 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
   out.path = ctl;
   out.argv = a;
   out.envp = e;
+  return true;
+}
+
+namespace {
+
+// bonsaictl/supervisor/sv_filter.h: the one sendmsg() the filter lets through unnotified.
+constexpr int kJoinHandoffFd = 1017;
+constexpr int kJoinHandoffFlags = MSG_NOSIGNAL | MSG_DONTWAIT | MSG_CMSG_CLOEXEC;
+constexpr int kJoinWaitMs = 1000;  // a supervisor that accepted and sends nothing: the trampoline's way
+
+long sys(long nr, long a = 0, long b = 0, long c = 0) noexcept { return raw_syscall3(nr, a, b, c); }
+
+bool parse_uint(const char* s, unsigned long max, unsigned long& out) noexcept {
+  if (!s || !*s) return false;
+  unsigned long v = 0;
+  for (; *s; ++s) {
+    if (*s < '0' || *s > '9' || v > (max - static_cast<unsigned long>(*s - '0')) / 10) return false;
+    v = v * 10 + static_cast<unsigned long>(*s - '0');
+  }
+  out = v;
+  return true;
+}
+
+// The filter from the supervisor (sv_join.h), on this stack: up to kSvJoinMaxInsns.
+struct JoinMsg {
+  SvJoinHeader hd;
+  sock_filter insns[kSvJoinMaxInsns];
+};
+
+// Connects and receives the filter. @return the socket (moved to kJoinHandoffFd), or -1.
+int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
+  const char* service = exec_env_kept("BONSAI_SERVICE=");
+  const char* prefix = exec_env_kept("BONSAI_SHM_PREFIX=");
+  const char* owner = exec_env_kept("BONSAI_SHM_UID=");
+  unsigned long uid = 0;
+  unsigned euid = static_cast<unsigned>(sys(SYS_geteuid));
+  if (!service || !parse_uint(owner, 0xffffffffu, uid) || uid != euid) return -1;  // another user's segment
+  // The hand-over descriptor must fit the soft limit, which is not changed here.
+  rlimit lim{};
+  if (sys(SYS_getrlimit, RLIMIT_NOFILE, reinterpret_cast<long>(&lim)) != 0 || lim.rlim_cur <= kJoinHandoffFd) return -1;
+  if (sys(SYS_fcntl, kJoinHandoffFd, F_GETFD) >= 0) return -1;  // the program's own: kept for it
+  sockaddr_un a{};
+  a.sun_family = AF_UNIX;
+  size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, prefix ? prefix : "", euid, service);
+  if (!n) return -1;
+  int s = static_cast<int>(sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  if (s < 0) return -1;
+  auto fail = [&]() { return sys(SYS_close, s), -1; };
+  if (sys(SYS_connect, s, reinterpret_cast<long>(&a), static_cast<long>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0)
+    return fail();
+  ucred cr{};
+  socklen_t cl = sizeof cr;
+  if (raw_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, reinterpret_cast<long>(&cr), reinterpret_cast<long>(&cl), 0) != 0 ||
+      (cr.uid != euid && cr.uid != 0))
+    return fail();  // not a supervisor of this user's: it gets no listener
+  pollfd p{s, POLLIN, 0};
+  if (sys(SYS_poll, reinterpret_cast<long>(&p), 1, kJoinWaitMs) != 1) return fail();
+  long got = raw_syscall6(SYS_recvfrom, s, reinterpret_cast<long>(&msg), sizeof msg, MSG_DONTWAIT, 0, 0);
+  if (got < static_cast<long>(sizeof msg.hd) || msg.hd.magic != kSvJoinMagic || msg.hd.insns == 0 ||
+      msg.hd.insns > kSvJoinMaxInsns || got != static_cast<long>(sizeof msg.hd + msg.hd.insns * sizeof(sock_filter)))
+    return fail();
+  insns = msg.hd.insns;
+  peer = cr.pid;
+  int h = static_cast<int>(sys(SYS_dup3, s, kJoinHandoffFd, O_CLOEXEC));
+  sys(SYS_close, s);
+  return h == kJoinHandoffFd ? h : -1;
+}
+
+}  // namespace
+
+bool exec_supervise_join(SvRedirect& r, const char* path) noexcept {
+  if (!r.envp || !path) return false;
+  int saved = errno;
+  // A file this process may not execute fails the exec: it would stay filtered.
+  if (sys(SYS_access, reinterpret_cast<long>(path), X_OK) != 0) return errno = saved, false;
+  JoinMsg msg;
+  long insns = 0;
+  int peer = 0;
+  int h = join_connect(msg, insns, peer);
+  if (h < 0) return errno = saved, false;
+  // As libseccomp does for the trampoline: no_new_privs unless root (CAP_SYS_ADMIN).
+  if (sys(SYS_geteuid) != 0 && raw_syscall6(SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0) != 0)
+    return sys(SYS_close, h), errno = saved, false;
+  sock_fprog prog{static_cast<unsigned short>(insns), msg.insns};
+  long lfd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_SPEC_ALLOW,
+                 reinterpret_cast<long>(&prog));
+  if (lfd == -EINVAL) lfd = sys(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, reinterpret_cast<long>(&prog));
+  if (lfd < 0) return sys(SYS_close, h), errno = saved, false;
+  // Yama ptrace_scope 1: the supervisor is no ancestor; named as this program's ptracer it
+  // may read its memory and copy its descriptors (EINVAL without Yama: nothing to do).
+  if (peer > 0) raw_syscall6(SYS_prctl, PR_SET_PTRACER, peer, 0, 0, 0, 0);
+  // Filtered from here on: the listener and this program's stderr go to the supervisor
+  // (the one sendmsg the filter lets through), then the program is executed as asked.
+  int fds[2] = {static_cast<int>(lfd), 2};
+  int nfd = sys(SYS_fcntl, 2, F_GETFD) >= 0 ? 2 : 1;
+  char byte = 'L';
+  iovec v{&byte, 1};
+  alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))] = {};
+  msghdr m{};
+  m.msg_iov = &v;
+  m.msg_iovlen = 1;
+  m.msg_control = ctl;
+  m.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+  cmsghdr* c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+  std::memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+  long sent = sys(SYS_sendmsg, h, reinterpret_cast<long>(&m), kJoinHandoffFlags);
+  sys(SYS_close, h);
+  sys(SYS_close, lfd);
+  if (sent != 1)  // the supervisor went away this very moment: its limited calls fail (ENOSYS)
+    BONSAI_LOG_ONCE(LogLevel::Warn, "handing %s's listener to the service's supervisor failed (errno %ld): its limited "
+                    "calls fail", path, -sent);
+  // The program's environment: as the trampoline leaves it (bonsaictl/launch/sv_exec.cc).
+  char** e = const_cast<char**>(r.envp);
+  size_t o = 0;
+  for (size_t i = 0; e[i]; ++i) {
+    if (std::strncmp(e[i], "BONSAI_SHM_FD=", 14) == 0) {
+      unsigned long fd = 0;
+      if (parse_uint(e[i] + 14, 1u << 30, fd)) sys(SYS_fcntl, static_cast<long>(fd), F_SETFD, FD_CLOEXEC);
+      continue;
+    }
+    if (std::strncmp(e[i], "BONSAI_SERVICE=", 15) == 0) continue;
+    e[o++] = e[i];
+  }
+  e[o] = nullptr;
+  errno = saved;
   return true;
 }
 

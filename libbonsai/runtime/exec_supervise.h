@@ -40,6 +40,17 @@ bool exec_supervise_wanted() noexcept;
 bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp, char** stack, size_t stack_slots,
                          SvRedirect& out) noexcept;
 
+// Joins the service's running supervisor (abi/sv_join.h) instead of starting one
+// through the trampoline (`r` from exec_supervise_plan): connects to its socket (a peer
+// of this user or root only), loads the filter it sends with a new listener and hands
+// the listener over. @return true: this process is supervised now, and `r.envp` is the
+// program's environment (BONSAI_LEAVE=1, no BONSAI_SERVICE nor BONSAI_SHM_FD, the
+// segment descriptor close-on-exec): the caller executes the program itself with it.
+// false: nothing changed (no supervisor answers, another user's segment, a descriptor
+// limit below the hand-over's, a filter too large): the trampoline's way. Only for an
+// exec made in the process itself (execve and its family, not posix_spawn).
+bool exec_supervise_join(SvRedirect& r, const char* path) noexcept;
+
 // After the trampoline's exec failed (`err`): says so once; the caller then runs the
 // program as asked, unsupervised. Unmaps. errno kept.
 void exec_supervise_failed(const SvRedirect& r, const char* path, int err) noexcept;

@@ -99,7 +99,8 @@ wait $pid || fail "supervised child failed: $(cat "$T/f.err")"
 pid=$!
 cleanup_hooks+=("kill $pid 2>/dev/null")
 wait_attached g 2
-sv=$(pgrep -f "bonsaictl sv-exec -- $P" | head -n1)
+# (its own: the supervisors of the cases above linger a moment for children that may join them)
+sv=$(pgrep -f "bonsaictl sv-exec -- $P $P write $T/og" | head -n1)
 [ -n "$sv" ] || fail "no supervisor process found"
 kill -KILL "$sv"
 for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done

@@ -10,11 +10,20 @@
                                recvfrom()s them (both supervised)
      exec PROG ARGS...         execv() PROG (a dynamic program stays supervised)
      calls N                   N one-byte write()s to /dev/null (the cost of a call)
+     rawthreads N PATH BYTES   N threads (up to 1000), all started before any writes,
+                               each make one raw write system call of BYTES to PATH
+                               (O_APPEND): Go's thread per held call (issue 49)
+     writev PATH BYTES         writev() BYTES in 64 KiB calls of two 32 KiB pieces
+     nodump MODE ARGS...       prctl(PR_SET_DUMPABLE, 0) (a hardened daemon), then MODE
    Prints "bytes=N secs=S" (the bytes this process moved); calls adds "ns_per_call=". */
 // build-flags: -static -pthread
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -48,6 +57,18 @@ static void* thread_main(void* arg) {
   return NULL;
 }
 
+static pthread_barrier_t raw_start;
+static int raw_fd;
+static char* raw_buf;
+static long long raw_bytes;
+
+static void* raw_main(void* arg) {
+  (void)arg;
+  pthread_barrier_wait(&raw_start);
+  if (syscall(SYS_write, raw_fd, raw_buf, (size_t)raw_bytes) != raw_bytes) die("raw write");
+  return NULL;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr, "usage: %s write|read|pread|threads|fork|send|exec ...\n", argv[0]);
@@ -57,10 +78,25 @@ int main(int argc, char** argv) {
   memset(buf, 's', sizeof buf);
   double t0 = now_s();
   long long moved = 0;
+  if (!strcmp(mode, "nodump") && argc >= 3) {
+    if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) die("prctl");
+    ++argv, --argc;
+    mode = argv[1];
+  }
   if (!strcmp(mode, "write") && argc == 4) {
     int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) die("open %s", argv[2]);
     moved = write_all(fd, size_arg(argv[3]));
+  } else if (!strcmp(mode, "writev") && argc == 4) {
+    int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0) die("open %s", argv[2]);
+    long long total = size_arg(argv[3]);
+    while (moved < total) {
+      struct iovec v[2] = {{buf, sizeof buf / 2}, {buf + sizeof buf / 2, sizeof buf / 2}};
+      ssize_t w = writev(fd, v, 2);
+      if (w <= 0) die("writev");
+      moved += w;
+    }
   } else if ((!strcmp(mode, "read") || !strcmp(mode, "pread")) && argc == 3) {
     int fd = strcmp(argv[2], "-") ? open(argv[2], O_RDONLY) : 0;
     if (fd < 0) die("open %s", argv[2]);
@@ -93,6 +129,25 @@ int main(int argc, char** argv) {
       }
     }
     moved = j.bytes * n;
+  } else if (!strcmp(mode, "rawthreads") && argc == 5) {
+    int n = atoi(argv[2]);
+    if (n < 1 || n > 1000) die("bad N");
+    raw_fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC | O_APPEND, 0644);
+    raw_bytes = size_arg(argv[4]);
+    raw_buf = malloc((size_t)raw_bytes);
+    if (raw_fd < 0 || !raw_buf) die("open %s", argv[3]);
+    memset(raw_buf, 'r', (size_t)raw_bytes);
+    pthread_barrier_init(&raw_start, NULL, (unsigned)n + 1);
+    pthread_t* t = calloc((size_t)n, sizeof *t);
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    for (int i = 0; i < n; ++i)
+      if (!t || pthread_create(&t[i], &at, raw_main, NULL)) die("pthread_create");
+    t0 = now_s();
+    pthread_barrier_wait(&raw_start);
+    for (int i = 0; i < n; ++i) pthread_join(t[i], NULL);
+    moved = raw_bytes * n;
   } else if (!strcmp(mode, "send") && argc == 3) {
     long long total = size_arg(argv[2]);
     int sv[2];

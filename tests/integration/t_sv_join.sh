@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A service's static children join its running supervisor (issue 49, item 9;
+# abi/sv_join.h): (a) a service shell starting busybox 60 times pays about a bare start
+# per child, not a bonsaictl exec and a new supervisor each (11x bare before; bench/
+# sv_start.sh has the tight number); (b) joined children are held to the service's cap, and their supervisor's messages reach their stderr; (c) with the
+# shared supervisor killed, the next child starts its own and is capped.
+# timeout: 45
+. "$(dirname "$0")/lib/ctl_lib.sh"
+need_prog sv_static
+need_cmd busybox file
+BB=$(command -v busybox)
+file -L "$BB" | grep -q 'statically linked' || skip "$BB is not static"
+S=$T/svj_static && cp "$PRE/sv_static" "$S"
+
+# (a) the loop: its shell times the 59 children after the first, against the same bare
+LOOP='t1=$(date +%s%N); i=1; while [ $i -lt 60 ]; do '$BB' true; i=$((i + 1)); done; echo $(( ($(date +%s%N) - t1) / 59000 ))'
+best_raw= best_sv=
+for r in 1 2 3; do
+  raw=$(sh -c "$LOOP")
+  sv=$("$CTL" run -s "loop$r" -l 'write=1GiB/s' -- sh -c "$BB true; $LOOP") || fail "the service loop failed"
+  [ -z "$best_raw" ] || [ "$raw" -lt "$best_raw" ] && best_raw=$raw
+  [ -z "$best_sv" ] || [ "$sv" -lt "$best_sv" ] && best_sv=$sv
+done
+note "busybox true: ${best_raw} us bare, ${best_sv} us as a supervised child of a service shell (best of 3)"
+[ "$best_sv" -le $((best_raw * 4 + 300)) ] || fail "a supervised child costs ${best_sv} us against ${best_raw} us bare"
+
+# (b) capped, and told (a `set` naming a call the filter does not notify)
+out=$("$CTL" run -s cap --scope service -l 'write=4MiB/s' -- sh -c \
+  "$S write $T/c1 2M; $S write $T/c2 2M; $S write $T/c3 2M; $S exec /bin/sh -c 'sleep 0.5; echo x > /dev/null' & sleep 0.2; \
+   '$CTL' set cap 'write=4MiB/s,read=1MiB/s' > /dev/null; wait" 2> "$T/cap.err") || fail "capped loop: $(cat "$T/cap.err")"
+total=0
+for l in $(printf '%s\n' "$out" | sed -n 's/.*secs=//p'); do total=$(awk -v a="$total" -v b="$l" 'BEGIN { print a + b }'); done
+check_rate "three joined writers in a row, cap 4 MiB/s" $((6 * MiB)) "$total" $((4 * MiB)) 0.85 1.15
+grep -q 'not started with (read' "$T/cap.err" || fail "the shared supervisor's message did not reach the child's stderr: $(cat "$T/cap.err")"
+
+# (c) the shared supervisor killed between two children
+out=$("$CTL" run -s kill --scope service -l 'write=4MiB/s' -- sh -c \
+  "$S write $T/k1 1M > /dev/null; n=0; for p in \$(pgrep -x bonsai-sv); do grep -qa '$T/k1' /proc/\$p/cmdline &&
+   kill -KILL \$p && n=\$((n + 1)); done; echo killed=\$n; sleep 0.2; \
+   $S write $T/k2 4M" 2> "$T/kill.err") || fail "after the supervisor was killed: $(cat "$T/kill.err")"
+[ "$(field "$out" killed)" = 1 ] || fail "the shared supervisor was not found: $out"
+check_rate "a child after its service's supervisor was killed, cap 4 MiB/s" $((4 * MiB)) "$(field "$out" secs)" \
+  $((4 * MiB)) 0.85 1.15
+exit 0
