@@ -235,7 +235,8 @@ SupervisorStats Loop::run() {
     release_due(now);
     sweep(now);
     // No tree left: ended, unless programs may still join (then after kSvLingerNs idle).
-    if (listeners_.empty() && (serve_.accept_fd < 0 || now - idle_since_ >= kSvLingerNs)) break;
+    // Never with a joiner pending: it may have loaded the filter and be sending its listener.
+    if (listeners_.empty() && joiners_.empty() && (serve_.accept_fd < 0 || now - idle_since_ >= kSvLingerNs)) break;
     fds.clear();
     for (const Listener& l : listeners_) fds.push_back(pollfd{l.fd, POLLIN, 0});
     size_t nl = fds.size();
@@ -248,10 +249,13 @@ SupervisorStats Loop::run() {
     timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     int n = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (n < 0 && errno != EINTR) break;
-    // Joiners that sent nothing within a second are dropped (they run the trampoline).
+    // A joiner is dropped once it sent its listener or hung up (it gave up waiting for the
+    // filter: it runs the trampoline). Not on a short clock: one that has loaded the
+    // filter and is about to send would lose its listener with the socket, and its
+    // limited calls would then fail. A same-user peer that never sends goes after 30 s.
     for (size_t i = 0; i < joiners_.size();) {
       short ev = nj + i < fds.size() && fds[nj + i].fd == joiners_[i].fd ? fds[nj + i].revents : 0;
-      if (ev || mono_ns() - joiners_[i].since > 1'000'000'000) {
+      if (ev || mono_ns() - joiners_[i].since > 30'000'000'000) {
         if (ev & POLLIN) join_receive(joiners_[i]);
         ::close(joiners_[i].fd);
         joiners_.erase(joiners_.begin() + static_cast<long>(i));

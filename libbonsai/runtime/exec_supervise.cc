@@ -162,7 +162,9 @@ int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
   a.sun_family = AF_UNIX;
   size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, prefix ? prefix : "", euid, service);
   if (!n) return -1;
-  int s = static_cast<int>(sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0));
+  // Non-blocking: a listener that never accepts (a full backlog: another user may have
+  // bound the name first) fails the connect with EAGAIN instead of holding this exec.
+  int s = static_cast<int>(sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (s < 0) return -1;
   auto fail = [&]() { return sys(SYS_close, s), -1; };
   if (sys(SYS_connect, s, reinterpret_cast<long>(&a), static_cast<long>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0)
