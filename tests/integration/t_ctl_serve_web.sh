@@ -68,8 +68,8 @@ printf 'tls_server_config:\n  cert_file: cert.pem\n  key_file: key.pem\n  client
   > "$T/mtls.yml"
 serve_with "$T/mtls.yml"
 url=https://127.0.0.1:$port/metrics
-[ "$(code --cacert "$T/cert.pem" --cert "$T/ccert.pem" --key "$T/ckey.pem" "$url")" = 200 ] ||
-  fail "with the client certificate: not 200"
+c=$(curl -sS -o /dev/null -m 10 -w '%{http_code}' --cacert "$T/cert.pem" --cert "$T/ccert.pem" --key "$T/ckey.pem" "$url" 2> "$T/mtls.curl")
+[ "$c" = 200 ] || fail "with the client certificate: $c, not 200 (curl: $(cat "$T/mtls.curl"); serve: $(tail -n 3 "$T/serve.err"))"
 [ "$(code --cacert "$T/cert.pem" "$url")" = 200 ] && fail "without a client certificate: 200"
 [ "$(code --cacert "$T/cert.pem" --cert "$T/cert.pem" --key "$T/key.pem" "$url")" = 200 ] &&
   fail "with a certificate client_ca_file did not sign: 200"
