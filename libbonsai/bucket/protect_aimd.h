@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: MIT
+// The protect controller's arithmetic (issue 52, docs/protect.md), pure: the p99 of one
+// period from two histogram snapshots, and the AIMD step that moves a squeezed rule's
+// rate between its floor and its configured rate. No clock, no syscalls, no allocation.
+#pragma once
+#include <cstdint>
+
+#include "abi/protect_hist.h"
+
+namespace bonsai {
+
+// What the controller did in a period (ShmProtect::decision; `stat` names them).
+enum class ProtectDecision : uint32_t { None = 0, Decrease = 1, Increase = 2, Hold = 3, Idle = 4 };
+const char* protect_decision_name(uint32_t d) noexcept;
+
+// The quantile q (0 < q < 1) of the calls counted between `before` and `now`
+// (kProtectBuckets counters each), interpolated within its bucket; 0 if none.
+// `samples` gets the number of calls in the period. A counter that went backwards
+// (a segment rewritten) counts 0.
+uint64_t protect_quantile(const uint64_t* before, const uint64_t* now, double q, uint64_t& samples) noexcept;
+
+// Tuning of the step (docs/protect.md says why these values).
+struct ProtectTuning {
+  uint64_t min_samples = 20;   // fewer calls in a period: the protected service is idle
+  double decrease = 0.5;       // multiplicative decrease when p99 > target
+  double increase = 0.1;       // additive increase per period, a fraction of (rate - floor)
+  double idle_increase = 0.25; // the same when the protected service is idle (work conserving)
+  double hold_below = 0.8;     // p99 in (hold_below x target, target]: hold (no sawtooth into the target)
+};
+
+// One period's decision for the observation (p99, samples) against `target_ns`.
+ProtectDecision protect_decide(uint64_t p99_ns, uint64_t samples, uint64_t target_ns,
+                               const ProtectTuning& t = {}) noexcept;
+
+// The next rate of a rule now at `current`, between `floor` and `rate` (the configured
+// one), after `d`.
+uint64_t protect_next_rate(uint64_t current, uint64_t floor, uint64_t rate, ProtectDecision d,
+                           const ProtectTuning& t = {}) noexcept;
+
+}  // namespace bonsai
