@@ -70,11 +70,19 @@ int cmd_load(const Args& args) {
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
+    // `protect:` (issue 52): which calls its processes time, read again at this new limits sequence.
+    segs[i]->guarded([&] {
+      ShmProtect& sp = segs[i]->seg().protect;
+      sp.calls.store(s.protect.present ? s.protect.calls : 0, std::memory_order_relaxed);
+      sp.target_ns.store(s.protect.present ? s.protect.p99_ns : 0, std::memory_order_relaxed);
+    });
     uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s));
     fleet = fleet || s.fleet.present;
     fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}{}\n", segs[i]->created() ? "created" : "updated", s.name,
                s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
-               s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) : "",
+               s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) :
+               s.protect.present ? fmt::format(", protected (p99 {} us; run bonsaictl protect-agent {})",
+                                               s.protect.p99_ns / 1000, file) : "",
                s.user.empty() ? "" : fmt::format(", for user {}", s.user));
   }
   // Specs `cdi generate` wrote for these users name the segments: a new service gets its

@@ -3,7 +3,10 @@
 // a violation backs off fast enough to bring the latency back within a few periods,
 // and additive increase probes back slowly, so the squeezed converge to what the disk
 // leaves over instead of oscillating between extremes. The hold band below the target
-// keeps the probe from walking into the target every few periods.
+// keeps the probe from walking into the target every few periods. When the protected
+// service is idle the rate doubles each period, as TCP's slow start restarts after an
+// idle period: the squeezed get the disk back within seconds (work conserving), where
+// an additive climb from the floor would take a hundred periods.
 #include "bucket/protect_aimd.h"
 
 #include <algorithm>
@@ -63,7 +66,7 @@ uint64_t protect_next_rate(uint64_t current, uint64_t floor, uint64_t rate, Prot
   switch (d) {
     case ProtectDecision::Decrease: next = next * t.decrease; break;
     case ProtectDecision::Increase: next += std::max(1.0, span * t.increase); break;
-    case ProtectDecision::Idle: next += std::max(1.0, span * t.idle_increase); break;
+    case ProtectDecision::Idle: next = next * t.idle_grow + std::max(1.0, span * t.increase); break;
     case ProtectDecision::Hold:
     case ProtectDecision::None: break;
   }

@@ -23,8 +23,8 @@ uint64_t protect_quantile(const uint64_t* before, const uint64_t* now, double q,
 struct ProtectTuning {
   uint64_t min_samples = 20;   // fewer calls in a period: the protected service is idle
   double decrease = 0.5;       // multiplicative decrease when p99 > target
-  double increase = 0.1;       // additive increase per period, a fraction of (rate - floor)
-  double idle_increase = 0.25; // the same when the protected service is idle (work conserving)
+  double increase = 0.01;      // additive increase per period, a fraction of (rate - floor)
+  double idle_grow = 2.0;      // idle protected service: the rate doubles per period (slow start)
   double hold_below = 0.8;     // p99 in (hold_below x target, target]: hold (no sawtooth into the target)
 };
 
@@ -33,7 +33,8 @@ ProtectDecision protect_decide(uint64_t p99_ns, uint64_t samples, uint64_t targe
                                const ProtectTuning& t = {}) noexcept;
 
 // The next rate of a rule now at `current`, between `floor` and `rate` (the configured
-// one), after `d`.
+// one), after `d`: Decrease x0.5, Increase + 1% of (rate - floor), Idle x2 (+ the same
+// 1%): from any floor back to the configured rate within ~log2(rate/floor) periods.
 uint64_t protect_next_rate(uint64_t current, uint64_t floor, uint64_t rate, ProtectDecision d,
                            const ProtectTuning& t = {}) noexcept;
 

@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl protect-agent FILE [--period MS] [--for SECONDS]` (issue 52,
+// docs/protect.md): the controller of FILE's `protect:` services. Each period it reads
+// the protected service's call durations (its segment's protect histogram, as a delta
+// over the period), takes their p99 and moves each squeezed service's rates between
+// their floors and their configured rates (bucket/protect_aimd.h: AIMD), publishing
+// them as `set` does (the buckets carry their state across a change). On exit it gives
+// the squeezed services their configured rates back.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <csignal>
+#include <fmt/core.h>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include "abi/limit_parse.h"
+#include "bucket/protect_aimd.h"
+#include "cmd/commands.h"
+#include "config/yaml_load.h"
+#include "segment/shm_client.h"
+#include "sys/clock.h"
+
+namespace bonsai::ctl {
+namespace {
+
+std::atomic<int> g_stop{0};
+constexpr uint32_t kPeriodMinMs = 50, kPeriodMaxMs = 10'000, kPeriodDefaultMs = 250;
+
+struct Squeezed {
+  std::string name;
+  std::unique_ptr<Segment> seg;
+  LimitSet configured{};          // the rates of FILE: the most the controller gives
+  std::vector<uint64_t> floors;   // per rule
+  LimitSet current{};             // what the controller last published
+};
+
+struct Protected {
+  const ServiceConfig* cfg;
+  std::unique_ptr<Segment> seg;
+  std::vector<Squeezed> squeezed;
+  uint64_t before[kProtectBuckets] = {};
+};
+
+std::string rate_text(const Rule& r) {
+  Rule one = r;
+  one.burst = 0, one.ceil = 0, one.fd_mask = kAnyFd;
+  char buf[256];
+  rule_format(one, buf, sizeof buf);
+  return buf;
+}
+
+void hist_read(Protected& p, uint64_t* out) {
+  p.seg->guarded([&] {
+    for (unsigned k = 0; k < kProtectBuckets; ++k) out[k] = p.seg->seg().protect.hist[k].load(std::memory_order_relaxed);
+  });
+}
+
+// Publishes `next` to the squeezed service when a rate moved; says what moved.
+void publish(Squeezed& s, const LimitSet& next, const char* why) {
+  bool moved = false;
+  for (uint32_t r = 0; r < next.count; ++r) moved = moved || next.rules[r].rate != s.current.rules[r].rate;
+  if (!moved) return;
+  std::string what;
+  for (uint32_t r = 0; r < next.count; ++r)
+    if (next.rules[r].rate != s.current.rules[r].rate)
+      what += fmt::format("{}{}", what.empty() ? "" : ", ", rate_text(next.rules[r]));
+  s.seg->write_limits(next);
+  s.current = next;
+  fmt::print("protect-agent: {} {}: {}\n", why, s.name, what);
+  std::fflush(stdout);
+}
+
+void step(Protected& p) {
+  uint64_t now[kProtectBuckets];
+  hist_read(p, now);
+  uint64_t samples = 0;
+  uint64_t p99 = protect_quantile(p.before, now, 0.99, samples);
+  std::copy(now, now + kProtectBuckets, p.before);
+  ProtectDecision d = protect_decide(p99, samples, p.cfg->protect.p99_ns);
+  for (Squeezed& s : p.squeezed) {
+    LimitSet next = s.current;
+    for (uint32_t r = 0; r < next.count; ++r)
+      next.rules[r].rate = protect_next_rate(s.current.rules[r].rate, s.floors[r], s.configured.rules[r].rate, d);
+    publish(s, next, fmt::format("{} p99 {} us ({} calls, target {} us): {}", p.cfg->name, p99 / 1000, samples,
+                                 p.cfg->protect.p99_ns / 1000, protect_decision_name(static_cast<uint32_t>(d)))
+                         .c_str());
+  }
+  p.seg->guarded([&] {
+    ShmProtect& sp = p.seg->seg().protect;
+    sp.p99_ns.store(samples ? p99 : 0, std::memory_order_relaxed);
+    sp.samples.store(samples, std::memory_order_relaxed);
+    sp.decision.store(static_cast<uint32_t>(d), std::memory_order_relaxed);
+    sp.decided_unix_ns.store(unix_now_ns(), std::memory_order_relaxed);
+    sp.periods.fetch_add(1, std::memory_order_relaxed);
+  });
+}
+
+int cmd_protect_agent(const Args& args) {
+  std::string file;
+  uint32_t period_ms = kPeriodDefaultMs;
+  uint64_t for_s = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--period") {
+      std::string v = option_value(args, i);
+      char* end = nullptr;
+      unsigned long ms = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || ms < kPeriodMinMs || ms > kPeriodMaxMs)
+        usage_error(fmt::format("bad --period '{}' (milliseconds, {} to {})", v, kPeriodMinMs, kPeriodMaxMs));
+      period_ms = static_cast<uint32_t>(ms);
+    } else if (args[i] == "--for") {
+      std::string v = option_value(args, i);
+      char* end = nullptr;
+      unsigned long s = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || s < 1 || s > 31'536'000) usage_error(fmt::format("bad --for '{}' (seconds, >= 1)", v));
+      for_s = s;
+    } else if (file.empty() && !args[i].empty() && args[i][0] != '-') {
+      file = args[i];
+    } else {
+      usage_error(fmt::format("unexpected argument '{}'", args[i]));
+    }
+  }
+  if (file.empty()) usage_error("protect-agent needs a FILE");
+  std::vector<Diag> diags;
+  Config cfg = yaml_load_file(file, diags);
+  if (!diags.empty()) {
+    diags_print(diags);
+    return kExitUsage;
+  }
+  std::vector<Protected> all;
+  for (const auto& s : cfg.services) {
+    if (!s.protect.present) continue;
+    Protected p;
+    p.cfg = &s;
+    p.seg = Segment::open(s.name, false);
+    for (const auto& name : s.protect.squeeze) {
+      const ServiceConfig* q = cfg.find(name);
+      Squeezed sq;
+      sq.name = name;
+      sq.seg = Segment::open(name, false);
+      sq.configured = q->limits;
+      sq.floors = q->rule_floors;
+      sq.current = q->limits;
+      sq.seg->write_limits(q->limits);  // the configured rates, whatever a previous agent left
+      p.squeezed.push_back(std::move(sq));
+    }
+    p.seg->guarded([&] {
+      ShmProtect& sp = p.seg->seg().protect;
+      sp.target_ns.store(s.protect.p99_ns, std::memory_order_relaxed);
+      sp.controller_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
+      sp.calls.store(s.protect.calls, std::memory_order_relaxed);
+    });
+    p.seg->write_limits(s.limits);  // a new sequence: running processes re-read the protect calls
+    hist_read(p, p.before);
+    all.push_back(std::move(p));
+  }
+  if (all.empty()) usage_error(fmt::format("{}: no service has 'protect:'", file));
+  std::signal(SIGINT, [](int) { g_stop.store(1); });
+  std::signal(SIGTERM, [](int) { g_stop.store(1); });
+  fmt::print("protect-agent: {} protected service{}, a decision every {} ms\n", all.size(), all.size() == 1 ? "" : "s",
+             period_ms);
+  std::fflush(stdout);
+  uint64_t start = mono_ns(), next = start + uint64_t{period_ms} * 1'000'000;
+  while (!g_stop.load()) {
+    uint64_t now = mono_ns();
+    if (for_s && now - start >= for_s * 1'000'000'000) break;
+    if (now < next) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(next - now, 50'000'000)));
+      continue;
+    }
+    next += uint64_t{period_ms} * 1'000'000;
+    if (next < now) next = now + uint64_t{period_ms} * 1'000'000;  // fell behind: no burst of periods
+    for (auto& p : all) step(p);
+  }
+  // Work conserving to the end: nobody squeezes them once the controller is gone.
+  for (auto& p : all) {
+    for (auto& s : p.squeezed) publish(s, s.configured, "exit: configured rates for");
+    p.seg->guarded([&] { p.seg->seg().protect.controller_pid.store(0, std::memory_order_relaxed); });
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdProtectAgent{
+    "protect-agent", "protect-agent FILE [--period MS] [--for SECONDS]",
+    "Keeps the p99 of each `protect:` service of FILE (see docs/protect.md) at its\n"
+    "target: every period (default 250 ms, 50 to 10000) it reads the protected calls'\n"
+    "durations and lowers the rates of the services it squeezes (halving, down to\n"
+    "their floors) while the p99 is above the target, and raises them back (a tenth\n"
+    "of the way per period; a quarter when the protected service is idle) while it\n"
+    "is within. Run FILE's `load` first. --for: stop after SECONDS. On exit the\n"
+    "squeezed services get their configured rates back.\n"
+    "exit status: 0 stopped, 1 a segment could not be opened, 2 invalid FILE\n",
+    cmd_protect_agent};
+
+}  // namespace bonsai::ctl
