@@ -51,7 +51,9 @@ uint64_t protect_quantile(const uint64_t* before, const uint64_t* now, double q,
 
 ProtectDecision protect_decide(uint64_t p99_ns, uint64_t samples, uint64_t target_ns,
                                const ProtectTuning& t) noexcept {
-  if (samples < t.min_samples) return ProtectDecision::Idle;
+  // Too few calls to judge: idle, unless those few were slow (then nothing is given back
+  // on thin evidence).
+  if (samples < t.min_samples) return samples && p99_ns > target_ns ? ProtectDecision::Hold : ProtectDecision::Idle;
   if (p99_ns > target_ns) return ProtectDecision::Decrease;
   if (static_cast<double>(p99_ns) > t.hold_below * static_cast<double>(target_ns)) return ProtectDecision::Hold;
   return ProtectDecision::Increase;

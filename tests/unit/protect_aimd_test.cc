@@ -51,7 +51,9 @@ TEST_CASE("protect_aimd: decisions and steps stay between floor and rate") {
   CHECK(protect_decide(5'000'000, 100, 2'500'000) == ProtectDecision::Decrease);
   CHECK(protect_decide(2'400'000, 100, 2'500'000) == ProtectDecision::Hold);
   CHECK(protect_decide(1'000'000, 100, 2'500'000) == ProtectDecision::Increase);
-  CHECK(protect_decide(9'000'000, 3, 2'500'000) == ProtectDecision::Idle);  // too few calls to judge
+  CHECK(protect_decide(9'000'000, 3, 2'500'000) == ProtectDecision::Hold);  // too few calls to judge, slow ones
+  CHECK(protect_decide(1'000'000, 3, 2'500'000) == ProtectDecision::Idle);
+  CHECK(protect_decide(0, 0, 2'500'000) == ProtectDecision::Idle);
   CHECK(protect_next_rate(1000, 10, 1000, ProtectDecision::Decrease) == 500);
   CHECK(protect_next_rate(15, 10, 1000, ProtectDecision::Decrease) == 10);
   CHECK(protect_next_rate(500, 10, 1000, ProtectDecision::Increase) == 500 + 9);
