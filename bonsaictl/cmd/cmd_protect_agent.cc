@@ -8,6 +8,7 @@
 // the squeezed services their configured rates back.
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -136,6 +137,11 @@ int cmd_protect_agent(const Args& args) {
     Protected p;
     p.cfg = &s;
     p.seg = Segment::open(s.name, false);
+    // One controller per protected service: another live one (its pid in the segment) keeps it.
+    uint32_t other = 0;
+    p.seg->guarded([&] { other = p.seg->seg().protect.controller_pid.load(std::memory_order_relaxed); });
+    if (other && static_cast<pid_t>(other) != getpid() && (kill(static_cast<pid_t>(other), 0) == 0 || errno == EPERM))
+      runtime_error(fmt::format("service '{}' is already served by protect-agent pid {}", s.name, other));
     for (const auto& name : s.protect.squeeze) {
       const ServiceConfig* q = cfg.find(name);
       Squeezed sq;

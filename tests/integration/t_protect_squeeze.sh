@@ -5,7 +5,7 @@
 # ~2 ms against a 1 ms target; protect-agent squeezes `batch` (a dd reading /dev/zero
 # under reads=40MiB/s) to its floor (4MiB/s) through the live limits path, stat shows
 # the target, the p99 and the decision; once the feed stops (db idle) batch is given
-# its 40MiB/s back within a few periods, and again when the agent exits.
+# its 40MiB/s back within a few periods. `load` starts the agent, once.
 # timeout: 45
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
@@ -21,14 +21,24 @@ services:
 YAML
 "$CTL" check "$T/p.yaml" > /dev/null || fail "check: $("$CTL" check "$T/p.yaml" 2>&1)"
 "$CTL" load "$T/p.yaml" > "$T/load.out" || fail "load: $(cat "$T/load.out")"
-grep -q 'protected (p99 1000 us' "$T/load.out" || fail "load did not say db is protected: $(cat "$T/load.out")"
+grep -q 'protected (p99 1000 us)' "$T/load.out" || fail "load did not say db is protected: $(cat "$T/load.out")"
 
 timeout 30 "$CTL" run -s batch -- dd if=/dev/zero of=/dev/null bs=64k status=none &
 bpid=$!
 cleanup_hooks+=("kill $bpid 2>/dev/null")
-timeout 30 "$CTL" protect-agent "$T/p.yaml" --period 100 --for 25 > "$T/agent.out" 2>&1 &
-apid=$!
+# load started the controller (protect-agent, a decision every 250 ms) in its own session.
+grep -q 'started a protect-agent' "$T/load.out" || fail "load started no protect-agent: $(cat "$T/load.out")"
+apid=0
+for _ in $(seq 1 50); do
+  apid=$(jq_stat db 'd["protect"]["controller_pid"]')
+  [ "$apid" != 0 ] && break
+  sleep 0.1
+done
+[ "$apid" != 0 ] || fail "no protect-agent serves db 5 s after load"
 cleanup_hooks+=("kill $apid 2>/dev/null")
+"$CTL" load "$T/p.yaml" | grep -q 'a protect-agent runs already' || fail "a second load did not see the agent"
+"$CTL" protect-agent "$T/p.yaml" --for 1 > "$T/second.out" 2>&1 && fail "a second protect-agent ran"
+grep -q "already served by protect-agent pid $apid" "$T/second.out" || fail "second agent: $(cat "$T/second.out")"
 wait_attached batch 1
 sleep 0.5
 [ "$(jq_stat batch 'd["limits"][0]')" = "reads=40MiB/s" ] || fail "batch does not start at its rate: $(jq_stat batch 'd["limits"]')"
@@ -46,7 +56,7 @@ for _ in $(seq 1 40); do
   sleep 0.1
   [ "$(jq_stat batch 'd["limits"][0]')" = "reads=4MiB/s" ] && { squeezed=1; break; }
 done
-[ -n "$squeezed" ] || fail "batch was not squeezed to its floor: $(jq_stat batch 'd["limits"]'); agent: $(tail -5 "$T/agent.out")"
+[ -n "$squeezed" ] || fail "batch was not squeezed to its floor: $(jq_stat batch 'd["limits"]'); db: $(jq_stat db 'd["protect"]')"
 sleep 0.3
 a=$(sample batch read); sleep 1; b=$(sample batch read)
 check_rate "batch squeezed" "$(rate_between "$a" "$b")" 1 $((4 * MiB)) 0.5 1.3
@@ -71,7 +81,11 @@ note "batch back at its rate $(secs_since "$t0") s after db's last read"
 sleep 0.3
 a=$(sample batch read); sleep 1; b=$(sample batch read)
 check_rate "batch after db stopped" "$(rate_between "$a" "$b")" 1 $((40 * MiB)) 0.6 1.15
-kill -TERM $apid; wait $apid 2>/dev/null
-grep -q 'exit' "$T/agent.out" || true
+kill -TERM "$apid"
+for _ in $(seq 1 50); do
+  kill -0 "$apid" 2>/dev/null || break
+  sleep 0.1
+done
 [ "$(jq_stat db 'd["protect"]["controller_pid"]')" = 0 ] || fail "the agent left its pid behind"
+[ "$(jq_stat batch 'd["limits"][0]')" = "reads=40MiB/s" ] || fail "the agent's exit left batch at $(jq_stat batch 'd["limits"]')"
 exit 0
