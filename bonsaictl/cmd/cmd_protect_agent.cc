@@ -29,6 +29,7 @@ namespace bonsai::ctl {
 namespace {
 
 std::atomic<int> g_stop{0};
+constexpr uint64_t kProtectByteStep = 128 * 4096;
 constexpr uint32_t kPeriodMinMs = 50, kPeriodMaxMs = 10'000, kPeriodDefaultMs = 250;
 
 struct Squeezed {
@@ -84,8 +85,16 @@ void step(Protected& p) {
   ProtectDecision d = protect_decide(p99, samples, p.cfg->protect.p99_ns);
   for (Squeezed& s : p.squeezed) {
     LimitSet next = s.current;
-    for (uint32_t r = 0; r < next.count; ++r)
-      next.rules[r].rate = protect_next_rate(s.current.rules[r].rate, s.floors[r], s.configured.rules[r].rate, d);
+    for (uint32_t r = 0; r < next.count; ++r) {
+      uint64_t rate = s.configured.rules[r].rate;
+      uint64_t v = protect_next_rate(s.current.rules[r].rate, s.floors[r], rate, d);
+      // A byte rate between floor and rate in whole 512 KiB/s: the library cuts reads
+      // larger than rate/128 into pieces of that size (token_bucket.h), and an O_DIRECT
+      // read cut at anything but whole 4 KiB pages fails with EINVAL.
+      if (next.rules[r].unit == RateUnit::Bytes && v != rate && v != s.floors[r] && v > kProtectByteStep)
+        v = std::max(s.floors[r], v / kProtectByteStep * kProtectByteStep);
+      next.rules[r].rate = v;
+    }
     publish(s, next, fmt::format("{} p99 {} us ({} calls, target {} us): {}", p.cfg->name, p99 / 1000, samples,
                                  p.cfg->protect.p99_ns / 1000, protect_decision_name(static_cast<uint32_t>(d)))
                          .c_str());
