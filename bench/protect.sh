@@ -6,7 +6,8 @@
 # protected at p99 2500us, B squeezed (reads=4GB/s, floor 5MB/s) by the protect-agent
 # `load` starts; B reads on PROTECT_TAIL s after A stops. Prints A's p99 and B's rate in
 # both runs, B's rate per second, and how long after A stopped B was back at >= 0.8 x
-# its unmanaged rate. Usage: BONSAI_BUILD=build bash bench/protect.sh [SECONDS]
+# its unmanaged rate; and, for comparison, B under static caps (PROTECT_STATIC, default
+# "20MiB/s 250MiB/s"). Usage: BONSAI_BUILD=build bash bench/protect.sh [SECONDS]
 set -u
 secs=${1:-12}
 tail_s=${PROTECT_TAIL:-8}
@@ -44,6 +45,20 @@ wait $bp
 un_p99=$(a_p99 ua.json); un_b=$(b_mean ub 1 "$secs")
 echo "A p99 ${un_p99} ms; B ${un_b} MB/s"
 
+# Static caps on B, for comparison (`run -l`: no controller).
+static=""
+# (MiB: a byte rate whose rate/128 is not whole 4 KiB pages cuts O_DIRECT reads to EINVAL.)
+for cap in ${PROTECT_STATIC:-20MiB/s 250MiB/s}; do
+  "$CTL" run -s "static$((${#static}))" --scope service -l "reads=$cap" -- fio --name=b --filename=b1:b2 --numjobs=2 --rw=read --bs=1M \
+    --direct=1 --ioengine=psync --runtime=$((secs + 1)) --time_based --output-format=json --output=sb \
+    --write_bw_log=sb --log_avg_msec=1000 > /dev/null & bp=$!
+  sleep 0.5
+  fio_a sa.json > /dev/null
+  wait $bp
+  echo "== B capped at $cap (static): A p99 $(a_p99 sa.json) ms; B $(b_mean sb 1 "$secs") MB/s"
+  static="$static $cap:$(a_p99 sa.json)ms:$(b_mean sb 1 "$secs")MB/s"
+done
+
 cat > p.yaml <<'YAML'
 version: 1
 services:
@@ -73,4 +88,4 @@ echo "A p99 ${m_p99} ms; B ${m_b} MB/s while A ran"
 echo "B per second (s MB/s):"; b_series mb | tr '\n' ';'; echo
 back=$(b_series mb | awk -v a_end=$((secs + 1)) -v want="$un_b" '$1>a_end && $2>=0.8*want {print $1-a_end; exit}')
 echo "B back at >= 0.8 x unmanaged (${un_b} MB/s) ${back:-never} s after A stopped"
-echo "RESULT unmanaged_a_p99_ms=$un_p99 unmanaged_b_mbs=$un_b managed_a_p99_ms=$m_p99 managed_b_mbs=$m_b recovery_s=${back:-never}"
+echo "RESULT static=[${static# }] unmanaged_a_p99_ms=$un_p99 unmanaged_b_mbs=$un_b managed_a_p99_ms=$m_p99 managed_b_mbs=$m_b recovery_s=${back:-never}"

@@ -23,6 +23,7 @@
 #include "cmd/commands.h"
 #include "config/yaml_load.h"
 #include "segment/shm_client.h"
+#include "stat/stat_snapshot.h"
 #include "sys/clock.h"
 
 namespace bonsai::ctl {
@@ -34,6 +35,7 @@ constexpr uint32_t kPeriodMinMs = 50, kPeriodMaxMs = 10'000, kPeriodDefaultMs = 
 
 struct Squeezed {
   std::string name;
+  ServiceStat prev;               // the counters at the last period, for what each rule moved
   std::unique_ptr<Segment> seg;
   LimitSet configured{};          // the rates of FILE: the most the controller gives
   std::vector<uint64_t> floors;   // per rule
@@ -85,9 +87,26 @@ void step(Protected& p) {
   ProtectDecision d = protect_decide(p99, samples, p.cfg->protect.p99_ns);
   for (Squeezed& s : p.squeezed) {
     LimitSet next = s.current;
+    ServiceStat now_stat;
+    try {
+      now_stat = stat_snapshot(*s.seg);
+    } catch (const CtlError& e) {  // a damaged segment: decide on the cap alone this period
+      fmt::print(stderr, "protect-agent: {}: {}\n", s.name, e.what());
+      now_stat = s.prev;
+    }
+    double secs = static_cast<double>(now_stat.mono_ns - s.prev.mono_ns) / 1e9;
     for (uint32_t r = 0; r < next.count; ++r) {
       uint64_t rate = s.configured.rules[r].rate;
-      uint64_t v = protect_next_rate(s.current.rules[r].rate, s.floors[r], rate, d);
+      double moved = 0;  // what the rule moved over the period, in its unit
+      for (size_t c = 0; c < kCallCount; ++c)
+        if (next.rules[r].calls & call_bit(static_cast<CallId>(c))) {
+          bool per_call = next.rules[r].unit == RateUnit::Calls;
+          uint64_t a = per_call ? s.prev.total[c].calls : s.prev.total[c].bytes;
+          uint64_t b = per_call ? now_stat.total[c].calls : now_stat.total[c].bytes;
+          moved += b > a ? static_cast<double>(b - a) : 0;
+        }
+      uint64_t used = secs > 0.01 ? static_cast<uint64_t>(moved / secs) : 0;
+      uint64_t v = protect_next_rate(s.current.rules[r].rate, s.floors[r], rate, d, {}, used);
       // A byte rate between floor and rate in whole 512 KiB/s: the library cuts reads
       // larger than rate/128 into pieces of that size (token_bucket.h), and an O_DIRECT
       // read cut at anything but whole 4 KiB pages fails with EINVAL.
@@ -95,6 +114,7 @@ void step(Protected& p) {
         v = std::max(s.floors[r], v / kProtectByteStep * kProtectByteStep);
       next.rules[r].rate = v;
     }
+    s.prev = std::move(now_stat);
     publish(s, next, fmt::format("{} p99 {} us ({} calls, target {} us): {}", p.cfg->name, p99 / 1000, samples,
                                  p.cfg->protect.p99_ns / 1000, protect_decision_name(static_cast<uint32_t>(d)))
                          .c_str());
@@ -159,6 +179,7 @@ int cmd_protect_agent(const Args& args) {
       sq.configured = q->limits;
       sq.floors = q->rule_floors;
       sq.current = q->limits;
+      sq.prev = stat_snapshot(*sq.seg);
       sq.seg->write_limits(q->limits);  // the configured rates, whatever a previous agent left
       p.squeezed.push_back(std::move(sq));
     }

@@ -60,9 +60,10 @@ ProtectDecision protect_decide(uint64_t p99_ns, uint64_t samples, uint64_t targe
 }
 
 uint64_t protect_next_rate(uint64_t current, uint64_t floor, uint64_t rate, ProtectDecision d,
-                           const ProtectTuning& t) noexcept {
+                           const ProtectTuning& t, uint64_t used) noexcept {
   floor = std::min(floor, rate);
   current = std::clamp(current, floor, rate);
+  if (d == ProtectDecision::Decrease && used > 0 && used < current) current = std::max(used, floor);
   double span = static_cast<double>(rate - floor);
   double next = static_cast<double>(current);
   switch (d) {

@@ -35,7 +35,10 @@ ProtectDecision protect_decide(uint64_t p99_ns, uint64_t samples, uint64_t targe
 // The next rate of a rule now at `current`, between `floor` and `rate` (the configured
 // one), after `d`: Decrease x0.5, Increase + 1% of (rate - floor), Idle x2 (+ the same
 // 1%): from any floor back to the configured rate within ~log2(rate/floor) periods.
+// `used`: what the rule moved over the period, units/s (0: unknown or nothing): a decrease
+// halves the lesser of it and `current`, so a cap far above what the device gives (4GB/s
+// on a 1 GB/s disk) bites in one period instead of log2(cap / used) periods.
 uint64_t protect_next_rate(uint64_t current, uint64_t floor, uint64_t rate, ProtectDecision d,
-                           const ProtectTuning& t = {}) noexcept;
+                           const ProtectTuning& t = {}, uint64_t used = 0) noexcept;
 
 }  // namespace bonsai

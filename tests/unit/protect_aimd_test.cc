@@ -56,6 +56,9 @@ TEST_CASE("protect_aimd: decisions and steps stay between floor and rate") {
   CHECK(protect_decide(0, 0, 2'500'000) == ProtectDecision::Idle);
   CHECK(protect_next_rate(1000, 10, 1000, ProtectDecision::Decrease) == 500);
   CHECK(protect_next_rate(15, 10, 1000, ProtectDecision::Decrease) == 10);
+  CHECK(protect_next_rate(1000, 10, 1000, ProtectDecision::Decrease, {}, 300) == 150);  // halves what it used
+  CHECK(protect_next_rate(200, 10, 1000, ProtectDecision::Decrease, {}, 300) == 100);   // or its cap, the lesser
+  CHECK(protect_next_rate(1000, 10, 1000, ProtectDecision::Increase, {}, 300) == 1000); // used only on a decrease
   CHECK(protect_next_rate(500, 10, 1000, ProtectDecision::Increase) == 500 + 9);
   CHECK(protect_next_rate(100, 10, 1000, ProtectDecision::Idle) == 200 + 9);
   CHECK(protect_next_rate(995, 10, 1000, ProtectDecision::Increase) == 1000);
