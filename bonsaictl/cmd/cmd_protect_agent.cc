@@ -7,7 +7,9 @@
 // them as `set` does (the buckets carry their state across a change). On exit it gives
 // the squeezed services their configured rates back.
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <deque>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -46,7 +48,13 @@ struct Protected {
   const ServiceConfig* cfg;
   std::unique_ptr<Segment> seg;
   std::vector<Squeezed> squeezed;
-  uint64_t before[kProtectBuckets] = {};
+  // The histogram at the start of each of the last kWindow periods, oldest first, since
+  // the last decrease: the p99 is taken over them all (~kWindow x 125 calls at 500/s
+  // and 250 ms, where one period's p99 is its second slowest call: one slow call would
+  // halve the squeezed), and a decrease starts a new window (the calls it answered do
+  // not answer again).
+  static constexpr size_t kWindow = 4;
+  std::deque<std::array<uint64_t, kProtectBuckets>> window;
 };
 
 std::string rate_text(const Rule& r) {
@@ -55,6 +63,13 @@ std::string rate_text(const Rule& r) {
   char buf[256];
   rule_format(one, buf, sizeof buf);
   return buf;
+}
+
+void hist_read(Protected& p, uint64_t* out);
+void window_start(Protected& p) {
+  std::array<uint64_t, kProtectBuckets> h{};
+  hist_read(p, h.data());
+  p.window.assign(1, h);
 }
 
 void hist_read(Protected& p, uint64_t* out) {
@@ -79,12 +94,17 @@ void publish(Squeezed& s, const LimitSet& next, const char* why) {
 }
 
 void step(Protected& p) {
-  uint64_t now[kProtectBuckets];
-  hist_read(p, now);
-  uint64_t samples = 0;
-  uint64_t p99 = protect_quantile(p.before, now, 0.99, samples);
-  std::copy(now, now + kProtectBuckets, p.before);
+  std::array<uint64_t, kProtectBuckets> now{};
+  hist_read(p, now.data());
+  uint64_t samples = 0, period_samples = 0;
+  uint64_t p99 = protect_quantile(p.window.front().data(), now.data(), 0.99, samples);
+  (void)protect_quantile(p.window.back().data(), now.data(), 0.99, period_samples);
   ProtectDecision d = protect_decide(p99, samples, p.cfg->protect.p99_ns);
+  // Idle is judged on this period alone: the rate comes back as soon as the protected stop.
+  if (period_samples == 0) d = ProtectDecision::Idle;
+  if (d == ProtectDecision::Decrease || d == ProtectDecision::Idle) p.window.clear();
+  p.window.push_back(now);
+  while (p.window.size() > Protected::kWindow) p.window.pop_front();
   for (Squeezed& s : p.squeezed) {
     LimitSet next = s.current;
     ServiceStat now_stat;
@@ -190,7 +210,7 @@ int cmd_protect_agent(const Args& args) {
       sp.calls.store(s.protect.calls, std::memory_order_relaxed);
     });
     p.seg->write_limits(s.limits);  // a new sequence: running processes re-read the protect calls
-    hist_read(p, p.before);
+    window_start(p);
     all.push_back(std::move(p));
   }
   if (all.empty()) usage_error(fmt::format("{}: no service has 'protect:'", file));

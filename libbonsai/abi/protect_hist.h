@@ -45,7 +45,7 @@ struct alignas(64) ShmProtect {
   std::atomic<uint64_t> calls;      // CallMask measured (0: nothing, the service is not protected)
   std::atomic<uint64_t> target_ns;  // the p99 target
   std::atomic<uint64_t> p99_ns;     // measured over the controller's last period (0: idle)
-  std::atomic<uint64_t> samples;    // calls measured in that period
+  std::atomic<uint64_t> samples;    // calls the p99 was taken over (the controller's window)
   std::atomic<uint64_t> decided_unix_ns;  // when the controller last decided
   std::atomic<uint32_t> decision;   // ProtectDecision
   std::atomic<uint32_t> controller_pid;
