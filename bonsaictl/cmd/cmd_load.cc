@@ -7,6 +7,13 @@
 #include <memory>
 #include <string>
 #include <unistd.h>
+#include <cerrno>
+#include <climits>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/wait.h>
 
 #include "cmd/commands.h"
 #include "segment/host_client.h"
@@ -21,6 +28,47 @@ namespace {
 
 // The configuration `load` reads when given no FILE (the Debian package's conffile).
 constexpr const char* kDefaultFile = "/etc/bonsai/bonsai.yaml";
+
+// `protect:` (issue 52): starts `bonsaictl protect-agent FILE` in its own session unless a
+// live controller serves the protected services already (its pid in their segments;
+// protect-agent itself refuses a second one). Says what it did.
+void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment>>& segs, const std::string& file) {
+  bool any = false, served = false;
+  for (size_t i = 0; i < segs.size(); ++i) {
+    if (!cfg.services[i].protect.present) continue;
+    any = true;
+    uint32_t pid = 0;
+    segs[i]->guarded([&] { pid = segs[i]->seg().protect.controller_pid.load(std::memory_order_relaxed); });
+    if (pid && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM)) served = true;
+  }
+  if (!any) return;
+  if (served) {
+    fmt::print("protect: a protect-agent runs already (restart it to apply a changed protect:)\n");
+    return;
+  }
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  char abs[4096];
+  if (n <= 0 || !realpath(file.c_str(), abs)) {
+    fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: start `bonsaictl protect-agent {}`\n", file);
+    return;
+  }
+  self[n] = '\0';
+  pid_t pid = fork();
+  if (pid < 0) return fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: {}\n", std::strerror(errno));
+  if (pid == 0) {
+    setsid();  // a grandchild in its own session: nobody's zombie, outlives load
+    if (fork() != 0) _exit(0);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    unsetenv("LD_PRELOAD");
+    execl(self, self, "protect-agent", abs, static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  fmt::print("protect: started a protect-agent for {}\n", abs);
+}
 
 int cmd_load(const Args& args) {
   if (args.size() > 1) usage_error("load takes one FILE");
@@ -70,11 +118,18 @@ int cmd_load(const Args& args) {
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
+    // `protect:` (issue 52): which calls its processes time, read again at this new limits sequence.
+    segs[i]->guarded([&] {
+      ShmProtect& sp = segs[i]->seg().protect;
+      sp.calls.store(s.protect.present ? s.protect.calls : 0, std::memory_order_relaxed);
+      sp.target_ns.store(s.protect.present ? s.protect.p99_ns : 0, std::memory_order_relaxed);
+    });
     uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s));
     fleet = fleet || s.fleet.present;
     fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}{}\n", segs[i]->created() ? "created" : "updated", s.name,
                s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
-               s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) : "",
+               s.fleet.present ? fmt::format(", fleet caps through {}", s.fleet.store) :
+               s.protect.present ? fmt::format(", protected (p99 {} us)", s.protect.p99_ns / 1000) : "",
                s.user.empty() ? "" : fmt::format(", for user {}", s.user));
   }
   // Specs `cdi generate` wrote for these users name the segments: a new service gets its
@@ -99,6 +154,7 @@ int cmd_load(const Args& args) {
                                 msg));
     if (!msg.empty()) fmt::print(stderr, "bonsaictl load: {}\n", msg);
   }
+  protect_agent_ensure(cfg, segs, file);
   return kExitOk;
 }
 
@@ -111,6 +167,7 @@ extern const Command kCmdLoad{"load", "load [FILE]",
                               "All or nothing: an invalid file or an unusable segment changes nothing.\n"
                               "A changed scope applies to processes that attach afterwards.\n"
                               "A fleet service needs a fleet agent: load starts one, and fails when none can run.\n"
+                              "A protect: service needs a protect-agent: load starts one unless one runs.\n"
                               "exit status: 0 loaded, 1 a segment could not be opened or no fleet agent can\n"
                               "run (e.g. another user squats its lock directory), 2 invalid file\n",
                               cmd_load};

@@ -20,7 +20,7 @@ namespace {
 #define BONSAI_VERSION "unknown"
 #endif
 constexpr std::string_view kVersion = BONSAI_VERSION;
-const Command* const kTable[] = {&kCmdRun, &kCmdStat, &kCmdSet, &kCmdLoad, &kCmdCheck, &kCmdCheckLimits, &kCmdLs, &kCmdRm, &kCmdServe, &kCmdTop, &kCmdFleetAgent, &kCmdCdi};
+const Command* const kTable[] = {&kCmdRun, &kCmdStat, &kCmdSet, &kCmdLoad, &kCmdCheck, &kCmdCheckLimits, &kCmdLs, &kCmdRm, &kCmdServe, &kCmdTop, &kCmdFleetAgent, &kCmdCdi, &kCmdProtectAgent};
 
 void usage(FILE* out) {
   fmt::print(out, "usage: bonsaictl COMMAND [ARGS]   (bonsaictl COMMAND --help for details)\n");

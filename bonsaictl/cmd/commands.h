@@ -20,7 +20,7 @@ struct Command {
   int (*run)(const Args& args);
 };
 
-extern const Command kCmdCheck, kCmdCheckLimits, kCmdLoad, kCmdRun, kCmdSet, kCmdStat, kCmdLs, kCmdRm, kCmdServe, kCmdTop, kCmdFleetAgent, kCmdCdi;
+extern const Command kCmdCheck, kCmdCheckLimits, kCmdLoad, kCmdRun, kCmdSet, kCmdStat, kCmdLs, kCmdRm, kCmdServe, kCmdTop, kCmdFleetAgent, kCmdCdi, kCmdProtectAgent;
 
 // @return the command named `name`, or nullptr.
 const Command* command_find(std::string_view name);

@@ -4,6 +4,7 @@
 // any strict YAML file needs (the first pass, reading a file) is yaml_strict.h.
 #include "config/yaml_load.h"
 
+#include <algorithm>
 #include <fmt/core.h>
 #include <unordered_set>
 
@@ -47,17 +48,18 @@ struct Loader {
   // One rule, checked against the service's `claims` so far.
   void rule(const YAML::Node& node, ServiceConfig& svc, Claims& claims) {
     if (!node.IsMap()) return error(node.Mark(), "a limit must be a mapping (calls, rate, burst, fd)");
-    static const std::vector<std::string_view> kKeys = {"calls", "rate", "ceil", "burst", "fd"};
+    static const std::vector<std::string_view> kKeys = {"calls", "rate", "ceil", "burst", "fd", "floor"};
     Rule r{};
     r.fd_mask = kAnyFd;
-    YAML::Node calls, rate, burst, ceil;  // a default Node is a null node: track presence apart
-    bool has_calls = false, has_rate = false, has_burst = false, has_ceil = false;
+    YAML::Node calls, rate, burst, ceil, floor;  // a default Node is a null node: track presence apart
+    bool has_calls = false, has_rate = false, has_burst = false, has_ceil = false, has_floor = false;
     for (const auto& kv : node) {
       std::string key = kv.first.Scalar();
       if (key == "calls") calls.reset(kv.second), has_calls = true;
       else if (key == "rate") rate.reset(kv.second), has_rate = true;
       else if (key == "burst") burst.reset(kv.second), has_burst = true;
       else if (key == "ceil") ceil.reset(kv.second), has_ceil = true;
+      else if (key == "floor") floor.reset(kv.second), has_floor = true;
       else if (key == "fd") fd(kv.second, r);
       else unknown_key(kv.first, "a limit", kKeys);
     }
@@ -73,6 +75,8 @@ struct Loader {
         ok = false, error(burst.Mark(), fmt::format("bad burst '{}' (a size like 256KiB, or a count, > 0)", b));
     }
     if (has_ceil && ok) ceil_of(ceil, r, ok);
+    uint64_t floor_rate = ok ? std::max<uint64_t>(1, r.rate / 100) : 0;  // default: 1% of the rate
+    if (has_floor && ok) floor_of(floor, r, floor_rate, ok);
     if (!ok) return;
     if (svc.limits.count == kMaxRules)
       return error(node.Mark(), fmt::format("service '{}' has more than {} limits", svc.name, kMaxRules));
@@ -96,6 +100,22 @@ struct Loader {
     claims.named.push_back(std::move(named));
     svc.limits.rules[svc.limits.count++] = r;
     svc.rule_marks.push_back(node.Mark());
+    svc.rule_floors.push_back(floor_rate);
+  }
+
+  // Protect (issue 52): the least the controller may leave the rule, in its unit, <= rate.
+  void floor_of(const YAML::Node& node, const Rule& r, uint64_t& out, bool& ok) {
+    if (capacity_) return ok = false, error(node.Mark(), "a capacity rule has no 'floor' (nothing squeezes the host)");
+    std::string text = node.IsScalar() ? node.Scalar() : "";
+    ParseError err;
+    RateUnit unit;
+    uint64_t f = 0;
+    if (!rate_parse(text, f, unit, err)) return ok = false, error(node.Mark(), fmt::format("floor: {}", err.message));
+    if (unit != r.unit) return ok = false, error(node.Mark(), fmt::format("floor '{}' is not in the rate's unit", text));
+    if (f > r.rate)
+      return ok = false, error(node.Mark(), fmt::format("floor '{}' is above the rate (the controller moves the rule "
+                                                        "between its floor and its rate)", text));
+    out = f;
   }
 
   void call_list(const YAML::Node& calls, Rule& r, std::vector<std::pair<CallMask, YAML::Mark>>& named, bool& ok) {
@@ -199,7 +219,7 @@ struct Loader {
     if (node.IsNull()) return cfg.services.push_back(std::move(svc));
     if (!node.IsMap()) return error(node.Mark(), fmt::format("service '{}' must be a mapping", svc.name));
     static const std::vector<std::string_view> kKeys = {"scope", "limits", "compression", "fleet", "io_uring", "user",
-                                                                 "strict"};
+                                                                 "strict", "protect"};
     Claims claims;
     YAML::Mark scope_mark;
     bool scope_given = false;
@@ -223,6 +243,8 @@ struct Loader {
         compression_load(v, file, svc.compression, diags);
       } else if (k == "fleet") {
         fleet_load(v, file, svc.fleet, diags);
+      } else if (k == "protect") {
+        protect_load(v, file, svc.protect, diags);
       } else if (k == "io_uring") {
         std::string s = v.IsScalar() ? v.Scalar() : "";
         if (s == "deny" || s == "allow") svc.io_uring = s;
@@ -281,6 +303,7 @@ struct Loader {
     }
     if (!version) error(root.Mark(), "missing 'version: 1'");
     shares_check(cfg, diags);
+    protect_check(cfg, diags);
   }
 };
 

@@ -37,12 +37,28 @@ struct FleetConfig {
 };
 inline constexpr uint32_t kFleetExpectedHostsMax = 1'000'000;
 
+// A service's `protect:` (issue 52, docs/protect.md): the durations of its `calls` are
+// measured, and while their p99 is above `p99_ns` the controller lowers the rates of the
+// `squeeze` services' rules toward their floors (raising them back when it is within).
+inline constexpr uint64_t kProtectP99MinNs = 10'000;           // 10 us: finer is below what a period can measure
+inline constexpr uint64_t kProtectP99MaxNs = 10'000'000'000ull;  // 10 s
+struct ProtectConfig {
+  bool present = false;
+  YAML::Mark mark;
+  CallMask calls = 0;
+  uint64_t p99_ns = 0;
+  std::vector<std::string> squeeze;
+  std::vector<YAML::Mark> squeeze_marks;  // one per name
+};
+
 struct ServiceConfig {
   std::string name;
   YAML::Mark mark;                 // of the service's key
   ShmScope scope = ShmScope::Process;
   LimitSet limits{};
   std::vector<YAML::Mark> rule_marks;  // one per rule in `limits`
+  std::vector<uint64_t> rule_floors;   // one per rule: `floor:` (default 1% of the rate, at least 1)
+  ProtectConfig protect;
   CompressionConfig compression;
   FleetConfig fleet;
   std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
@@ -84,10 +100,17 @@ Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
 // sharing rule its capacity rule (shares_resolve). Problems go to `diags`. (yaml_shares.cc)
 void shares_check(Config& cfg, std::vector<Diag>& diags);
 
+// Protect (issue 52, yaml_protect.cc): every squeezed service is defined, is not the
+// protecting one, is squeezed by one protected service only, is not itself protected,
+// has a limit to lower and neither fleet caps nor ceilings (which would undo a lowered
+// rate); floors are at most their rates. Problems go to `diags`.
+void protect_check(const Config& cfg, std::vector<Diag>& diags);
+
 // ---- pieces shared with yaml_compression.cc, yaml_fleet.cc (diag_at: yaml_strict.h) ----
 void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,
                       std::vector<Diag>& diags);
 void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags);
+void protect_load(const YAML::Node& node, const std::string& file, ProtectConfig& out, std::vector<Diag>& diags);
 // Checks one compression.to entry. @return "" or what is wrong with it.
 std::string compression_target_problem(std::string_view target);
 // Checks one compression level name. @return "" or what is wrong.

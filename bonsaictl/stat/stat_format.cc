@@ -8,6 +8,7 @@
 
 #include "shm/shm_slots.h"
 #include "stat/stat_fleet.h"
+#include "bucket/protect_aimd.h"
 #include "stat/stat_text.h"
 
 namespace bonsai::ctl {
@@ -149,6 +150,15 @@ std::string stat_json(const ServiceStat& s) {
     doc["shares"] = std::move(shares);
   }
   if (std::string f = fleet_json(s.fleet); !f.empty()) doc["fleet"] = Json::parse(f);
+  if (s.protect.enabled) {
+    Json calls = Json::array();
+    for (size_t c = 0; c < kCallCount; ++c)
+      if (s.protect.calls & call_bit(static_cast<CallId>(c))) calls.push_back(call_name(static_cast<CallId>(c)));
+    doc["protect"] = {{"calls", calls}, {"target_p99_ns", s.protect.target_ns}, {"p99_ns", s.protect.p99_ns},
+                      {"samples", s.protect.samples}, {"periods", s.protect.periods},
+                      {"decision", protect_decision_name(s.protect.decision)},
+                      {"decided_unix_ns", s.protect.decided_unix_ns}, {"controller_pid", s.protect.controller_pid}};
+  }
   return json_dump(doc);
 }
 
@@ -165,6 +175,18 @@ std::string stat_table(const ServiceStat& s) {
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;
   out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
   out += fleet_table(s.fleet, s.limits);
+  if (s.protect.enabled) {
+    std::string calls;
+    for (size_t c = 0; c < kCallCount; ++c)
+      if (s.protect.calls & call_bit(static_cast<CallId>(c)))
+        calls += fmt::format("{}{}", calls.empty() ? "" : "+", call_name(static_cast<CallId>(c)));
+    out += fmt::format("  protect: {} p99 target {:.3f} ms", calls, static_cast<double>(s.protect.target_ns) / 1e6);
+    if (!s.protect.controller_pid) out += ", NO CONTROLLER running (bonsaictl protect-agent FILE)\n";
+    else
+      out += fmt::format("; last period {:.3f} ms over {} calls, decision: {} (controller pid {}, {} periods)\n",
+                         static_cast<double>(s.protect.p99_ns) / 1e6, s.protect.samples,
+                         protect_decision_name(s.protect.decision), s.protect.controller_pid, s.protect.periods);
+  }
   if (!s.processes.empty()) out += fmt::format("  library {}\n", versions_line(s));
   out += fmt::format("  {:<22} {:<16} {:>10} {:>11} {:>10} {:>10}", "PROCESS", "CALL", "CALLS", "BYTES", "THROTTLED",
                      "WAITED");

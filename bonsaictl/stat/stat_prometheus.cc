@@ -79,6 +79,27 @@ void per_call(std::string& out, const Family& f, const std::vector<LabeledStat>&
     }
 }
 
+// Protect (issue 52): each protected service's target, last measured p99 and decision.
+// The squeezed rules' current rates are bonsai_limit_*_per_second of their services.
+void protect_prometheus(std::string& out, const std::vector<LabeledStat>& services) {
+  bool any = false;
+  for (const auto& s : services) any = any || s.stat->protect.enabled;
+  if (!any) return;
+  auto family = [&](const char* name, const char* help, auto value) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", name, help, name);
+    for (const auto& s : services)
+      if (s.stat->protect.enabled) out += fmt::format("{}{} {}\n", name, labels(s), value(s.stat->protect));
+  };
+  family("bonsai_protect_target_p99_seconds", "The p99 target of the service's protected calls.",
+         [](const ProtectStat& p) { return fmt::format("{:.9f}", static_cast<double>(p.target_ns) / 1e9); });
+  family("bonsai_protect_p99_seconds", "The p99 of its protected calls over the controller's last period (0: idle).",
+         [](const ProtectStat& p) { return fmt::format("{:.9f}", static_cast<double>(p.p99_ns) / 1e9); });
+  family("bonsai_protect_decision", "The controller's last decision: 0 none, 1 decrease, 2 increase, 3 hold, 4 idle.",
+         [](const ProtectStat& p) { return fmt::format("{}", p.decision); });
+  family("bonsai_protect_controller_up", "1 while a protect-agent serves the service.",
+         [](const ProtectStat& p) { return fmt::format("{}", p.controller_pid ? 1 : 0); });
+}
+
 }  // namespace
 
 std::string prometheus_text(const std::vector<LabeledStat>& services) {
@@ -142,6 +163,7 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
     }
   }
   fleet_prometheus(out, services);
+  protect_prometheus(out, services);
   return out;
 }
 

@@ -234,6 +234,18 @@ ServiceStat stat_snapshot(Segment& handle) {
     }
   });
   handle.guarded([&] { s.fleet = fleet_snapshot(seg.fleet, s.limits.count, s.mono_ns); });
+  handle.guarded([&] {
+    const ShmProtect& p = seg.protect;
+    s.protect.calls = p.calls.load(std::memory_order_relaxed) & ~(kCallCount >= 64 ? 0 : ~CallMask{0} << (kCallCount % 64));
+    s.protect.enabled = s.protect.calls != 0;
+    s.protect.target_ns = p.target_ns.load(std::memory_order_relaxed);
+    s.protect.p99_ns = p.p99_ns.load(std::memory_order_relaxed);
+    s.protect.samples = p.samples.load(std::memory_order_relaxed);
+    s.protect.periods = p.periods.load(std::memory_order_relaxed);
+    s.protect.decided_unix_ns = p.decided_unix_ns.load(std::memory_order_relaxed);
+    s.protect.decision = p.decision.load(std::memory_order_relaxed);
+    s.protect.controller_pid = p.controller_pid.load(std::memory_order_relaxed);
+  });
   if (scope != static_cast<uint32_t>(ShmScope::Process) && scope != static_cast<uint32_t>(ShmScope::Service))
     handle.damaged(fmt::format("it has an unknown scope {}", scope));
   s.scope = static_cast<ShmScope>(scope);

@@ -76,6 +76,16 @@ struct FleetStat {
   std::vector<FleetRuleStat> rules;  // one per rule of the limits
 };
 
+// A protected service's controller status as its segment says (issue 52, docs/protect.md).
+// The squeezed services' current rates are their own `limits` (the controller publishes them).
+struct ProtectStat {
+  bool enabled = false;      // its `protect:` names calls
+  CallMask calls = 0;
+  uint64_t target_ns = 0, p99_ns = 0, samples = 0, periods = 0, decided_unix_ns = 0;
+  uint32_t decision = 0;     // ProtectDecision
+  uint32_t controller_pid = 0;
+};
+
 struct ServiceStat {
   std::string service;
   ShmScope scope = ShmScope::Process;
@@ -91,6 +101,7 @@ struct ServiceStat {
   CallStats total{};
   std::vector<ShareStat> shares;  // rules with a ceiling (stat_shares.cc)
   FleetStat fleet;
+  ProtectStat protect;
 };
 
 // Fills `s.shares` from the segment and the host's (stat_shares.cc).

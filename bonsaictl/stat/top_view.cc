@@ -6,6 +6,7 @@
 #include <fmt/core.h>
 
 #include "abi/limit_parse.h"
+#include "bucket/protect_aimd.h"
 #include "stat/stat_text.h"
 
 namespace bonsai::ctl {
@@ -50,6 +51,18 @@ std::vector<TopRow> top_rows(const ServiceStat& prev, const ServiceStat& cur) {
             row.borrowed_per_s = static_cast<double>(sh.borrowed - b.borrowed) / secs;
       }
     covered |= rule.calls;
+    rows.push_back(row);
+  }
+  // protect: (issue 52): the measured p99 against the target and the controller's last
+  // decision; the squeezed rules' rows show the caps it set.
+  if (cur.protect.enabled) {
+    TopRow row{cur.service, cur.protect.controller_pid
+                                ? fmt::format("protect p99 {:.2f}/{:.2f}ms {}", static_cast<double>(cur.protect.p99_ns) / 1e6,
+                                              static_cast<double>(cur.protect.target_ns) / 1e6,
+                                              protect_decision_name(cur.protect.decision))
+                                : fmt::format("protect {:.2f}ms: NO CONTROLLER", static_cast<double>(cur.protect.target_ns) / 1e6)};
+    row.processes = cur.processes.size();
+    fill(row, cur.protect.calls);
     rows.push_back(row);
   }
   for (size_t c = 0; c < kCallCount; ++c) {

@@ -12,9 +12,11 @@
 #include "abi/counters_abi.h"
 #include "abi/fleet_abi.h"
 #include "abi/limits_abi.h"
+#include "abi/protect_hist.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 13 // 13: ShmFleet namespace, expected_hosts, id_clash (issue 50)
+#define BONSAI_ABI_VERSION 14 // 14: ShmSegment::protect (protected calls' durations, issue 52)
+                              // 13: ShmFleet namespace, expected_hosts, id_clash (issue 50)
                               // 12: ShmSegment::slot_ns (containers, issue #47)
                               // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
@@ -68,7 +70,8 @@ inline constexpr uint64_t shm_layout_fingerprint() {
          (uint64_t{sizeof(LimitSet)} << 48) ^
          (uint64_t{sizeof(CallLane)} << 56) ^ (uint64_t{kWaitBuckets} << 40) ^
          (uint64_t{sizeof(ShmShares)} << 12) ^ (uint64_t{sizeof(Rule)} << 4) ^
-         (uint64_t{sizeof(ShmFleet)} << 28) ^ (uint64_t{sizeof(ShmSlotNs)} << 20);
+         (uint64_t{sizeof(ShmFleet)} << 28) ^ (uint64_t{sizeof(ShmSlotNs)} << 20) ^
+         (uint64_t{sizeof(ShmProtect)} << 44);
 }
 
 // Cache line 0: identity. Written once by bonsaictl when it creates the segment
@@ -160,6 +163,7 @@ struct ShmSegment {
   ShmShares shares;
   WaitHist wait_hist;               // the service's held calls, all processes together
   ShmFleet fleet;                   // fleet-wide caps through Redis (abi/fleet_abi.h)
+  ShmProtect protect;               // `protect:`: the protected calls' durations (abi/protect_hist.h)
   ShmSlot slots[kMaxSlots];
   ShmSlotNs slot_ns;                // per slot: its process's pid namespace
 };
@@ -182,7 +186,8 @@ static_assert(offsetof(ShmSegment, exited) == offsetof(ShmSegment, buckets) + 64
 static_assert(offsetof(ShmSegment, shares) == offsetof(ShmSegment, exited) + sizeof(ShmExited));
 static_assert(offsetof(ShmSegment, wait_hist) == offsetof(ShmSegment, shares) + sizeof(ShmShares));
 static_assert(offsetof(ShmSegment, fleet) == offsetof(ShmSegment, wait_hist) + sizeof(WaitHist));
-static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, fleet) + sizeof(ShmFleet));
+static_assert(offsetof(ShmSegment, protect) == offsetof(ShmSegment, fleet) + sizeof(ShmFleet));
+static_assert(offsetof(ShmSegment, slots) == offsetof(ShmSegment, protect) + sizeof(ShmProtect));
 static_assert(sizeof(WaitHist) % 64 == 0);
 static_assert(offsetof(ShmSegment, slot_ns) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
 static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slot_ns) + sizeof(ShmSlotNs));

@@ -49,7 +49,9 @@ template <typename Ret, typename Call>
     }
   }
   ticket_wait(t, cancellable);
+  uint64_t p0 = protect_start(id);  // the real call's own time, after the wait
   Ret r = call();
+  protect_end(p0);
   ticket_done(t, moved_of(r));
   return r;
 }
@@ -154,7 +156,9 @@ template <typename Call>
   }
   if (n <= chunk) [[likely]] {
     ticket_wait(t, cancellable, is_write ? n : 0);  // a write is paid before it moves
+    uint64_t p0 = protect_start(id);  // the real call's own time, after the wait
     ssize_t r = call(size_t{0}, whole);
+    protect_end(p0);
     ticket_done(t, r);
     return r;
   }
@@ -168,7 +172,9 @@ template <typename Call>
       ticket_refund(t, n, r);
     } else {  // its size is known only now: the call takes its time afterwards
       ticket_wait(t, cancellable);
+      uint64_t p0 = protect_start(id);
       r = call(size_t{0}, whole);
+      protect_end(p0);
       ticket_charge(t, r);
       if (r > 0 && static_cast<size_t>(r) > chunk) ticket_wait(t, false);
     }

@@ -16,6 +16,7 @@
 #include "bucket/token_bucket.h"
 #include "runtime/fd_class.h"
 #include "runtime/options.h"
+#include "sys/clock.h"
 #include "sys/word_copy.h"
 
 namespace bonsai {
@@ -34,6 +35,9 @@ struct Limiter {
   BucketState* buckets;                 // kMaxRules states (process memory or shm)
   WaitHist* wait_hist;                  // the service's histogram of waits (shm), or nullptr
   ShmShares* shares;                    // shares accounting per rule (shm, or process memory)
+  ShmProtect* protect;                  // `protect:` (shm), or nullptr
+  std::atomic<uint64_t> protect_calls;  // calls whose durations go to protect->hist (0: none),
+                                        // read from the segment at attach and at each limits change
   ProcessCounters* counters;            // this process's counters (process memory or shm);
                                         // nullptr when nobody reads them (nothing is counted)
   LimitsWatch watch;
@@ -212,6 +216,25 @@ inline void ticket_count(const Ticket& t, ssize_t moved) noexcept {
     pc->wait_ns[c].fetch_add(t.waited_ns, std::memory_order_relaxed);
     wait_hist_add(g_limiter.wait_hist, t.call, t.waited_ns);
   }
+}
+
+// Protect (issue 52): a real call's own duration, for the calls of a protected service
+// that its `protect:` names. Only in the limited path (a service's processes always take
+// it); one relaxed load of process memory for the others. @return the start, or 0.
+inline uint64_t protect_start(CallId call) noexcept {
+  if (!(g_limiter.protect_calls.load(std::memory_order_relaxed) & call_bit(call))) [[likely]] return 0;
+  return mono_ns() | 1;
+}
+inline void protect_end(uint64_t start) noexcept {
+  if (!start) [[likely]] return;
+  uint64_t now = mono_ns();
+  protect_hist_add(g_limiter.protect, now > start ? now - start : 0);
+}
+// Re-reads the segment's protect calls (untrusted: unknown bits dropped).
+inline void protect_refresh() noexcept {
+  ShmProtect* p = g_limiter.protect;
+  uint64_t calls = p ? p->calls.load(std::memory_order_relaxed) & (kCallCount >= 64 ? ~CallMask{0} : (CallMask{1} << (kCallCount % 64)) - 1) : 0;
+  g_limiter.protect_calls.store(calls, std::memory_order_relaxed);
 }
 
 // After the real call: charge and count (return-path accounting).

@@ -103,6 +103,8 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
       if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
       g_limiter.counters = att.counters ? att.counters : &g_local_counters;
       g_limiter.wait_hist = att.wait_hist;
+      g_limiter.protect = att.protect;
+      protect_refresh();
       if (att.shares) g_limiter.shares = att.shares;
       char host_why[320];
       if (!att.limits_problem && limits_have_ceil(att.limits) &&
@@ -115,6 +117,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
       else if (limiter_install(att.limits)) shm_mark_seen(att.limits_seq);
       g_limiter.seen_seq.store(att.limits_seq, std::memory_order_relaxed);
       g_limiter.watch = {att.seq, []() noexcept {
+                           protect_refresh();  // `load` may have protected the service since
                            LimitSet fresh;  // one installer per sequence (shm_limits_fetch)
                            uint64_t seq;
                            const char* problem;

@@ -145,6 +145,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   out.wait_hist = &seg->wait_hist;
   out.shares = &seg->shares;
   out.fleet = &seg->fleet;
+  out.protect = &seg->protect;
   return true;
 }
 

@@ -17,6 +17,7 @@ struct ShmAttach {
   WaitHist* wait_hist;               // the service's histogram of held calls' waits
   ShmShares* shares;                 // the service's shares accounting
   ShmFleet* fleet;                   // the service's fleet block (its lease: runtime/fleet_lapse.h)
+  ShmProtect* protect;               // the service's protect block (abi/protect_hist.h)
   const std::atomic<uint64_t>* seq;  // the limits' sequence to watch
   LimitSet limits;                   // the limits in force at attach
   uint64_t limits_seq;

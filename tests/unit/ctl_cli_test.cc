@@ -67,7 +67,7 @@ TEST_CASE("ctl: usage errors exit 2, --help exits 0") {
   CHECK(run_ctl({}) == 2);
   CHECK(run_ctl({"frobnicate"}) == 2);
   CHECK(run_ctl({"--help"}) == 0);
-  for (const char* c : {"check", "load", "run", "set", "stat", "ls", "rm", "fleet-agent", "cdi"}) CHECK(run_ctl({c, "--help"}) == 0);
+  for (const char* c : {"check", "load", "run", "set", "stat", "ls", "rm", "fleet-agent", "protect-agent", "cdi"}) CHECK(run_ctl({c, "--help"}) == 0);
   CHECK(run_ctl({"run", "--", "true"}) == 2);      // no -s
   CHECK(run_ctl({"stat", "--watch", "x"}) == 2);
   CHECK(run_ctl({"set", "web"}) == 2);

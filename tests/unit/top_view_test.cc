@@ -40,3 +40,24 @@ TEST_CASE("top: a limit's row is the rate of its calls against the cap") {
   CHECK(text.find("50%") != std::string::npos);
   CHECK(text.find('\x1b') == std::string::npos);
 }
+
+TEST_CASE("top: a protected service has a row with its p99, target and the controller's decision") {
+  ServiceStat prev, cur;
+  prev.service = cur.service = "db";
+  cur.protect.enabled = true;
+  cur.protect.calls = call_bit(CallId::pread);
+  cur.protect.target_ns = 2'500'000;
+  cur.protect.p99_ns = 3'100'000;
+  cur.protect.decision = 1;
+  auto pr = static_cast<size_t>(CallId::pread);
+  cur.total[pr] = CallStat{1000, 4096000, 0, 0};
+  cur.interval_s = 2.0;
+  auto rows = top_rows(prev, cur);  // no controller yet
+  REQUIRE(rows.size() == 2);          // the protect row, and pread's own (an unlimited call that moved)
+  CHECK(rows[0].what == "protect 2.50ms: NO CONTROLLER");
+  CHECK(rows[1].what == "pread");
+  cur.protect.controller_pid = 42;
+  rows = top_rows(prev, cur);
+  CHECK(rows[0].what == "protect p99 3.10/2.50ms decrease");
+  CHECK(rows[0].calls_per_s == Approx(500));
+}

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: MIT
+// `bonsaictl protect-agent FILE [--period MS] [--for SECONDS]` (issue 52,
+// docs/protect.md): the controller of FILE's `protect:` services. Each period it reads
+// the protected service's call durations (its segment's protect histogram, as a delta
+// over the period), takes their p99 and moves each squeezed service's rates between
+// their floors and their configured rates (bucket/protect_aimd.h: AIMD), publishing
+// them as `set` does (the buckets carry their state across a change). On exit it gives
+// the squeezed services their configured rates back.
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <deque>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <csignal>
+#include <fmt/core.h>
+#include <memory>
+#include <thread>
+#include <unistd.h>
+
+#include "abi/limit_parse.h"
+#include "bucket/protect_aimd.h"
+#include "cmd/commands.h"
+#include "config/yaml_load.h"
+#include "segment/shm_client.h"
+#include "stat/stat_snapshot.h"
+#include "sys/clock.h"
+
+namespace bonsai::ctl {
+namespace {
+
+std::atomic<int> g_stop{0};
+constexpr uint64_t kProtectByteStep = 128 * 4096;
+constexpr uint32_t kPeriodMinMs = 50, kPeriodMaxMs = 10'000, kPeriodDefaultMs = 250;
+
+struct Squeezed {
+  std::string name;
+  ServiceStat prev;               // the counters at the last period, for what each rule moved
+  std::unique_ptr<Segment> seg;
+  LimitSet configured{};          // the rates of FILE: the most the controller gives
+  std::vector<uint64_t> floors;   // per rule
+  LimitSet current{};             // what the controller last published
+};
+
+struct Protected {
+  const ServiceConfig* cfg;
+  std::unique_ptr<Segment> seg;
+  std::vector<Squeezed> squeezed;
+  // The histogram at the start of each of the last kWindow periods, oldest first, since
+  // the last decrease: the p99 is taken over them all (~kWindow x 125 calls at 500/s
+  // and 250 ms, where one period's p99 is its second slowest call: one slow call would
+  // halve the squeezed), and a decrease starts a new window (the calls it answered do
+  // not answer again).
+  static constexpr size_t kWindow = 4;
+  std::deque<std::array<uint64_t, kProtectBuckets>> window;
+};
+
+std::string rate_text(const Rule& r) {
+  Rule one = r;
+  one.burst = 0, one.ceil = 0, one.fd_mask = kAnyFd;
+  char buf[256];
+  rule_format(one, buf, sizeof buf);
+  return buf;
+}
+
+void hist_read(Protected& p, uint64_t* out);
+void window_start(Protected& p) {
+  std::array<uint64_t, kProtectBuckets> h{};
+  hist_read(p, h.data());
+  p.window.assign(1, h);
+}
+
+void hist_read(Protected& p, uint64_t* out) {
+  p.seg->guarded([&] {
+    for (unsigned k = 0; k < kProtectBuckets; ++k) out[k] = p.seg->seg().protect.hist[k].load(std::memory_order_relaxed);
+  });
+}
+
+// Publishes `next` to the squeezed service when a rate moved; says what moved.
+void publish(Squeezed& s, const LimitSet& next, const char* why) {
+  bool moved = false;
+  for (uint32_t r = 0; r < next.count; ++r) moved = moved || next.rules[r].rate != s.current.rules[r].rate;
+  if (!moved) return;
+  std::string what;
+  for (uint32_t r = 0; r < next.count; ++r)
+    if (next.rules[r].rate != s.current.rules[r].rate)
+      what += fmt::format("{}{}", what.empty() ? "" : ", ", rate_text(next.rules[r]));
+  s.seg->write_limits(next);
+  s.current = next;
+  fmt::print("protect-agent: {} {}: {}\n", why, s.name, what);
+  std::fflush(stdout);
+}
+
+void step(Protected& p) {
+  std::array<uint64_t, kProtectBuckets> now{};
+  hist_read(p, now.data());
+  uint64_t samples = 0, period_samples = 0;
+  uint64_t p99 = protect_quantile(p.window.front().data(), now.data(), 0.99, samples);
+  (void)protect_quantile(p.window.back().data(), now.data(), 0.99, period_samples);
+  ProtectDecision d = protect_decide(p99, samples, p.cfg->protect.p99_ns);
+  // Idle is judged on this period alone: the rate comes back as soon as the protected stop.
+  if (period_samples == 0) d = ProtectDecision::Idle;
+  if (d == ProtectDecision::Decrease || d == ProtectDecision::Idle) p.window.clear();
+  p.window.push_back(now);
+  while (p.window.size() > Protected::kWindow) p.window.pop_front();
+  for (Squeezed& s : p.squeezed) {
+    LimitSet next = s.current;
+    ServiceStat now_stat;
+    try {
+      now_stat = stat_snapshot(*s.seg);
+    } catch (const CtlError& e) {  // a damaged segment: decide on the cap alone this period
+      fmt::print(stderr, "protect-agent: {}: {}\n", s.name, e.what());
+      now_stat = s.prev;
+    }
+    double secs = static_cast<double>(now_stat.mono_ns - s.prev.mono_ns) / 1e9;
+    for (uint32_t r = 0; r < next.count; ++r) {
+      uint64_t rate = s.configured.rules[r].rate;
+      double moved = 0;  // what the rule moved over the period, in its unit
+      for (size_t c = 0; c < kCallCount; ++c)
+        if (next.rules[r].calls & call_bit(static_cast<CallId>(c))) {
+          bool per_call = next.rules[r].unit == RateUnit::Calls;
+          uint64_t a = per_call ? s.prev.total[c].calls : s.prev.total[c].bytes;
+          uint64_t b = per_call ? now_stat.total[c].calls : now_stat.total[c].bytes;
+          moved += b > a ? static_cast<double>(b - a) : 0;
+        }
+      uint64_t used = secs > 0.01 ? static_cast<uint64_t>(moved / secs) : 0;
+      uint64_t v = protect_next_rate(s.current.rules[r].rate, s.floors[r], rate, d, {}, used);
+      // A byte rate between floor and rate in whole 512 KiB/s: the library cuts reads
+      // larger than rate/128 into pieces of that size (token_bucket.h), and an O_DIRECT
+      // read cut at anything but whole 4 KiB pages fails with EINVAL.
+      if (next.rules[r].unit == RateUnit::Bytes && v != rate && v != s.floors[r] && v > kProtectByteStep)
+        v = std::max(s.floors[r], v / kProtectByteStep * kProtectByteStep);
+      next.rules[r].rate = v;
+    }
+    s.prev = std::move(now_stat);
+    publish(s, next, fmt::format("{} p99 {} us ({} calls, target {} us): {}", p.cfg->name, p99 / 1000, samples,
+                                 p.cfg->protect.p99_ns / 1000, protect_decision_name(static_cast<uint32_t>(d)))
+                         .c_str());
+  }
+  p.seg->guarded([&] {
+    ShmProtect& sp = p.seg->seg().protect;
+    sp.p99_ns.store(samples ? p99 : 0, std::memory_order_relaxed);
+    sp.samples.store(samples, std::memory_order_relaxed);
+    sp.decision.store(static_cast<uint32_t>(d), std::memory_order_relaxed);
+    sp.decided_unix_ns.store(unix_now_ns(), std::memory_order_relaxed);
+    sp.periods.fetch_add(1, std::memory_order_relaxed);
+  });
+}
+
+int cmd_protect_agent(const Args& args) {
+  std::string file;
+  uint32_t period_ms = kPeriodDefaultMs;
+  uint64_t for_s = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--period") {
+      std::string v = option_value(args, i);
+      char* end = nullptr;
+      unsigned long ms = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || ms < kPeriodMinMs || ms > kPeriodMaxMs)
+        usage_error(fmt::format("bad --period '{}' (milliseconds, {} to {})", v, kPeriodMinMs, kPeriodMaxMs));
+      period_ms = static_cast<uint32_t>(ms);
+    } else if (args[i] == "--for") {
+      std::string v = option_value(args, i);
+      char* end = nullptr;
+      unsigned long s = std::strtoul(v.c_str(), &end, 10);
+      if (v.empty() || *end || s < 1 || s > 31'536'000) usage_error(fmt::format("bad --for '{}' (seconds, >= 1)", v));
+      for_s = s;
+    } else if (file.empty() && !args[i].empty() && args[i][0] != '-') {
+      file = args[i];
+    } else {
+      usage_error(fmt::format("unexpected argument '{}'", args[i]));
+    }
+  }
+  if (file.empty()) usage_error("protect-agent needs a FILE");
+  std::vector<Diag> diags;
+  Config cfg = yaml_load_file(file, diags);
+  if (!diags.empty()) {
+    diags_print(diags);
+    return kExitUsage;
+  }
+  std::vector<Protected> all;
+  for (const auto& s : cfg.services) {
+    if (!s.protect.present) continue;
+    Protected p;
+    p.cfg = &s;
+    p.seg = Segment::open(s.name, false);
+    // One controller per protected service: another live one (its pid in the segment) keeps it.
+    uint32_t other = 0;
+    p.seg->guarded([&] { other = p.seg->seg().protect.controller_pid.load(std::memory_order_relaxed); });
+    if (other && static_cast<pid_t>(other) != getpid() && (kill(static_cast<pid_t>(other), 0) == 0 || errno == EPERM))
+      runtime_error(fmt::format("service '{}' is already served by protect-agent pid {}", s.name, other));
+    for (const auto& name : s.protect.squeeze) {
+      const ServiceConfig* q = cfg.find(name);
+      Squeezed sq;
+      sq.name = name;
+      sq.seg = Segment::open(name, false);
+      sq.configured = q->limits;
+      sq.floors = q->rule_floors;
+      sq.current = q->limits;
+      sq.prev = stat_snapshot(*sq.seg);
+      sq.seg->write_limits(q->limits);  // the configured rates, whatever a previous agent left
+      p.squeezed.push_back(std::move(sq));
+    }
+    p.seg->guarded([&] {
+      ShmProtect& sp = p.seg->seg().protect;
+      sp.target_ns.store(s.protect.p99_ns, std::memory_order_relaxed);
+      sp.controller_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
+      sp.calls.store(s.protect.calls, std::memory_order_relaxed);
+    });
+    p.seg->write_limits(s.limits);  // a new sequence: running processes re-read the protect calls
+    window_start(p);
+    all.push_back(std::move(p));
+  }
+  if (all.empty()) usage_error(fmt::format("{}: no service has 'protect:'", file));
+  std::signal(SIGINT, [](int) { g_stop.store(1); });
+  std::signal(SIGTERM, [](int) { g_stop.store(1); });
+  fmt::print("protect-agent: {} protected service{}, a decision every {} ms\n", all.size(), all.size() == 1 ? "" : "s",
+             period_ms);
+  std::fflush(stdout);
+  uint64_t start = mono_ns(), next = start + uint64_t{period_ms} * 1'000'000;
+  while (!g_stop.load()) {
+    uint64_t now = mono_ns();
+    if (for_s && now - start >= for_s * 1'000'000'000) break;
+    if (now < next) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(next - now, 50'000'000)));
+      continue;
+    }
+    next += uint64_t{period_ms} * 1'000'000;
+    if (next < now) next = now + uint64_t{period_ms} * 1'000'000;  // fell behind: no burst of periods
+    for (auto& p : all) step(p);
+  }
+  // Work conserving to the end: nobody squeezes them once the controller is gone.
+  for (auto& p : all) {
+    for (auto& s : p.squeezed) publish(s, s.configured, "exit: configured rates for");
+    p.seg->guarded([&] { p.seg->seg().protect.controller_pid.store(0, std::memory_order_relaxed); });
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+extern const Command kCmdProtectAgent{
+    "protect-agent", "protect-agent FILE [--period MS] [--for SECONDS]",
+    "Keeps the p99 of each `protect:` service of FILE (see docs/protect.md) at its\n"
+    "target: every period (default 250 ms, 50 to 10000) it reads the protected calls'\n"
+    "durations and lowers the rates of the services it squeezes (halving, down to\n"
+    "their floors) while the p99 is above the target, and raises them back (a tenth\n"
+    "of the way per period; a quarter when the protected service is idle) while it\n"
+    "is within. Run FILE's `load` first. --for: stop after SECONDS. On exit the\n"
+    "squeezed services get their configured rates back.\n"
+    "exit status: 0 stopped, 1 a segment could not be opened, 2 invalid FILE\n",
+    cmd_protect_agent};
+
+}  // namespace bonsai::ctl
