@@ -15,7 +15,7 @@ source "$(dirname "$0")/lib/common.sh"
 service_bench sv_start
 BB=$(command -v busybox) || die "busybox (busybox-static: make deps) is not installed"
 file -L "$BB" 2>/dev/null | grep -q 'statically linked' || note "$BB is not static: the service variant is not supervised"
-if [ "$BENCH" = full ]; then LOOP=${LOOP:-400} ROUNDS=${ROUNDS:-11}; else LOOP=${LOOP:-100} ROUNDS=${ROUNDS:-5}; fi
+if [ "$BENCH" = full ]; then LOOP=${LOOP:-400} ROUNDS=${ROUNDS:-11}; else LOOP=${LOOP:-100} ROUNDS=${ROUNDS:-3}; fi
 CSV=$RES/sv_start.csv
 echo "variant,rounds,ms_per_start,ratio_to_raw" >"$CSV"
 # The shell times itself: "COLD_NS WARM_NS" (cold: LOOP starts; warm: LOOP - 1, after the first).
