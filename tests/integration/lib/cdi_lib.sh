@@ -70,23 +70,4 @@ cwait() {
 # chost_pid NAME: the host pid of container NAME's first process.
 chost_pid() { podman inspect --format '{{.State.Pid}}' "$1"; }
 
-# wait_attached SERVICE N: until N processes are attached (up to 10 s: a container starts in ~1 s).
-wait_attached() {
-  local i
-  for i in $(seq 1 200); do
-    [ "$(jq_stat "$1" 'len(d["processes"])')" -ge "$2" ] && return 0
-    sleep 0.05
-  done
-  fail "service $1: fewer than $2 processes attached after 10 s"
-}
-
-# jq_stat SERVICE EXPR: EXPR (Python) on the service's stat document `d`; missing keys give 0.
-jq_stat() {
-  "$CTL" stat "$1" --json 2>/dev/null | python3 -c '
-import json, sys
-try:
-    d = json.loads(sys.stdin.readline())
-    print(eval(sys.argv[1]))
-except (KeyError, IndexError, ValueError):
-    print(0)' "$2"
-}
+ATTACH_SECS=10  # ctl_lib's wait_attached: a container starts in ~1 s, more on a loaded machine

@@ -30,14 +30,14 @@ sample() { local t; t=$(now_ns); echo "$t $(total_bytes "$1" "$2")"; }
 # rate_between "NS1 B1" "NS2 B2": bytes per second between two samples.
 rate_between() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); printf "%.0f", (y[2] - x[2]) / ((y[1] - x[1]) / 1e9) }'; }
 
-# wait_attached SERVICE N: waits (up to 5 s) until N processes are attached.
+# wait_attached SERVICE N: waits (up to ATTACH_SECS, default 5 s) until N processes are attached.
 wait_attached() {
-  local i
-  for i in $(seq 1 100); do
+  local i secs=${ATTACH_SECS:-5}
+  for i in $(seq 1 $((secs * 20))); do
     [ "$(jq_stat "$1" 'len(d["processes"])')" -ge "$2" ] && return 0
     sleep 0.05
   done
-  fail "service $1: fewer than $2 processes attached after 5 s"
+  fail "service $1: fewer than $2 processes attached after $secs s"
 }
 
 # build_gocat: builds $BONSAI_BUILD/go/gocat (lib/go/gocat.go, a static Go copy program) when
