@@ -23,14 +23,6 @@
 #include <linux/seccomp.h>
 #include <sys/ioctl.h>
 
-// Linux 6.6: a notification's answer wakes the waiting thread on this CPU at once (a
-// direct switch, not a wake-up through the scheduler). Older headers lack the names.
-#ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
-#define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
-#endif
-#ifndef SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
-#define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
-#endif
 
 #ifndef AUDIT_ARCH_X86_64
 #define AUDIT_ARCH_X86_64 0xc000003eu

@@ -21,6 +21,8 @@
 #include "supervisor/sv_loop.h"
 #include "sys/clock.h"
 
+// Linux 6.6: a notification's answer wakes the waiting thread on this CPU at once (a
+// direct switch, not a wake-up through the scheduler). Older headers lack the names.
 #ifndef SECCOMP_IOCTL_NOTIF_SET_FLAGS
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
 #endif
