@@ -15,7 +15,7 @@
 # Called by the Makefile with MAKE (the recursive make, sharing its jobserver), B (the
 # build root) and OUT (the release build directory) set; the release library,
 # bonsaictl and the preload programs are built before it starts.
-set -u
+set -u -o pipefail
 cd "$(dirname "$0")/.." || exit 2
 MAKE=${MAKE:-make}
 B=${B:-build}
@@ -36,7 +36,8 @@ suite() {
   local name=$1 start=$SECONDS
   shift
   printf '\n== %s (at %d s) ==\n' "$name" $((SECONDS - t0))
-  if ! "$@"; then failed+=("$name"); fi
+  # Its output is kept, so the closing lines can name a failed test again.
+  if ! "$@" 2>&1 | tee "$logdir/suite-${name// /-}.log"; then failed+=("$name"); fi
   times+=("$(printf '%-26s %5d s' "$name" $((SECONDS - start)))")
 }
 
@@ -51,7 +52,7 @@ bg_build() {  # NAME MAKE-ARGS...
     echo 1 >"$logdir/build-$name.status"
   fi
 }
-rm -f "$logdir"/build-*.status
+rm -f "$logdir"/build-*.status "$logdir"/suite-*.log
 set -m  # the background builds in a process group of their own: stopped as one on exit
 (
   bg_build unit unit-tests
@@ -94,6 +95,10 @@ trap - EXIT
 printf '\n== make test: %d s ==\n' $((SECONDS - t0))
 printf '%s\n' "${times[@]}"
 if ((${#failed[@]})); then
+  # run.sh closes with a "FAILED: TEST" block per failed test: repeated here, last.
+  for f in "$logdir"/suite-*.log; do
+    sed -n '/^FAILED: /,$p' "$f" | head -n 80
+  done
   printf 'FAILED: %s\n' "${failed[*]}"
   exit 1
 fi

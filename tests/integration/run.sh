@@ -45,7 +45,7 @@ case $san in
     export TSAN_OPTIONS="exitcode=66:halt_on_error=0" ;;
   *) echo "BONSAI_SANITIZER must be asan or tsan (got '$san')" >&2; exit 2 ;;
 esac
-pass=0 failed=0 skipped=0
+pass=0 failed=0 skipped=0 failed_names=()
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-integ-logs.XXXXXX")
 trap 'rm -rf "$logdir"' EXIT
 
@@ -102,6 +102,7 @@ report() {  # PID
     *) failed=$((failed + 1)); verdict="FAIL (exit $rc)" ;;
   esac
   printf '%-28s %-22s %6ss%s\n' "$name" "$verdict" "$secs" "${san:+ [$san]}"
+  case $verdict in FAIL*) failed_names+=("$name") ;; esac
   case $verdict in
     FAIL*) if [ -n "$san" ]; then sed 's/^/    | /' "$logdir/$name.log" | head -n 60
            else sed 's/^/    | /' "$logdir/$name.log" | tail -n 40; fi ;;
@@ -127,4 +128,9 @@ run_list() {  # LANES LINE...
 ((${#alone[@]})) && run_list 1 "${alone[@]}"
 ((${#shared[@]})) && run_list "$jobs" "${shared[@]}"
 echo "$pass passed, $failed failed, $skipped skipped"
+# The failures again at the very end, so a log cut to its tail still names them.
+for n in "${failed_names[@]}"; do
+  echo "FAILED: $n"
+  tail -n 15 "$logdir/$n.log" | sed 's/^/    | /'
+done
 [ "$failed" -eq 0 ]
