@@ -47,8 +47,10 @@ BucketParams bucket_params(const Rule& rule) noexcept {
   p.batch = static_cast<int64_t>(batch ? batch : 1);
   // Transfers larger than ~8 ms of rate are split (blocking writes, file reads) or
   // shortened (pipes, sockets, non-blocking fds) so that one call cannot make a long
-  // burst; never below 16 KiB, where the per-call cost would start to show.
-  uint64_t chunk = rate / 128;
+  // burst; never below 16 KiB, where the per-call cost would start to show. A whole
+  // number of 4 KiB pages: the pieces of a split O_DIRECT transfer stay aligned (an
+  // unaligned piece fails EINVAL), whatever the rate.
+  uint64_t chunk = rate / 128 / 4096 * 4096;
   p.chunk = static_cast<int64_t>(chunk < 16384 ? 16384 : chunk);
   p.per_call = rule.unit == RateUnit::Calls;
   if (p.per_call) p.chunk = INT64_MAX;

@@ -57,20 +57,20 @@ struct TempFile {
 }  // namespace
 
 TEST_CASE("sv_emulate: a call reserves one chunk of its smaller byte bucket, at most 1 MiB", "[sv_emulate]") {
-  BucketParams slow = params_of("writes=5MB/s");  // chunk: rate/128 = 39062
+  BucketParams slow = params_of("writes=5MB/s");  // chunk: rate/128 = 39062, in whole pages 36864
   BucketParams fast = params_of("writes=100MiB/s");
   BucketParams huge = params_of("writes=10GiB/s");
   BucketParams calls = params_of("sendfile=100/s");
-  REQUIRE(slow.chunk == 39062);
-  CHECK(sv_reserve_bytes(4u << 20, &slow, nullptr) == 39062);  // Go's 4 MiB sendfile: one chunk
-  CHECK(sv_reserve_bytes(4u << 20, nullptr, &slow) == 39062);
+  REQUIRE(slow.chunk == 36864);
+  CHECK(sv_reserve_bytes(4u << 20, &slow, nullptr) == 36864);  // Go's 4 MiB sendfile: one chunk
+  CHECK(sv_reserve_bytes(4u << 20, nullptr, &slow) == 36864);
   CHECK(sv_reserve_bytes(1000, &slow, nullptr) == 1000);       // a small call: what it asks
-  CHECK(sv_reserve_bytes(UINT64_MAX, &slow, nullptr) == 39062);  // unknown size: one chunk
-  CHECK(sv_reserve_bytes(4u << 20, &fast, &slow) == 39062);    // the smaller chunk of two buckets
-  CHECK(sv_reserve_bytes(4u << 20, &slow, &fast) == 39062);
+  CHECK(sv_reserve_bytes(UINT64_MAX, &slow, nullptr) == 36864);  // unknown size: one chunk
+  CHECK(sv_reserve_bytes(4u << 20, &fast, &slow) == 36864);    // the smaller chunk of two buckets
+  CHECK(sv_reserve_bytes(4u << 20, &slow, &fast) == 36864);
   CHECK(sv_reserve_bytes(64u << 20, &huge, nullptr) == kSvReserveMax);  // 80 MiB chunk: cut to 1 MiB
   CHECK(sv_reserve_bytes(4u << 20, &calls, nullptr) == 0);     // call-rate only: nothing to reserve
-  CHECK(sv_reserve_bytes(4u << 20, &calls, &slow) == 39062);
+  CHECK(sv_reserve_bytes(4u << 20, &calls, &slow) == 36864);
   CHECK(sv_reserve_bytes(4u << 20, nullptr, nullptr) == 0);
   CHECK(sv_reserve_bytes(0, &slow, nullptr) == 0);             // asks nothing
   BucketParams tiny = params_of("writes=1KB/s");  // chunk never below 16 KiB

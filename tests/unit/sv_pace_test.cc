@@ -43,11 +43,11 @@ TEST_CASE("sv_pace: only sockets, pipes and terminals in non-blocking mode (or a
 
 TEST_CASE("sv_pace: a call the supervisor cuts takes one quantum; one it lets go whole takes all it asks",
           "[sv_pace]") {
-  BucketParams slow = bucket_params(rule_of(5'000'000));  // quantum: a chunk, 39062 B
+  BucketParams slow = bucket_params(rule_of(5'000'000));  // quantum: a chunk, 36864 B (rate/128 in whole pages)
   BucketParams fast = bucket_params(rule_of(100 * MiB));
   BucketParams calls = bucket_params(rule_of(100, RateUnit::Calls));
   uint64_t q = sv_place_quantum(slow);
-  REQUIRE(q == 5'000'000 / 128);
+  REQUIRE(q == 5'000'000 / 128 / 4096 * 4096);
   CHECK(sv_pace_units(4 * MiB, true, &slow, nullptr) == q);
   CHECK(sv_pace_units(4 * MiB, true, &fast, &slow) == q);  // the smaller quantum
   CHECK(sv_pace_units(512, true, &slow, nullptr) == 512);  // asks less: takes less

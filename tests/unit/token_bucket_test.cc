@@ -228,16 +228,23 @@ TEST_CASE("token_bucket: bucket_cost_ns is exact and saturates at 2^62", "[token
   }
 }
 
-TEST_CASE("token_bucket: chunks are ~8 ms of rate, never below 16 KiB", "[token_bucket]") {
+TEST_CASE("token_bucket: chunks are ~8 ms of rate in whole pages, never below 16 KiB", "[token_bucket]") {
   struct Row {
     uint64_t rate;
     int64_t chunk;
   };
-  const Row rows[] = {{1, 16384}, {MiB, 16384}, {2 * MiB, 16384}, {2 * MiB + 128, 16385},
-                      {100 * MiB, 819200}, {GiB, 8 * 1048576}, {kMaxRate, 7'812'500'000}};
+  // 20 MB/s: rate/128 is 156250, cut to 38 pages (a split O_DIRECT read stays aligned).
+  const Row rows[] = {{1, 16384},           {MiB, 16384},         {2 * MiB, 16384},
+                      {2 * MiB + 128, 16384}, {3 * MiB, 24576},     {20'000'000, 155'648},
+                      {100 * MiB, 819200},  {GiB, 8 * 1048576},   {kMaxRate, 7'812'497'408}};
   for (const Row& r : rows) {
     INFO("rate " << r.rate);
     CHECK(bucket_params(rule_of(r.rate)).chunk == r.chunk);
+    CHECK(bucket_params(rule_of(r.rate)).chunk % 4096 == 0);
+  }
+  for (uint64_t rate = 1000; rate < 100'000'000; rate = rate * 7 / 5 + 13) {
+    INFO("rate " << rate);
+    CHECK(bucket_params(rule_of(rate)).chunk % 4096 == 0);
   }
 }
 
