@@ -59,7 +59,7 @@ void per_address_notify(void* cls, MHD_Connection* c, void** socket_ctx, MHD_Con
 // ---- Basic auth ----
 
 bool BasicAuth::budget_take() {
-  auto now = std::chrono::steady_clock::now();
+  auto now = clock_();
   double s = std::chrono::duration<double>(now - refilled_).count();
   refilled_ = now;
   tokens_ = std::min(kBcryptPerSecond, tokens_ + s * kBcryptPerSecond);

@@ -77,8 +77,8 @@ TEST_CASE("pace_take: a light write goes ahead of a queue, within the light cloc
 TEST_CASE("pace_take: a sharing rate borrows only what it cannot give within its depth", "[pace_step]") {
   ShareParams sp = shares();
   const BucketParams& p = sp.rate;
-  uint64_t q = pace_quantum(p);  // 78,125 bytes: 7.8 ms of rate
-  REQUIRE(bucket_cost_ns(p, q) == 7'812'500);
+  uint64_t q = pace_quantum(p);  // 77,824 bytes (19 pages): 7.8 ms of rate
+  REQUIRE(bucket_cost_ns(p, q) == 7'782'400);
   REQUIRE(p.depth_ns == 10'000'000);
   uint64_t now = kUptime;
   {  // A queue of 2 ms: a quantum's place ends within the depth. The rate gives it, in order.
