@@ -94,6 +94,8 @@ trap - EXIT
 
 printf '\n== make test: %d s ==\n' $((SECONDS - t0))
 printf '%s\n' "${times[@]}"
+# Tests that passed only when run again alone (run.sh): named, to be looked at.
+grep -h '^FLAKY: ' "$logdir"/suite-*.log 2>/dev/null
 if ((${#failed[@]})); then
   # run.sh closes with a "FAILED: TEST" block per failed test: repeated here, last.
   for f in "$logdir"/suite-*.log; do
