@@ -15,7 +15,8 @@
 # A test's hard timeout is its line "# timeout: SECS" (about 3x its time on a loaded
 # 2-core machine, never under 30 s); T_TIMEOUT (seconds, default 120) applies only to a
 # test without one. Env: BONSAI_BUILD (required), T_FILTER (a grep pattern on test
-# names), T_TIMEOUT, T_JOBS (1: one at a time, in name order), V=1 (show output).
+# names), T_TIMEOUT, T_JOBS (1: one at a time, in name order), V=1 (show output),
+# T_RERUN=0 (a failed test is not run again alone; see the end of this file).
 # Sourced libraries and helper programs live in lib/.
 #
 # BONSAI_SANITIZER=asan|tsan (run_sanitized.sh): only the C-program hardening tests (a
