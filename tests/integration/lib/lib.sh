@@ -26,10 +26,16 @@ note() { echo "  $*" >&2; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-integ.XXXXXX") || fail "mktemp"
 cleanup_hooks=()
+# Everything under /dev/shm with the prefix this test started with (segments, fleet
+# lock directories) goes last, whatever prefix the test moved to meanwhile.
+SHM_PREFIX_AT_START=$BONSAI_SHM_PREFIX
 cleanup() {
   local h
   for h in "${cleanup_hooks[@]+"${cleanup_hooks[@]}"}"; do eval "$h" || true; done
   rm -rf "$T"
+  case $SHM_PREFIX_AT_START in
+    *[a-z]*.) rm -rf /dev/shm/"$SHM_PREFIX_AT_START"* 2>/dev/null ;;
+  esac
 }
 trap cleanup EXIT
 
