@@ -193,8 +193,9 @@ long make(long nr, const Args& y) { return raw(nr, y[0], y[1], y[2], y[3], y[4],
       if (s.src_fd_arg >= 0) {  // zero-copy: clamped to a chunk and charged on both sides like the named ones
         CallId src = s.src_off_arg >= 0 ? wrap::source_call(reinterpret_cast<const void*>(x[s.src_off_arg]))
                                         : CallId::read;
+        bool dontwait = s.flags == SysFlags::Splice && (x[s.flags_arg] & SPLICE_F_NONBLOCK);  // as the named ones
         return wrap::zero_copy(s.call, fd, src, static_cast<int>(x[s.src_fd_arg]), static_cast<size_t>(x[s.size_arg]),
-                               [&](size_t len) { return make(nr, piece(0, static_cast<long>(len))); });
+                               [&](size_t len) { return make(nr, piece(0, static_cast<long>(len))); }, dontwait);
       }
       return wrap::transfer(s.call, fd, static_cast<size_t>(x[s.size_arg]), true, s.is_write, flags,
                             [&](size_t off, size_t len) {
