@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -192,9 +193,18 @@ std::unique_ptr<Segment> Segment::from_fd(const std::string& service, const std:
     runtime_error(fmt::format("{} {}", path, p));
   }
   if (static_cast<uint64_t>(st.st_size) < sizeof(ShmSegment)) {
+    std::string what = fmt::format("the file is {} bytes, a segment has {} (truncated)", st.st_size, sizeof(ShmSegment));
+    // A segment of another layout version (an older or newer bonsai) has another size:
+    // say that, not "truncated".
+    uint64_t magic = 0;
+    uint32_t version = 0;
+    if (pread(fd, &magic, sizeof magic, offsetof(ShmHeader, magic)) == sizeof magic && magic == kShmMagic &&
+        pread(fd, &version, sizeof version, offsetof(ShmHeader, version)) == sizeof version &&
+        version != BONSAI_ABI_VERSION)
+      what = fmt::format("it was made by another version of bonsai (segment layout {}; this bonsaictl's is {})",
+                         version, BONSAI_ABI_VERSION);
     ::close(fd);
-    runtime_error(damage_message(
-        service, path, fmt::format("the file is {} bytes, a segment has {} (truncated)", st.st_size, sizeof(ShmSegment))));
+    runtime_error(damage_message(service, path, what));
   }
   void* m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) {

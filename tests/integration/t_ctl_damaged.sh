@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # A damaged segment (issue 8, item 3): a rule count past the table, a truncated
-# file. bonsaictl set --merge / stat / ls never crash on it (a count of 40 used to
+# file, an older version's segment (named as such). bonsaictl set --merge / stat / ls never crash on it (a count of 40 used to
 # overflow set --merge's stack; stat printed bogus rules): they exit 1, say what is
 # wrong and how to recover, and rm --force + run recover. A segment truncated, then
 # re-created, then removed while `stat --watch` runs: bonsaictl survives (it used to
@@ -38,6 +38,14 @@ truncate -s 4096 "$(seg_file d)"
 "$CTL" stat d 2> "$T/err"; damaged_ok $? "$T/err" "stat of a truncated segment"
 grep -q "truncated" "$T/err" || fail "stat does not say truncated: $(cat "$T/err")"
 "$CTL" rm --force d || fail "rm --force of a truncated segment"
+
+# A segment an older bonsai made (another layout version, another size): said so.
+"$CTL" run -s d -l 'write=1MiB/s' -- true || fail "run"
+python3 -c 'import struct,sys; f=open(sys.argv[1],"r+b"); f.seek(8); f.write(struct.pack("<I", 11))' "$(seg_file d)"
+truncate -s 4096 "$(seg_file d)"
+"$CTL" stat d 2> "$T/err"; damaged_ok $? "$T/err" "stat of an older version's segment"
+grep -q "made by another version of bonsai (segment layout 11" "$T/err" || fail "stat does not name the version: $(cat "$T/err")"
+"$CTL" rm --force d || fail "rm --force of an older version's segment"
 
 # stat --watch through truncation, replacement and removal.
 "$CTL" run -s d -l 'write=1MiB/s' -- true || fail "run"
