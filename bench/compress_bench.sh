@@ -81,7 +81,7 @@ low() { ls /usr/share/doc/*/changelog*.gz | unique | xargs -r cat; }
 # REPEAT (issue 53's "long repeated text"): HIGH's first 16 MiB over and over, a repeat
 # every 16 MiB, beyond the 8 MiB window that bonsai's zstd streams and `zstd --adapt`
 # both keep: neither finds the repeats, so it measures the same as text without them
-# unless a window reaches 16 MiB back (docs/compression-measured.md#long-repeated-text).
+# unless a window reaches 16 MiB back (docs/compression-measured.md#long-repeated-text-issue-53).
 repeat() { high | head -c $(( 16 * 1048576 )); }
 D=${DATA_DIR:-$W}
 mkdir -p "$D"
