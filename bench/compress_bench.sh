@@ -12,7 +12,8 @@
 #     2 KiB writes at 4 MiB/s, HIGH and LOW uncapped, and a non-blocking sender at
 #     8 MiB/s when compress_peer has --nonblock (else that row says it is skipped);
 #   BENCH=full: HIGH/MODERATE/LOW x 5, 10, 20, 100 MiB/s and uncapped x every fixed level,
-#     datarate and zstd-adapt (~12 min), REPEAT at 10 and 20 MiB/s, plus the rows above.
+#     datarate and zstd-adapt (~12 min), REPEAT at 10 and 20 MiB/s, REPEAT4 at 100, plus
+#     the rows above.
 # zstd-adapt against datarate, on the same bytes: in a cell that has both, `zstd --adapt
 # | pv -L CAP | zstd -d` is given exactly the bytes that cell's datarate run moved (the
 # file from its start, sent round again as compress_peer does), so both compress the
@@ -83,9 +84,13 @@ low() { ls /usr/share/doc/*/changelog*.gz | unique | xargs -r cat; }
 # both keep: neither finds the repeats, so it measures the same as text without them
 # unless a window reaches 16 MiB back (docs/compression-measured.md#long-repeated-text-issue-53).
 repeat() { high | head -c $(( 16 * 1048576 )); }
+# REPEAT4: HIGH's first 4 MiB over and over, a repeat within the 8 MiB window: zstd:3
+# and up find it (20-1000x), lz4 (64 KiB of history) and zstd:1 (a 2^14-entry table)
+# do not (docs/compression-measured.md#long-repeated-text-issue-53). Full runs only.
+repeat4() { high | head -c $(( 4 * 1048576 )); }
 D=${DATA_DIR:-$W}
 mkdir -p "$D"
-for s in $sets HIGH LOW REPEAT; do
+for s in $sets HIGH LOW REPEAT $([ $FULL = 1 ] && echo REPEAT4); do
   [ "$(stat -c %s "$D/$s" 2>/dev/null)" = "$SIZE" ] || fill "$D/$s" "${s,,}"
 done
 
@@ -186,6 +191,7 @@ if [ $RUNS = 1 ] && [ -z "${SETS:-}${CAPS:-}${MODES:-}" ]; then  # the rows that
     cell LOW 0 131072 datarate fixed:none
   fi
   [ $FULL = 1 ] && for cap in 10 20; do cell REPEAT "$cap" 131072 datarate fixed:zstd:3 fixed:zstd:6 zstd-adapt zstd-adapt-tb; done
+  [ $FULL = 1 ] && cell REPEAT4 100 131072 datarate fixed:zstd:1 fixed:zstd:3 zstd-adapt
   cell HIGH 4 2048 datarate fixed:zstd:3 fixed:none
   if [ $NONBLOCK = 1 ]; then
     cell HIGH 8 131072 datarate+nb fixed:none+nb
