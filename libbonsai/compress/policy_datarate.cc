@@ -278,7 +278,7 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   uint8_t before = s.level;
   model_observe(s.model, s.level, s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns,
                 s.acc_promoted > 0);
-  s.dr.bound = static_cast<double>(s.acc_blocked_ns) >= kHeadroomShare * static_cast<double>(s.acc_busy_ns);
+  s.dr.bound = model_link_bound(s.model, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, kHeadroomShare);
   s.dr.period = PeriodMeasure{s.acc_bytes, s.acc_wire, s.acc_busy_ns, s.acc_blocked_ns, s.acc_cpu_ns, s.acc_promoted};
   s.level = datarate_next(s.dr, rate, s.cfg.alpha, s.model);
   if (s.dr.dropped) s.sampled = false, s.dr.dropped = false;  // calibrate on the new data

@@ -47,13 +47,22 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
   double send = static_cast<double>(other) / static_cast<double>(wire);
   m.send_ns_byte = ewma(m.send_ns_byte, send, m.send_ns_byte > 0);
   double wire_bps = static_cast<double>(wire) * 1e9 / static_cast<double>(busy_ns);
-  if (static_cast<double>(blocked_ns) >= kBindingShare * static_cast<double>(busy_ns))
+  if (model_link_bound(m, wire, busy_ns, blocked_ns, kBindingShare))
     m.wire_bps = ewma(m.wire_bps, wire_bps, m.wire_bps > 0);  // the cap binds: this is the link
   else if (m.wire_bps > 0 && wire_bps > m.wire_bps)
     m.wire_bps = wire_bps;  // the link is at least this fast
   // Never faster than the cap: a period's wire rate includes what the bucket's depth let
   // through at once. why: see docs/compression-measured.md#the-policys-start-and-a-live-cap-change
   if (m.cap_bps > 0 && m.wire_bps > m.cap_bps) m.wire_bps = m.cap_bps;
+}
+
+bool model_link_bound(const CostModel& m, uint64_t wire, uint64_t busy_ns, uint64_t blocked_ns, double share) noexcept {
+  if (busy_ns == 0) return false;
+  double busy = static_cast<double>(busy_ns), blocked = static_cast<double>(blocked_ns);
+  if (blocked < share * busy) return false;
+  if (m.cap_bps <= 0) return true;  // no rate to compare with: the wait decides
+  double wire_bps = static_cast<double>(wire) * 1e9 / busy;
+  return wire_bps >= kLinkFull * m.cap_bps || blocked >= kLinkWaitShare * busy;
 }
 
 namespace {

@@ -46,6 +46,17 @@ struct CostModel {
 
 // The share of a period's time spent waiting for the bucket above which the cap binds.
 inline constexpr double kBindingShare = 0.05;
+// Where the cap's rate is known, a period that waited is link-bound only if its wire
+// rate came within kLinkFull of the cap, or it waited kLinkWaitShare of its time or
+// more (a cap shared with other connections or processes: each moves part of it and
+// waits most of the time). A sender that other processes keep off the CPU waits a
+// little after its stalls (the bucket refilled while it could not run: the link idled),
+// so its periods wait 5-30% of their time at 55-80% of the cap: they say nothing about
+// the link, and taken as link-bound they lowered the link's estimate (10 MiB/s to 7.0
+// at a 10 MiB/s cap) and sent probes up from a CPU-bound level.
+// why: see docs/compression-measured.md#long-repeated-text-issue-53
+inline constexpr double kLinkFull = 0.9;
+inline constexpr double kLinkWaitShare = 0.5;
 
 void model_init(CostModel& m, uint8_t nlevels) noexcept;
 
@@ -63,6 +74,11 @@ void model_sample(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint
 // `level`'s, and the corrections are left as they were.
 void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uint64_t busy_ns,
                    uint64_t blocked_ns, uint64_t cpu_ns, bool mixed = false) noexcept;
+
+// Whether a period that moved `wire` bytes in `busy_ns`, `blocked_ns` of them waiting,
+// was bound by the link: it waited at least `share` of its time and, where the cap's
+// rate is known, came within kLinkFull of it or waited kLinkWaitShare of its time.
+bool model_link_bound(const CostModel& m, uint64_t wire, uint64_t busy_ns, uint64_t blocked_ns, double share) noexcept;
 
 // Predicted application bytes/s at `level`: 1 / max(cpu + send/ratio, 1/(ratio*W))
 // (compression overlaps the bucket's refill: the bucket is 10 ms deep). 0: unknown.

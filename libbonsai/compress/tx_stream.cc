@@ -251,9 +251,18 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     // of it are judged by it, policy_datarate.cc worth_probing).
     s.policy.dr.up_cpu_rate = tx_promo_measured(s, policy_lvl + 1u, t1) ? 1e9 / s.promo_ns_byte : 0;
     uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns, promoted});
-    if (next != policy_lvl && blog_enabled(LogLevel::Debug))
-      blog(LogLevel::Debug, "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s)", fd, policy_lvl,
-           next, s.policy.dr.pdr / 1048576.0, s.policy.model.wire_bps / 1048576.0);
+    if (next != policy_lvl && blog_enabled(LogLevel::Debug)) {
+      // The period that decided: its wire rate, and its shares of waiting (bucket, full
+      // socket, calibration) and of compressing; bound: it counted as link-bound.
+      const PeriodMeasure& p = s.policy.dr.period;
+      double busy = p.busy_ns ? static_cast<double>(p.busy_ns) : 1;
+      blog(LogLevel::Debug,
+           "compression: fd %d level %u -> %u (last rate %.1f MiB/s, link %.1f MiB/s; period wire %.1f MiB/s, "
+           "waited %.0f%%, compressing %.0f%%, bound %d)",
+           fd, policy_lvl, next, s.policy.dr.pdr / 1048576.0, s.policy.model.wire_bps / 1048576.0,
+           static_cast<double>(p.wire) * 1e9 / busy / 1048576.0, 100.0 * static_cast<double>(p.blocked_ns) / busy,
+           100.0 * static_cast<double>(p.cpu_ns) / busy, s.policy.dr.bound ? 1 : 0);
+    }
     pos += len;
     if (kept) {
       s.full_since = t1;

@@ -76,3 +76,29 @@ TEST_CASE("cost model: the link is never faster than the cap", "[compress]") {
   model_observe(m, 1, 100'000'000, 30'000'000, 1'000'000'000, 500'000'000, 100'000'000);
   CHECK(m.wire_bps > 20e6);
 }
+
+TEST_CASE("cost model: a period that waited a little below the cap is not the link", "[compress]") {
+  // Issue 53: a sender kept off the CPU by other processes waits a little after its
+  // stalls (the bucket refilled while it could not run) and leaves the link idle
+  // meanwhile: 12% of a period waiting at 77% of a 10 MiB/s cap, as measured.
+  const double cap = 10 * 1048576.0;
+  CostModel m{};
+  model_init(m, 4);
+  m.cap_bps = cap;
+  // A period at the cap, 80% of it waiting: the link.
+  model_observe(m, 1, 40'000'000, static_cast<uint64_t>(cap), 1'000'000'000, 800'000'000, 150'000'000);
+  REQUIRE(m.wire_bps == Approx(cap));
+  auto wire = [&](double share) { return static_cast<uint64_t>(share * cap); };  // in 1 s
+  CHECK_FALSE(model_link_bound(m, wire(0.77), 1'000'000'000, 120'000'000, kBindingShare));
+  model_observe(m, 3, 30'000'000, wire(0.77), 1'000'000'000, 120'000'000, 870'000'000);
+  CHECK(m.wire_bps == Approx(cap));  // before: lowered half way to 7.7 MiB/s
+  // Within kLinkFull of the cap: the link, however little it waited.
+  CHECK(model_link_bound(m, wire(0.95), 1'000'000'000, 60'000'000, kBindingShare));
+  // Waiting most of the time at half the cap: a cap shared with others, the link.
+  CHECK(model_link_bound(m, wire(0.5), 1'000'000'000, 600'000'000, kBindingShare));
+  // Not waiting: never the link.
+  CHECK_FALSE(model_link_bound(m, wire(1.0), 1'000'000'000, 10'000'000, kBindingShare));
+  // No cap known: the wait decides, as before.
+  m.cap_bps = 0;
+  CHECK(model_link_bound(m, wire(0.77), 1'000'000'000, 120'000'000, kBindingShare));
+}

@@ -109,3 +109,31 @@ TEST_CASE("datarate: a cap changed live restarts the policy with the new rate as
   policy_cap_rate(f, 1e8);
   CHECK(f.model.wire_bps == 0);
 }
+
+TEST_CASE("datarate: a starved sender's short waits neither bind nor lower the link", "[compress]") {
+  // Issue 53 (docs/compression-measured.md#long-repeated-text-issue-53): a sender that
+  // other processes keep off the CPU moves 77% of a 10 MiB/s cap while waiting 12% of
+  // its time. Taken as link-bound, such periods lowered the link's estimate (to 7.0 MiB/s
+  // in a traced run) and sent probes up from a CPU-bound level.
+  const double cap = 10 * 1048576.0;
+  PolicyState s = policy_named("datarate", levels_default());
+  policy_capped_start(s, cap);
+  policy_cap_rate(s, cap);
+  uint64_t now = 1'000'000'000;
+  const uint64_t app = 131072, wire = 32768 + 12;
+  auto chunks = [&](int n, double wire_share, double wait_share) {
+    auto busy = static_cast<uint64_t>(static_cast<double>(wire) * 1e9 / (wire_share * cap));
+    auto blocked = static_cast<uint64_t>(wait_share * static_cast<double>(busy));
+    for (int i = 0; i < n; ++i) {
+      now += busy;
+      policy_on_chunk(s, ChunkReport{now, app, wire, busy, blocked, busy - blocked});
+    }
+  };
+  chunks(200, 1.0, 0.6);  // at the cap, waiting: warm, the link known
+  REQUIRE(s.dr.warm);
+  REQUIRE(s.dr.bound);
+  REQUIRE(s.model.wire_bps == Approx(cap).epsilon(0.02));
+  chunks(150, 0.77, 0.12);  // starved: >= 2 periods
+  CHECK_FALSE(s.dr.bound);
+  CHECK(s.model.wire_bps == Approx(cap).epsilon(0.02));
+}
