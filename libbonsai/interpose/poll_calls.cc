@@ -62,6 +62,14 @@ int64_t tv_ns(const timeval* t) {
   return ns < 0 ? -1 : ns;  // both parts near their bounds: centuries, none
 }
 
+// poll with a timeout in ns (-1 none): to the microsecond unless a whole number of
+// milliseconds (a compressed socket's place in a bucket's queue is due between them).
+int poll_fine(pollfd* f, nfds_t n, int64_t ns) {
+  if (ns < 0 || ns % 1000000 == 0) return real::poll(f, n, to_ms(ns));
+  timespec ts = ns_ts(ns);
+  return real::ppoll(f, n, &ts, nullptr);
+}
+
 // The timeout (ns, -1 none) shortened to wake at `due` (process clock; 0: none).
 int64_t until_due(int64_t left, uint64_t due, uint64_t now) {
   if (!due) return left;
@@ -358,7 +366,7 @@ int poll(pollfd* f, nfds_t n, int t) {
       timespec ts = ns_ts(ns0);
       return real::ppoll(f, n, &ts, nullptr);
     }
-    return poll_merged(f, n, ns0, [&](int64_t ns) { return real::poll(f, n, to_ms(ns)); });
+    return poll_merged(f, n, ns0, [&](int64_t ns) { return poll_fine(f, n, ns); });
   });
 }
 
@@ -419,7 +427,7 @@ int epoll_wait(int ep, epoll_event* ev, int max, int t) {
   };
   return epoll_paced(ep, ev, ms_ns(t), [&](int64_t ns0) {
     if (!maybe_pending()) return once(ns0);
-    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) { return real::poll(p, n, to_ms(ns)); });
+    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) { return poll_fine(p, n, ns); });
   });
 }
 

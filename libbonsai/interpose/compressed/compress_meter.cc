@@ -23,6 +23,15 @@ int io_poll(pollfd* p, nfds_t n, int t) { return real::poll(p, n, t); }
 size_t meter_allow(void* ctx, size_t want) {
   auto* m = static_cast<Meter*>(ctx);
   size_t allow = want < m->chunk ? want : m->chunk;
+  if (m->wait != MeterWait::Wait && m->is_write && m->t.bucket != kNoBucket && !m->t.params.per_call) [[unlikely]] {
+    // The small tail of a frame whose credit in hand covers most of it goes with it,
+    // its few bytes taken from the bucket at once (ticket_charge settles the deficit):
+    // a frame is a quantum and a header, and a place in the queue for the header alone
+    // would cost the loop a wake-up per frame (and the bucket the time it wakes late).
+    int64_t credit = t_thread.credit_gen == m->t.gen ? t_thread.credit[m->t.bucket] : 0;
+    if (credit > 0 && want > static_cast<uint64_t>(credit) && want - static_cast<uint64_t>(credit) <= m->chunk / 8)
+      return want;
+  }
   if (m->wait != MeterWait::Wait && m->is_write && !ticket_covered(m->t, allow)) [[unlikely]] {
     // As a plain non-blocking write (interpose/wrap.h transfer): what the bucket allows
     // now, or refused with a place in its queue; readiness then follows the place.
