@@ -25,7 +25,7 @@
 # 10 MB/s cap, the per-stream rate against N -> streaming_sweep.csv (streaming_sweep.png
 # through plot.sh).
 # Writes $RES/streaming.csv (and streaming_sweep.csv). Quick (make bench): N=40, 6 s capped,
-# nginx and Go, and nginx and node compressed, no uncapped reference, ~45 s; full: five servers
+# nginx and Go, and nginx and node compressed, no uncapped reference, ~40 s; full: five servers
 # 20 s each, nginx and node compressed, with the
 # reference, and the sweep, ~12 min. The published table: STREAM_SERVERS="nginx
 # nginx_nosendfile node asyncio go" STREAM_SECS=12 STREAM_REF=1.
