@@ -3,7 +3,7 @@
 # Issue 53: a non-blocking compressed sender under a byte cap is never held. One
 # compress_peer writes 1 MiB of random bytes and 2 MiB of text through writes=1MiB/s
 # on a non-blocking socket (zstd level 1), waiting after each EAGAIN: with poll (write), with epoll
-# edge-triggered (writev) and level-triggered (sendfile). Each time: no write call
+# edge-triggered (writev) and level-triggered (sendfile), with select (send, random sizes). Each time: no write call
 # lasts over 60 ms (before issue 53 each waited in the bucket for its frame: a 128 KiB
 # raw frame is 125 ms at the cap), the cap refused some calls (EAGAIN), the wire rate
 # stays at the cap (0.6-1.15x) with no spin (readiness waits bounded), and the
@@ -48,4 +48,5 @@ run() {
 run "poll loop, write" "--nonblock poll --size 200000"
 run "epoll edge-triggered, writev" "--nonblock et --api writev --size 200000"
 run "epoll level-triggered, sendfile" "--nonblock --api sendfile"
+run "select, send" "--nonblock select --api send --size rand"
 exit 0

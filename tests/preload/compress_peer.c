@@ -5,11 +5,11 @@
 //   compress_peer (--listen PORT [--port-file F] | --connect PORT) (--send FILE | --recv OUT)
 //                 [--conns K] [--size N|rand] [--api read|recv|recvfrom|recvmsg|readv|write|send|writev|sendmsg|sendfile]
 //                 [--wait block|poll|select|epoll] [--wait-ms MS] [--linger MS] [--seed S] [--duration MS]
-//                 [--nonblock [lt|et|poll]]
+//                 [--nonblock [lt|et|poll|select]]
 // --nonblock: the socket is non-blocking from its set-up (SOCK_NONBLOCK on connect,
 // accept4 SOCK_NONBLOCK). A sender writes whenever the socket is writable, waiting
 // for EPOLLOUT with epoll (level-triggered, or edge-triggered with `et`) after
-// EAGAIN (or for POLLOUT with poll: `poll`), like an event-loop server; then
+// EAGAIN (or for POLLOUT with poll or select: `poll`, `select`), like an event-loop server; then
 // shutdown(SHUT_WR) and close. A receiver
 // waits after EAGAIN with --wait (poll if `block`).
 // --linger: the sender keeps the stream open MS after its last write; --wait-ms: the
@@ -46,7 +46,7 @@ static int o_listen = -1, o_connect = -1, o_conns = 1, o_size = -1, o_linger_ms 
 static long long o_expect = -1;
 static const char *o_send, *o_recv, *o_port_file, *o_api = "", *o_wait = "block";
 static unsigned o_seed = 1;
-static int o_nonblock = 0;  // 1: level-triggered, 2: edge-triggered, 3: poll
+static int o_nonblock = 0;  // 1: level-triggered, 2: edge-triggered, 3: poll, 4: select
 static long long g_total;
 // A sender's write calls: the longest one (a non-blocking call must never wait for a
 // cap), the EAGAIN answers and the readiness waits after them.
@@ -81,9 +81,19 @@ static void wait_readable(int fd, int ep) {
 }
 
 // A non-blocking sender's wait after EAGAIN: EPOLLOUT on its epoll set, or POLLOUT
-// with poll (--nonblock poll: ep is the socket).
+// with poll or select (--nonblock poll|select: ep is the socket).
 static void wait_writable(int ep) {
   __atomic_add_fetch(&g_waits, 1, __ATOMIC_RELAXED);
+  if (o_nonblock == 4) {
+    fd_set w;
+    FD_ZERO(&w);
+    FD_SET(ep, &w);
+    struct timeval tv = {o_wait_ms / 1000, (o_wait_ms % 1000) * 1000};
+    int r;
+    while ((r = select(ep + 1, NULL, &w, NULL, &tv)) < 0 && errno == EINTR) {}
+    if (r <= 0) die("select timeout (write set)");
+    return;
+  }
   if (o_nonblock == 3) {
     struct pollfd p = {ep, POLLOUT, 0};
     int r;
@@ -164,8 +174,8 @@ static void run_send(int fd, int idx) {
   fstat(in, &st);
   long long sent = 0;
   int ep = -1;
-  if (o_nonblock == 3) {
-    ep = fd;  // poll on the socket itself
+  if (o_nonblock >= 3) {
+    ep = fd;  // poll or select on the socket itself
   } else if (o_nonblock) {
     ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLOUT | (o_nonblock == 2 ? EPOLLET : 0), .data.u64 = 7};
@@ -295,6 +305,7 @@ int main(int argc, char** argv) {
       o_nonblock = 1;
       if (!strcmp(v, "et")) o_nonblock = 2, ++i;
       else if (!strcmp(v, "poll")) o_nonblock = 3, ++i;
+      else if (!strcmp(v, "select")) o_nonblock = 4, ++i;
       else if (!strcmp(v, "lt")) ++i;
     }
     else { fprintf(stderr, "compress_peer: unknown option %s\n", a); return 2; }
