@@ -138,11 +138,12 @@ PY
 # el_port: a TCP port on 127.0.0.1 nobody listens on now.
 el_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 
-# el_wait URL SECS: the URL answers 200 within SECS seconds.
+# el_wait URL SECS: the URL answers 200 within SECS seconds (curl run behind the array
+# EL_CLIENT_PREFIX if set: a decoding client for a compressing server).
 el_wait() {
   local i
   for i in $(seq $(($2 * 10))); do
-    curl -s -f -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
+    ${EL_CLIENT_PREFIX[@]+"${EL_CLIENT_PREFIX[@]}"} curl -s -f -o /dev/null --max-time 1 "$1" 2>/dev/null && return 0
     sleep 0.1
   done
   return 1

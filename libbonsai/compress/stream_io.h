@@ -21,7 +21,9 @@ struct IoOps {
 
 // A byte limit on wire bytes. allow(): waits if the bucket is in debt and returns
 // how many of `want` bytes the next real call may move (>= 1). charge(): what it
-// moved. Both may be null (no limit).
+// moved. Both may be null (no limit). A meter that must not wait (`nowait`: a
+// non-blocking call, runtime/pace.h) returns 0 from allow() when the bucket refuses
+// now: nothing may move, the descriptor holds a place in the bucket's queue.
 struct WireMeter {
   size_t (*allow)(void* ctx, size_t want);
   void (*charge)(void* ctx, ssize_t moved);
@@ -36,6 +38,8 @@ struct WireMeter {
   double (*ahead)(void* ctx);
   // That bucket's depth in ns (how far ahead `ahead` 1 is); 0: not known.
   double depth_ns;
+  // allow() never waits: it may return 0 (see above).
+  bool nowait = false;
 };
 
 // Memory a stream maps only when it first needs it (a second zstd stream: most

@@ -21,6 +21,9 @@ int tx_send_all(const IoOps& io, const WireMeter& m, int fd, iovec* v, int cnt, 
       uint64_t t0 = io.now_ns();
       allow = m.allow(m.ctx, want);
       *blocked += io.now_ns() - t0;
+      // Refused by a meter that must not wait: the rest waits in the send buffer (or,
+      // nothing of the frame sent, the whole frame does) until the bucket's turn.
+      if (allow == 0 && m.nowait && (flags & MSG_DONTWAIT)) return EAGAIN;
       if (allow == 0 || allow > want) allow = want;
     }
     // Trim the vector to `allow` bytes for this call.

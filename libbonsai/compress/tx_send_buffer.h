@@ -10,7 +10,8 @@
 namespace bonsai::compress {
 
 // Sends all of v[0..cnt) (modified in place: what is left unsent). Adds time spent
-// waiting to *blocked. With MSG_DONTWAIT in flags it stops when the socket is full.
+// waiting to *blocked. With MSG_DONTWAIT in flags it stops when the socket is full,
+// or when a meter that must not wait (m.nowait) refuses.
 // @return 0, EAGAIN (MSG_DONTWAIT only), or an errno.
 int tx_send_all(const IoOps& io, const WireMeter& m, int fd, iovec* v, int cnt, int flags, uint64_t* blocked) noexcept;
 

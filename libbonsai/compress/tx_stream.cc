@@ -161,6 +161,16 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
     if (pos) t0 = io.now_ns();
+    // A call that must not wait asks the bucket before a chunk is compressed (a chunk
+    // taken into the stream cannot be given back): refused, the call takes nothing more
+    // (EAGAIN if nothing), and its descriptor waits for its turn (runtime/pace.h). The
+    // time until the next write counts as the link's, as a full socket's does.
+    if (nonblocking && m.nowait && m.allow(m.ctx, len) == 0) {
+      if (!s.full_since) s.full_since = t0;
+      if (pos) return static_cast<ssize_t>(pos);
+      errno = EAGAIN;
+      return -1;
+    }
     double lead = m.ahead ? m.ahead(m.ctx) : -1;  // in bucket depths; -1: not known
     bool sample = tx_wants_calibration(s, len, t0, lead);
     iovec v[kMaxSlices + 2];

@@ -88,8 +88,10 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
 // or call) it first sends what the send buffer holds, then takes chunk after chunk,
 // each compressed into one frame, until the socket is full: the unsent tail of the
 // last frame stays in the send buffer, and the chunk counts as taken. Under a byte
-// cap (m.allow set) it takes one chunk at most (it may wait in the bucket for that
-// frame and the buffer's, as a clamped non-blocking call waits for its chunk).
+// cap (m.allow set) it takes one chunk at most; with a meter that must not wait
+// (m.nowait) it asks the bucket before compressing that chunk and fails with EAGAIN
+// when refused, and a frame the bucket allows only in part leaves its rest in the
+// send buffer (sent when the bucket allows, by the next write or a readiness call).
 // @return application bytes taken (blocking: all of them unless a send failed), or
 // -1 with errno (EAGAIN: non-blocking and the send buffer could not be emptied).
 ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const iovec* iov, int cnt,

@@ -62,11 +62,28 @@ int64_t tv_ns(const timeval* t) {
   return ns < 0 ? -1 : ns;  // both parts near their bounds: centuries, none
 }
 
+// poll with a timeout in ns (-1 none): to the microsecond unless a whole number of
+// milliseconds (a compressed socket's place in a bucket's queue is due between them).
+int poll_fine(pollfd* f, nfds_t n, int64_t ns) {
+  if (ns < 0 || ns % 1000000 == 0) return real::poll(f, n, to_ms(ns));
+  timespec ts = ns_ts(ns);
+  return real::ppoll(f, n, &ts, nullptr);
+}
+
+// The timeout (ns, -1 none) shortened to wake at `due` (process clock; 0: none).
+int64_t until_due(int64_t left, uint64_t due, uint64_t now) {
+  if (!due) return left;
+  int64_t d = due > now ? static_cast<int64_t>(due - now) : 0;
+  return left < 0 || d < left ? d : left;
+}
+
 // A poll that asks the kernel (`call(ns)`: the real call with that timeout, -1 none)
 // and adds what the library holds: framed sockets with decoded bytes waiting are
 // readable; a send buffer holding bytes is flushed, its socket waited for (POLLOUT
 // asked on the library's behalf, never reported unless the application asked and
-// the buffer is empty).
+// the buffer is empty). A send buffer the byte cap holds back (Paced) is not waited
+// for on its socket: the wait ends when its place in the bucket is due, and is made
+// again for what is left of the caller's timeout.
 template <typename Call>
 int poll_merged(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
   uint64_t t0 = mono_ns();
@@ -76,22 +93,31 @@ int poll_merged(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
       rx = (f[i].events & (POLLIN | POLLRDNORM)) && compress::fd_rx_pending(f[i].fd);
     nfds_t idx[kMaxTx];
     short orig[kMaxTx];
+    bool paced[kMaxTx];
     int nt = 0;
+    uint64_t due = 0;
     if (maybe_tx())
       for (nfds_t i = 0; i < n && nt < kMaxTx; ++i) {
-        if (!compress::fd_tx_pending(f[i].fd) || compress::tx_flush_now(f[i].fd) != TxLeft::Full) continue;
+        if (!compress::fd_tx_pending(f[i].fd)) continue;
+        TxLeft l = compress::tx_flush_now(f[i].fd, &due);
+        if (l != TxLeft::Full && l != TxLeft::Paced) continue;
         idx[nt] = i;
         orig[nt] = f[i].events;
-        f[i].events = static_cast<short>(f[i].events | POLLOUT);
+        paced[nt] = l == TxLeft::Paced;
+        f[i].events = static_cast<short>(paced[nt] ? f[i].events & ~kOut : f[i].events | POLLOUT);
         ++nt;
       }
     if (!nt && !rx) return call(left_ns(timeout, t0));
-    int r = call(rx ? 0 : left_ns(timeout, t0));
+    int r = call(rx ? 0 : until_due(left_ns(timeout, t0), due, mono_ns()));
     for (int k = 0; k < nt; ++k) f[idx[k]].events = orig[k];
     if (r < 0) return r;
     bool progress = false;
     for (int k = 0; k < nt; ++k) {
       pollfd& p = f[idx[k]];
+      if (paced[k]) {  // POLLOUT was not asked: owed once the buffer empties
+        if (orig[k] & kOut) compress::tx_withheld(p.fd);
+        continue;
+      }
       if (!(p.revents & kOut)) continue;
       progress = true;
       bool empty = compress::tx_flush_now(p.fd) == TxLeft::None;  // the socket takes bytes again
@@ -107,7 +133,7 @@ int poll_merged(pollfd* f, nfds_t n, int64_t timeout, Call&& call) {
       if (!f[i].revents) ++r;
       f[i].revents = static_cast<short>(f[i].revents | want);
     }
-    if (r == 0 && progress && left_ns(timeout, t0) != 0) continue;  // only the library's sockets moved
+    if (r == 0 && (progress || due) && left_ns(timeout, t0) != 0) continue;  // only the library's sockets moved
     return r;
   }
 }
@@ -143,17 +169,24 @@ int select_merged(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout,
       if (FD_ISSET(fd, &r0) && compress::fd_rx_pending(fd)) pend[np++] = fd;
     int tx[kMaxTx];
     int nt = 0;
+    uint64_t due = 0;
     fd_set* ws = wr ? wr : &wl;
     if (!wr) FD_ZERO(&wl);
     if (maybe_tx())
       for (int fd = 0; fd < nfds && nt < kMaxTx; ++fd) {
         bool asked = (rd && FD_ISSET(fd, &r0)) || (wr && FD_ISSET(fd, &w0)) || (ex && FD_ISSET(fd, &e0));
-        if (!asked || !compress::fd_tx_pending(fd) || compress::tx_flush_now(fd) != TxLeft::Full) continue;
+        if (!asked || !compress::fd_tx_pending(fd)) continue;
+        TxLeft l = compress::tx_flush_now(fd, &due);
+        if (l == TxLeft::Paced && wr && FD_ISSET(fd, wr)) {  // held back by the cap: not writable yet
+          FD_CLR(fd, wr);
+          compress::tx_withheld(fd);
+        }
+        if (l != TxLeft::Full) continue;
         tx[nt++] = fd;
         FD_SET(fd, ws);
       }
-    if (!nt && !np) return call(rd, wr, ex, left_ns(timeout, t0));
-    int r = call(rd, nt ? ws : wr, ex, np ? 0 : left_ns(timeout, t0));
+    if (!nt && !np && !due) return call(rd, wr, ex, left_ns(timeout, t0));
+    int r = call(rd, nt ? ws : wr, ex, np ? 0 : until_due(left_ns(timeout, t0), due, mono_ns()));
     if (r < 0) return r;
     bool progress = false;
     for (int k = 0; k < nt; ++k) {
@@ -172,7 +205,7 @@ int select_merged(int nfds, fd_set* rd, fd_set* wr, fd_set* ex, int64_t timeout,
         FD_SET(pend[i], rd);
         ++r;
       }
-    if (r == 0 && progress && left_ns(timeout, t0) != 0) continue;
+    if (r == 0 && (progress || due) && left_ns(timeout, t0) != 0) continue;
     return r;
   }
 }
@@ -197,17 +230,22 @@ int epoll_merged(int ep, epoll_event* ev, int max, int64_t timeout, Call&& call,
     int nt = 0, no = 0;
     int ofd[64];
     uint64_t od[64];
+    uint64_t due = 0;  // the earliest place due of a send buffer the cap holds back
     if (maybe_tx()) {
-      nt = compress::epoll_tx_pending(ep, tfd, tdata, kMaxTx, &busy);
+      nt = compress::epoll_tx_pending(ep, tfd, tdata, kMaxTx, &busy, &due);
       no = compress::epoll_tx_owed(ep, ofd, od, cap);
     }
-    if (!np && !nt && !no) return call(left_ns(timeout, t0));
-    if (!np && !no) {  // wait for the epoll set, or for a send buffer's socket to take bytes
+    if (!np && !nt && !no && !due) return call(left_ns(timeout, t0));
+    if (!np && !no) {  // wait for the epoll set, a send buffer's socket to take bytes, or a place due
       pollfd p[kMaxTx + 1];
       p[0] = pollfd{ep, POLLIN, 0};
       for (int k = 0; k < nt; ++k) p[k + 1] = pollfd{tfd[k], POLLOUT, 0};
-      int w = wait(p, static_cast<nfds_t>(nt + 1), left_ns(timeout, t0));
-      if (w <= 0) return w;  // error (EINTR...) or timeout
+      int w = wait(p, static_cast<nfds_t>(nt + 1), until_due(left_ns(timeout, t0), due, mono_ns()));
+      if (w < 0) return w;  // error (EINTR...)
+      if (w == 0) {  // the caller's timeout, or a place due: flush, look again
+        if (!due || left_ns(timeout, t0) == 0) return 0;
+        continue;
+      }
       if (!p[0].revents) continue;  // a socket took bytes: flush, look again
     }
     int r = call(0);
@@ -258,13 +296,6 @@ int epoll_fine(int ep, epoll_event* ev, int max, int64_t ns, const sigset_t* s) 
     return kNoFine;
   }
   return r;
-}
-
-// The timeout (ns, -1 none) shortened to wake at `due` (process clock; 0: none).
-int64_t until_due(int64_t left, uint64_t due, uint64_t now) {
-  if (!due) return left;
-  int64_t d = due > now ? static_cast<int64_t>(due - now) : 0;
-  return left < 0 || d < left ? d : left;
 }
 
 // Readiness follows the tokens (pace_ready.h): held directions left out, the wait cut
@@ -335,7 +366,7 @@ int poll(pollfd* f, nfds_t n, int t) {
       timespec ts = ns_ts(ns0);
       return real::ppoll(f, n, &ts, nullptr);
     }
-    return poll_merged(f, n, ns0, [&](int64_t ns) { return real::poll(f, n, to_ms(ns)); });
+    return poll_merged(f, n, ns0, [&](int64_t ns) { return poll_fine(f, n, ns); });
   });
 }
 
@@ -396,7 +427,7 @@ int epoll_wait(int ep, epoll_event* ev, int max, int t) {
   };
   return epoll_paced(ep, ev, ms_ns(t), [&](int64_t ns0) {
     if (!maybe_pending()) return once(ns0);
-    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) { return real::poll(p, n, to_ms(ns)); });
+    return epoll_merged(ep, ev, max, ns0, once, [&](pollfd* p, nfds_t n, int64_t ns) { return poll_fine(p, n, ns); });
   });
 }
 

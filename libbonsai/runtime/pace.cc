@@ -246,6 +246,15 @@ void ticket_pace_next(const Ticket& t, int fd, PaceDir dir, uint64_t rest, uint6
     pc->held_ns[static_cast<size_t>(t.call)].fetch_add(due - host_now, std::memory_order_relaxed);
 }
 
+uint64_t pace_due(int fd, PaceDir dir) noexcept {
+  PaceSlot* s = pace_slot_if(fd);
+  if (!s || !(__atomic_load_n(&s->held, __ATOMIC_RELAXED) & (1u << dir)) || !pace_lock(*s)) return 0;
+  const PaceReservation& r = s->res[dir];
+  uint64_t due = (s->held & (1u << dir)) && r.active ? r.due_mono : 0;
+  pace_unlock(*s);
+  return due;
+}
+
 void pace_kick(int fd, PaceDir dir) noexcept {
   PaceSlot* s = pace_slot_if(fd);  // no table yet: no registration known, nobody to kick
   if (!s || !__atomic_load_n(&s->epfd, __ATOMIC_RELAXED) || !pace_lock(*s)) return;

@@ -46,6 +46,10 @@ void ticket_pace_next(const Ticket& t, int fd, PaceDir dir, uint64_t rest, uint6
 // was offered: an edge-triggered loop registered for it gets a new edge (errno kept).
 void pace_kick(int fd, PaceDir dir) noexcept __attribute__((noinline));
 
+// When the place `fd` holds in direction `dir` of its bucket's queue is due (this
+// process's CLOCK_MONOTONIC), or 0 if it holds none (or its slot is busy).
+uint64_t pace_due(int fd, PaceDir dir) noexcept __attribute__((noinline));
+
 // Shares (runtime/share_wait.cc): the host bucket and parameters of the ticket's rule
 // for pace_take (bucket/pace_step.h), or none if the rule does not share or the host is
 // unusable (it is then held to its rate).

@@ -5,17 +5,19 @@
 //   compress_peer (--listen PORT [--port-file F] | --connect PORT) (--send FILE | --recv OUT)
 //                 [--conns K] [--size N|rand] [--api read|recv|recvfrom|recvmsg|readv|write|send|writev|sendmsg|sendfile]
 //                 [--wait block|poll|select|epoll] [--wait-ms MS] [--linger MS] [--seed S] [--duration MS]
-//                 [--nonblock [lt|et]]
+//                 [--nonblock [lt|et|poll|select]]
 // --nonblock: the socket is non-blocking from its set-up (SOCK_NONBLOCK on connect,
 // accept4 SOCK_NONBLOCK). A sender writes whenever the socket is writable, waiting
 // for EPOLLOUT with epoll (level-triggered, or edge-triggered with `et`) after
-// EAGAIN, like an event-loop server; then shutdown(SHUT_WR) and close. A receiver
+// EAGAIN (or for POLLOUT with poll or select: `poll`, `select`), like an event-loop server; then
+// shutdown(SHUT_WR) and close. A receiver
 // waits after EAGAIN with --wait (poll if `block`).
 // --linger: the sender keeps the stream open MS after its last write; --wait-ms: the
 // receiver's poll/select/epoll timeout (a timeout is an error); --expect N: the
 // receiver stops after N bytes instead of at end of stream; --duration: the sender
 // (write calls) goes round the file again until MS have passed since its first write.
-// Prints one line: bytes=<total> seconds=<s> mibps=<MiB/s>. The sender's seconds run
+// Prints one line: bytes=<total> seconds=<s> mibps=<MiB/s> (a sender adds its longest
+// write call max_call_ms, its EAGAIN answers and its readiness waits). The sender's seconds run
 // from its connect to its last connection's shutdown: write calls read the file into
 // memory before that (reading 64 MiB took ~60 ms, 2% of a 3 s run, counted against
 // the transfer until 2026-11-24).
@@ -44,8 +46,11 @@ static int o_listen = -1, o_connect = -1, o_conns = 1, o_size = -1, o_linger_ms 
 static long long o_expect = -1;
 static const char *o_send, *o_recv, *o_port_file, *o_api = "", *o_wait = "block";
 static unsigned o_seed = 1;
-static int o_nonblock = 0;  // 1: level-triggered, 2: edge-triggered
+static int o_nonblock = 0;  // 1: level-triggered, 2: edge-triggered, 3: poll, 4: select
 static long long g_total;
+// A sender's write calls: the longest one (a non-blocking call must never wait for a
+// cap), the EAGAIN answers and the readiness waits after them.
+static long long g_max_call_ns, g_eagain, g_waits;
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void die(const char* what) { perror(what); exit(1); }
@@ -75,13 +80,43 @@ static void wait_readable(int fd, int ep) {
   }
 }
 
-// A non-blocking socket's wait after EAGAIN: EPOLLOUT on the sender's epoll set, or
-// POLLIN for a receiver waiting with --wait block.
+// A non-blocking sender's wait after EAGAIN: EPOLLOUT on its epoll set, or POLLOUT
+// with poll or select (--nonblock poll|select: ep is the socket).
 static void wait_writable(int ep) {
+  __atomic_add_fetch(&g_waits, 1, __ATOMIC_RELAXED);
+  if (o_nonblock == 4) {
+    fd_set w;
+    FD_ZERO(&w);
+    FD_SET(ep, &w);
+    struct timeval tv = {o_wait_ms / 1000, (o_wait_ms % 1000) * 1000};
+    int r;
+    while ((r = select(ep + 1, NULL, &w, NULL, &tv)) < 0 && errno == EINTR) {}
+    if (r <= 0) die("select timeout (write set)");
+    return;
+  }
+  if (o_nonblock == 3) {
+    struct pollfd p = {ep, POLLOUT, 0};
+    int r;
+    while ((r = poll(&p, 1, o_wait_ms)) < 0 && errno == EINTR) {}
+    if (r <= 0) die("poll timeout (POLLOUT)");
+    return;
+  }
   struct epoll_event ev;
   int r;
   while ((r = epoll_wait(ep, &ev, 1, o_wait_ms)) < 0 && errno == EINTR) {}
   if (r <= 0) die("epoll timeout (EPOLLOUT)");
+}
+
+static long long mono_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+// After a write call that began at t0 and returned r.
+static void note_call(long long t0, ssize_t r) {
+  long long d = mono_now_ns() - t0, m = __atomic_load_n(&g_max_call_ns, __ATOMIC_RELAXED);
+  while (d > m && !__atomic_compare_exchange_n(&g_max_call_ns, &m, d, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+  if (r < 0 && errno == EAGAIN) __atomic_add_fetch(&g_eagain, 1, __ATOMIC_RELAXED);
 }
 
 static ssize_t do_read(int fd, char* b, size_t n) {
@@ -139,7 +174,9 @@ static void run_send(int fd, int idx) {
   fstat(in, &st);
   long long sent = 0;
   int ep = -1;
-  if (o_nonblock) {
+  if (o_nonblock >= 3) {
+    ep = fd;  // poll or select on the socket itself
+  } else if (o_nonblock) {
     ep = epoll_create1(0);
     struct epoll_event ev = {.events = EPOLLOUT | (o_nonblock == 2 ? EPOLLET : 0), .data.u64 = 7};
     if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0) die("epoll_ctl");
@@ -147,7 +184,9 @@ static void run_send(int fd, int idx) {
   if (!strcmp(o_api, "sendfile")) {
     off_t off = 0;
     while (off < st.st_size) {
+      long long c0 = mono_now_ns();
       ssize_t r = sendfile(fd, in, &off, (size_t)(st.st_size - off));
+      note_call(c0, r);
       if (r < 0 && o_nonblock && errno == EAGAIN) {
         wait_writable(ep);
         continue;
@@ -163,7 +202,9 @@ static void run_send(int fd, int idx) {
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t pos = 0; pos < (size_t)st.st_size;) {
       size_t n = next_size(&seed, (size_t)st.st_size - pos);
+      long long c0 = mono_now_ns();
       ssize_t r = do_write(fd, data + pos, n);
+      note_call(c0, r);
       if (r < 0 && o_nonblock && errno == EAGAIN) {
         wait_writable(ep);
         continue;
@@ -182,7 +223,7 @@ static void run_send(int fd, int idx) {
   close(in);
   if (o_linger_ms) usleep((useconds_t)o_linger_ms * 1000);  // keep the stream open: no EOF to wake poll
   shutdown(fd, SHUT_WR);
-  if (ep >= 0) close(ep);
+  if (ep >= 0 && ep != fd) close(ep);
   pthread_mutex_lock(&g_mu);
   g_total += sent;
   pthread_mutex_unlock(&g_mu);
@@ -263,6 +304,8 @@ int main(int argc, char** argv) {
     else if (!strcmp(a, "--nonblock")) {
       o_nonblock = 1;
       if (!strcmp(v, "et")) o_nonblock = 2, ++i;
+      else if (!strcmp(v, "poll")) o_nonblock = 3, ++i;
+      else if (!strcmp(v, "select")) o_nonblock = 4, ++i;
       else if (!strcmp(v, "lt")) ++i;
     }
     else { fprintf(stderr, "compress_peer: unknown option %s\n", a); return 2; }
@@ -327,6 +370,8 @@ int main(int argc, char** argv) {
   for (int i = 0; o_conns > 1 && i < o_conns; ++i) pthread_join(th[i], NULL);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-  printf("bytes=%lld seconds=%.3f mibps=%.2f\n", g_total, s, (double)g_total / s / 1048576.0);
+  printf("bytes=%lld seconds=%.3f mibps=%.2f", g_total, s, (double)g_total / s / 1048576.0);
+  if (o_send) printf(" max_call_ms=%.2f eagain=%lld waits=%lld", (double)g_max_call_ns / 1e6, g_eagain, g_waits);
+  printf("\n");
   return 0;
 }

@@ -321,3 +321,148 @@ TEST_CASE("non-blocking sender: a socket that fails while bytes are buffered dro
   CHECK(tx_flush(s.tx, kFakeIo, kNoMeter, 0, MSG_DONTWAIT) == EPIPE);
   CHECK(sock.calls == calls);  // no further sends
 }
+
+namespace {
+
+// A byte cap that must not wait (issue 53: WireMeter::nowait, as the library's meter of a
+// non-blocking call): allow() gives what `tokens` hold now (at most `want`), 0 when none;
+// charge() spends what moved. `asked` counts the calls, `refusals` the zeros.
+struct FakeBucket {
+  size_t tokens = 0;
+  size_t granted = 0;  // total tokens given (the cap's allowance over the run)
+  size_t spent = 0;
+  size_t asked = 0, refusals = 0;
+};
+size_t bucket_allow(void* ctx, size_t want) {
+  auto* b = static_cast<FakeBucket*>(ctx);
+  ++b->asked;
+  if (!b->tokens) {
+    ++b->refusals;
+    return 0;
+  }
+  return std::min(want, b->tokens);
+}
+void bucket_charge(void* ctx, ssize_t moved) {
+  auto* b = static_cast<FakeBucket*>(ctx);
+  if (moved <= 0) return;
+  size_t m = static_cast<size_t>(moved);
+  b->spent += m;
+  b->tokens = m < b->tokens ? b->tokens - m : 0;
+}
+WireMeter refusing_meter(FakeBucket& b) {
+  WireMeter m{bucket_allow, bucket_charge, &b, true, 1 << 20, nullptr, 0};
+  m.nowait = true;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("non-blocking sender under a cap that refuses: nothing waits, nothing lost, the cap holds", "[compress]") {
+  for (uint32_t seed = 1; seed <= 6; ++seed) {
+    auto data = mixed_data(seed, 2 << 20);
+    FakeSocket sock;
+    sock.short_sends = seed % 2 == 0;
+    sock.rng.seed(seed);
+    g_sock = &sock;
+    Sender s(seed % 3 == 0 ? "fixed:lz4" : seed % 3 == 1 ? "fixed:zstd:3" : "datarate");
+    REQUIRE(s.ok);
+    FakeBucket bucket;
+    WireMeter m = refusing_meter(bucket);
+    std::mt19937 rng(seed * 17);
+    size_t pos = 0, eagain = 0, refused_clean = 0, polls = 0;
+    bool ok = true;
+    for (int guard = 0; pos < data.size() && ok && guard < 200000; ++guard) {
+      // The bucket's turn: nothing (a refusal), a little, or a quantum and more; now and
+      // then other senders took what was left.
+      if (rng() % 5 == 0) bucket.tokens = 0;
+      size_t give = rng() % 3 == 0 ? 0 : rng() % 3 == 0 ? 1 + rng() % 300 : rng() % 40000;
+      bucket.tokens += give;
+      bucket.granted += give;
+      sock.budget = rng() % 8 == 0 ? sock.wire.size() : SIZE_MAX;  // sometimes the socket is full too
+      size_t n = log_size(rng, data.size() - pos);
+      iovec v{data.data() + pos, n};
+      uint64_t app0 = s.tx.app_bytes, wire0 = sock.wire.size();
+      size_t pend0 = tx_pending(s.tx);
+      ssize_t r = tx_write(s.tx, kFakeIo, m, 0, &v, 1, MSG_DONTWAIT);
+      ok = sock.polls == polls;  // never waited for the socket either
+      if (r < 0) {
+        ok = ok && errno == EAGAIN;
+        ++eagain;
+        // Refused with nothing buffered: no chunk was taken into the stream.
+        if (!pend0) ok = ok && s.tx.app_bytes == app0 && sock.wire.size() == wire0 && bucket.tokens == 0, ++refused_clean;
+      } else {
+        ok = ok && r > 0 && static_cast<size_t>(r) <= n;
+        pos += static_cast<size_t>(r);
+      }
+      ok = ok && bucket.spent <= bucket.granted && sock.wire.size() == bucket.spent;  // every wire byte was allowed
+      if (rng() % 4 == 0) {  // a readiness call flushes at the bucket's pace too
+        sock.budget = SIZE_MAX;
+        int e = tx_flush(s.tx, kFakeIo, m, 0, MSG_DONTWAIT);
+        ok = ok && (e == 0 || e == EAGAIN) && (e == 0) == (tx_pending(s.tx) == 0);
+        ok = ok && sock.wire.size() == bucket.spent;
+      }
+      polls = sock.polls;
+    }
+    INFO("seed " << seed);
+    CHECK(ok);
+    CHECK(pos == data.size());
+    // The end: the bucket allows the rest, the send buffer empties.
+    sock.budget = SIZE_MAX;
+    bucket.tokens = SIZE_MAX / 2;
+    CHECK(tx_flush(s.tx, kFakeIo, m, 0, MSG_DONTWAIT) == 0);
+    CHECK(eagain > 0);
+    CHECK(refused_clean > 0);
+    CHECK(bucket.refusals > 0);
+    std::mt19937 rr(seed);
+    std::vector<uint8_t> got = decode(sock, sock.wire.size() / 2, rr);
+    CHECK(got.size() == data.size());
+    CHECK((got == data));
+    CHECK(s.tx.wire_bytes == sock.wire.size());
+  }
+}
+
+TEST_CASE("non-blocking sender under a cap: a frame the bucket allows in part keeps its rest", "[compress]") {
+  FakeSocket sock;
+  g_sock = &sock;
+  Sender s("fixed:zstd:1");
+  REQUIRE(s.ok);
+  auto big = text(11, 1 << 20);
+  FakeBucket bucket;
+  WireMeter m = refusing_meter(bucket);
+  iovec v{big.data(), big.size()};
+  // No tokens: refused before anything is compressed.
+  CHECK(tx_write(s.tx, kFakeIo, m, 0, &v, 1, MSG_DONTWAIT) == -1);
+  CHECK(errno == EAGAIN);
+  CHECK(s.tx.app_bytes == 0);
+  CHECK(sock.wire.empty());
+  // 100 tokens: one chunk taken, 100 wire bytes sent, the rest of its frame buffered.
+  bucket.tokens = 100;
+  CHECK(tx_write(s.tx, kFakeIo, m, 0, &v, 1, MSG_DONTWAIT) == static_cast<ssize_t>(kMaxFrameRaw));
+  CHECK(sock.wire.size() == 100);
+  CHECK(tx_pending(s.tx) > 0);
+  // Still none: the next write is refused, the buffer untouched.
+  size_t pend = tx_pending(s.tx);
+  iovec w{big.data() + kMaxFrameRaw, big.size() - kMaxFrameRaw};
+  CHECK(tx_write(s.tx, kFakeIo, m, 0, &w, 1, MSG_DONTWAIT) == -1);
+  CHECK(errno == EAGAIN);
+  CHECK(tx_pending(s.tx) == pend);
+  // Tokens in drips: the flush sends exactly what each allows.
+  while (tx_pending(s.tx)) {
+    size_t before = sock.wire.size(), left = tx_pending(s.tx);
+    bucket.tokens = 777;
+    int e = tx_flush(s.tx, kFakeIo, m, 0, MSG_DONTWAIT);
+    CHECK((e == 0 || e == EAGAIN));
+    CHECK(sock.wire.size() - before == std::min<size_t>(777, left));
+  }
+  bucket.tokens = SIZE_MAX / 2;
+  size_t pos = kMaxFrameRaw;
+  while (pos < big.size()) {
+    iovec x{big.data() + pos, big.size() - pos};
+    ssize_t r = tx_write(s.tx, kFakeIo, m, 0, &x, 1, MSG_DONTWAIT);
+    REQUIRE(r > 0);
+    pos += static_cast<size_t>(r);
+  }
+  CHECK(tx_flush(s.tx, kFakeIo, m, 0, MSG_DONTWAIT) == 0);
+  std::mt19937 rng(3);
+  CHECK((decode(sock, SIZE_MAX, rng) == big));
+}

@@ -12,6 +12,7 @@
 #include "interpose/compressed/compress_meter.h"
 #include "interpose/real.h"
 #include "log/blog.h"
+#include "runtime/pace.h"
 #include "sys/clock.h"
 #include "sys/mutex_try.h"
 
@@ -34,7 +35,7 @@ int drain_ms(int fd) {
 
 }  // namespace
 
-TxLeft tx_flush_now(int fd) noexcept {
+TxLeft tx_flush_now(int fd, uint64_t* due) noexcept {
   uintptr_t st = fd_state(fd);
   Conn* c = conn_of(st);
   if (!c || !c->tx_pend.load(std::memory_order_acquire)) return TxLeft::None;
@@ -46,16 +47,20 @@ TxLeft tx_flush_now(int fd) noexcept {
   pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old_cancel);
   c->tx_owner.store(static_cast<unsigned long>(pthread_self()), std::memory_order_relaxed);
   bool stale = false;
+  bool paced = false;
   if (!conn_reaches(c, fd)) {
     stale = true;  // closed and recycled meanwhile
   } else if (!conn_verify(c, fd)) {
     stale = true;
     drop_state(fd, st);  // the number holds something else now (retired: its buffer is dropped)
   } else {
+    // As far as the cap allows now: the rest when fd's turn in the bucket comes
+    // (readiness calls wake for it), never ahead of the plain sockets queued there.
     Meter meter;
     bool limited;
-    WireMeter m = charge_only(meter, fd, &limited);
-    tx_flush(c->tx, kRealIo, m, fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+    WireMeter m = paced_flush(meter, fd, &limited);
+    int e = tx_flush(c->tx, kRealIo, m, fd, MSG_DONTWAIT | MSG_NOSIGNAL);
+    paced = e == EAGAIN && limited && meter.refused;
     note_tx(c, false);
   }
   bool left = !stale && c->tx_pend.load(std::memory_order_relaxed);
@@ -64,12 +69,22 @@ TxLeft tx_flush_now(int fd) noexcept {
   pthread_mutex_unlock(&c->tx_mu);
   conn_unlocked(c);
   pthread_setcancelstate(old_cancel, &old_cancel);
+  if (left && paced) {
+    uint64_t d = pace_due(fd, kPaceWrite);
+    if (!d) d = mono_ns() + 1000000;  // its place is gone meanwhile (granted, dropped): look again soon
+    if (due && (!*due || d < *due)) *due = d;
+    errno = saved;
+    return TxLeft::Paced;
+  }
   errno = saved;
   return left ? TxLeft::Full : TxLeft::None;
 }
 
 void tx_before_read(int fd) noexcept {
-  if (tx_flush_now(fd) != TxLeft::Full || nonblocking(fd, 0)) return;
+  // Non-blocking: the read goes on, the bytes go at their turn (a readiness call, a
+  // write). Blocking: the read would wait for a reply to them, so they go now.
+  TxLeft l = tx_flush_now(fd);
+  if ((l != TxLeft::Full && l != TxLeft::Paced) || nonblocking(fd, 0)) return;
   Conn* c = conn_of(fd_state(fd));
   if (!c) return;
   int saved = errno;

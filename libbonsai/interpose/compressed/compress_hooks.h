@@ -90,10 +90,14 @@ enum class TxLeft : uint8_t {
   None,  // nothing (or fd is not a framed socket)
   Full,  // bytes the socket did not take: wait for POLLOUT on the library's behalf
   Busy,  // another thread holds the connection (it sends them itself)
+  Paced,  // bytes the byte cap does not allow yet: fd holds a place in the bucket's
+          // queue (runtime/pace.h), due at *due; POLLOUT is withheld, the socket not
+          // waited for (it may take them: the wait is the bucket's)
 };
-// Sends what fd's send buffer holds without waiting (skipped while another thread
-// sends on it).
-TxLeft tx_flush_now(int fd) noexcept __attribute__((noinline));
+// Sends what fd's send buffer holds without waiting, as far as the socket and the cap
+// allow now (skipped while another thread sends on it). Paced: *due (if given) becomes
+// the earlier of itself (0: none) and when fd's place is due.
+TxLeft tx_flush_now(int fd, uint64_t* due = nullptr) noexcept __attribute__((noinline));
 // close/shutdown: sends fd's send buffer, waiting for the socket up to SO_LINGER's
 // time (if on) or 2 s; what is left then is dropped and logged.
 void tx_drain(int fd) noexcept __attribute__((noinline));
@@ -132,8 +136,9 @@ bool any_tx_state() noexcept;
 bool fd_tx_pending(int fd) noexcept;
 // Sockets registered with epfd whose send buffer holds bytes, each flushed first
 // (tx_flush_now): those still Full are written to fd_out/data_out (at most max);
-// *busy is set if one was Busy. @return count.
-int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy) noexcept;
+// *busy is set if one was Busy; *due is the earliest due time of those Paced (0:
+// none). @return count.
+int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy, uint64_t* due) noexcept;
 // Sockets registered with epfd for EPOLLOUT whose send buffer is now empty after the
 // application was refused or had EPOLLOUT withheld: each reported once (owe cleared).
 // @return entries written (at most max).

@@ -8,6 +8,7 @@
 
 #include "interpose/compressed/compress_meter.h"
 #include "interpose/real.h"
+#include "runtime/pace.h"
 #include "sys/clock.h"
 #include "sys/raw_syscall.h"
 
@@ -22,6 +23,27 @@ int io_poll(pollfd* p, nfds_t n, int t) { return real::poll(p, n, t); }
 size_t meter_allow(void* ctx, size_t want) {
   auto* m = static_cast<Meter*>(ctx);
   size_t allow = want < m->chunk ? want : m->chunk;
+  if (m->wait != MeterWait::Wait && m->is_write && m->t.bucket != kNoBucket && !m->t.params.per_call) [[unlikely]] {
+    // The small tail of a frame whose credit in hand covers most of it goes with it,
+    // its few bytes taken from the bucket at once (ticket_charge settles the deficit):
+    // a frame is a quantum and a header, and a place in the queue for the header alone
+    // would cost the loop a wake-up per frame (and the bucket the time it wakes late).
+    int64_t credit = t_thread.credit_gen == m->t.gen ? t_thread.credit[m->t.bucket] : 0;
+    if (credit > 0 && want > static_cast<uint64_t>(credit) && want - static_cast<uint64_t>(credit) <= m->chunk / 8)
+      return want;
+  }
+  if (m->wait != MeterWait::Wait && m->is_write && !ticket_covered(m->t, allow)) [[unlikely]] {
+    // As a plain non-blocking write (interpose/wrap.h transfer): what the bucket allows
+    // now, or refused with a place in its queue; readiness then follows the place.
+    bool cuttable = true;  // a frame's bytes may go in pieces: the send buffer keeps the rest
+    int64_t ok = ticket_try_slow(m->t, m->fd, kPaceWrite, true, want, m->chunk, &cuttable);
+    if (ok == 0) {
+      m->refused = true;
+      return 0;
+    }
+    if (ok > 0) return static_cast<uint64_t>(ok) < allow ? static_cast<size_t>(ok) : allow;
+    if (m->wait == MeterWait::Flush) return allow;  // cannot be paced: charged, never waited for here
+  }
   ticket_wait(m->t, false, m->is_write ? allow : 0);  // under the connection lock: never a cancellation point
   return allow;
 }
@@ -50,15 +72,24 @@ size_t meter_allow_now(void*, size_t want) { return want; }
 
 extern constinit const IoOps kRealIo{io_sendmsg, io_recv, io_poll, mono_ns};
 
-WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited) {
+WireMeter meter_for(Meter& m, CallId id, int fd, bool* limited, MeterWait wait) {
   *limited = limiter_active();
   if (!*limited) return WireMeter{nullptr, nullptr, nullptr};
   m.t = ticket_for(id, fd);
   m.chunk = ticket_chunk(m.t);
   m.is_write = call_dir(id) == CallDir::Write;
+  m.wait = wait;
+  m.fd = fd;
+  m.refused = false;
   bool capped = m.t.bucket != kNoBucket;
-  return WireMeter{meter_allow, meter_charge, &m, capped, capped ? rate_of(m.t) : 0, capped ? meter_ahead : nullptr,
-                   capped ? depth_of(m.t) : 0};
+  return WireMeter{meter_allow,
+                   meter_charge,
+                   &m,
+                   capped,
+                   capped ? rate_of(m.t) : 0,
+                   capped ? meter_ahead : nullptr,
+                   capped ? depth_of(m.t) : 0,
+                   capped && m.is_write && wait != MeterWait::Wait};
 }
 
 void count_wire(const Ticket& t, uint64_t wire) {
@@ -71,6 +102,8 @@ WireMeter charge_only(Meter& m, int fd, bool* limited) {
   if (w.allow) w.allow = meter_allow_now;
   return w;
 }
+
+WireMeter paced_flush(Meter& m, int fd, bool* limited) { return meter_for(m, CallId::send, fd, limited, MeterWait::Flush); }
 
 bool nonblocking(int fd, int flags) {
   if (flags & MSG_DONTWAIT) return true;

@@ -38,7 +38,7 @@ void tx_withheld(int fd) noexcept {
   if (Conn* c = conn_of(fd_state(fd))) conn_set_owed(c, true);
 }
 
-int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy) noexcept {
+int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* busy, uint64_t* due) noexcept {
   int n = 0;
   pool_each([&](Conn* c) {
     if (!c->tx_pend.load(std::memory_order_acquire)) return;
@@ -47,7 +47,7 @@ int epoll_tx_pending(int epfd, int* fd_out, uint64_t* data_out, int max, bool* b
       FdSlot* slot = fd_slot(fd);
       if (!slot || slot->st.load(std::memory_order_acquire) != reinterpret_cast<uintptr_t>(c)) return;
       if (slot->epfd.load(std::memory_order_acquire) != epfd) return;
-      TxLeft left = tx_flush_now(fd);
+      TxLeft left = tx_flush_now(fd, due);
       if (left == TxLeft::Busy) *busy = true;
       if (left != TxLeft::Full) return;
       fd_out[n] = fd;

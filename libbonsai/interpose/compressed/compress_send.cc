@@ -21,13 +21,16 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
     msg.msg_iovlen = static_cast<size_t>(cnt);
     return real::sendmsg(fd, &msg, flags);
   }
+  // A non-blocking call never waits for the cap: what the bucket allows now, or EAGAIN
+  // (compress_meter.h MeterWait::Refuse).
+  bool nb = nonblocking(fd, flags);
   Meter meter;
   bool limited;
-  WireMeter m = meter_for(meter, id, fd, &limited);
+  WireMeter m = meter_for(meter, id, fd, &limited, nb ? MeterWait::Refuse : MeterWait::Wait);
   int saved = errno;
   ConnLock lock;
   if (!lock_reaching(lock, c, fd, true)) return -1;
-  if (nonblocking(fd, flags)) flags |= MSG_DONTWAIT;
+  if (nb) flags |= MSG_DONTWAIT;
   uint64_t wire0 = c->tx.wire_bytes;
   ssize_t r = tx_write(c->tx, kRealIo, m, fd, v, cnt, flags);
   int err = errno;
@@ -56,13 +59,16 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
   }
   ConnLock lock;  // file_buf is the connection's
   if (!lock_reaching(lock, c, out, true)) return -1;
+  bool nb = nonblocking(out, 0);
   Meter meter;
   bool limited;
-  WireMeter m = meter_for(meter, id, out, &limited);
-  int flags = nonblocking(out, 0) ? MSG_DONTWAIT : 0;
+  WireMeter m = meter_for(meter, id, out, &limited, nb ? MeterWait::Refuse : MeterWait::Wait);
+  int flags = nb ? MSG_DONTWAIT : 0;
   // The send buffer first: file bytes are read only when the socket can take a frame
-  // (a non-blocking call that cannot fails with EAGAIN and reads nothing).
+  // (a non-blocking call that cannot fails with EAGAIN and reads nothing), and, for a
+  // call that must not wait, only when the bucket allows some of it now.
   int e = tx_flush(c->tx, kRealIo, m, out, flags);
+  if (!e && m.nowait && m.allow(m.ctx, want) == 0) e = EAGAIN;
   if (e) {
     note_tx(c, e == EAGAIN);
     conn_unlock(lock);
