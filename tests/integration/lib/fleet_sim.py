@@ -131,6 +131,8 @@ def main():
     ap.add_argument("--warmup", type=float, default=5)
     ap.add_argument("--secs", type=float, default=20)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--last-gap", type=float, default=0,
+                    help="periods of quiet before the last round (the fleet clock refills: a steady period)")
     ap.add_argument("--small", type=int, default=0, help="this many hosts want only --small-want")
     ap.add_argument("--small-want", type=int, default=1000)
     ap.add_argument("--redis-pid", type=int, default=0)
@@ -239,7 +241,8 @@ def main():
             got["secs"] = round(time.monotonic() - start, 3)
             out.append(got)
             if r + 1 < a.rounds:
-                time.sleep(max(0.0, start + a.period_ms / 1000 * 1.05 - time.monotonic()))
+                gap = 1.05 + (a.last_gap if r + 2 == a.rounds else 0)
+                time.sleep(max(0.0, start + a.period_ms / 1000 * gap - time.monotonic()))
         print(json.dumps({"hosts": a.hosts, "cap_period": cap_period, "rounds": out, **stats}))
         return
 
