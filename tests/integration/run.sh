@@ -129,13 +129,13 @@ run_list() {  # LANES LINE...
 ((${#alone[@]})) && run_list 1 "${alone[@]}"
 ((${#shared[@]})) && run_list "$jobs" "${shared[@]}"
 
-# A failed test runs once more, alone, on a machine the other tests no longer load
+# A failed test runs once more, alone (at most six of them), on a machine the other tests no longer load
 # (T_RERUN=0: not). Most integration tests time programs held to a rate, and a burst
 # of load elsewhere on a shared CI machine can slow one below its tolerance; a defect
 # fails again. A test that passes only on its second run counts as passed and is named
 # on a FLAKY line at the end: it is still to be looked at, never silently forgiven.
 flaky_names=()
-if [ "${T_RERUN:-1}" = 1 ] && ((${#failed_names[@]})) && ((${#failed_names[@]} <= 3)); then
+if [ "${T_RERUN:-1}" = 1 ] && ((${#failed_names[@]})) && ((${#failed_names[@]} <= 6)); then
   first_failed=("${failed_names[@]}")
   failed_names=()
   for n in "${first_failed[@]}"; do
