@@ -37,6 +37,10 @@ a_p99() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]
 b_series() { paste -d, "$1"_bw.1.log "$1"_bw.2.log | awk -F, '{printf "%d %.0f\n", ($1+500)/1000, ($2+$7)*1.024/1000}'; }
 b_mean() { b_series "$1" | awk -v from="$2" -v to="$3" '$1>from && $1<=to {s+=$2; n++} END {printf "%.0f", n ? s/n : 0}'; }
 
+echo "== A alone, ${secs} s (the disk's state: other work on the machine shows here)"
+fio_a aa.json > /dev/null
+alone_p99=$(a_p99 aa.json)
+echo "A p99 ${alone_p99} ms"
 echo "== unmanaged: A and B without bonsai, ${secs} s"
 fio_b ub $((secs + 1)) & bp=$!
 sleep 0.5
@@ -75,6 +79,14 @@ for _ in $(seq 1 50); do
   [ "$agent" != 0 ] && break
   sleep 0.1
 done
+# PROTECT_AGENT_LOG=FILE: the agent's decisions kept there (load's agent, which writes
+# nowhere, is replaced by one started here).
+if [ -n "${PROTECT_AGENT_LOG:-}" ] && [ "$agent" != 0 ]; then
+  kill "$agent"
+  for _ in $(seq 1 50); do kill -0 "$agent" 2>/dev/null || break; sleep 0.1; done
+  "$CTL" protect-agent p.yaml > "$PROTECT_AGENT_LOG" 2>&1 & agent=$!
+  sleep 0.3
+fi
 echo "== managed: A protected at p99 2.5 ms, B squeezed by protect-agent pid $agent; B goes on ${tail_s} s after A"
 "$CTL" run -s batch -- fio --name=b --filename=b1:b2 --numjobs=2 --rw=read --bs=1M --direct=1 --ioengine=psync \
   --runtime=$((secs + 1 + tail_s)) --time_based --output-format=json --output=mb --write_bw_log=mb --log_avg_msec=1000 \
@@ -88,4 +100,4 @@ echo "A p99 ${m_p99} ms; B ${m_b} MB/s while A ran"
 echo "B per second (s MB/s):"; b_series mb | tr '\n' ';'; echo
 back=$(b_series mb | awk -v a_end=$((secs + 1)) -v want="$un_b" '$1>a_end && $2>=0.8*want {print $1-a_end; exit}')
 echo "B back at >= 0.8 x unmanaged (${un_b} MB/s) ${back:-never} s after A stopped"
-echo "RESULT static=[${static# }] unmanaged_a_p99_ms=$un_p99 unmanaged_b_mbs=$un_b managed_a_p99_ms=$m_p99 managed_b_mbs=$m_b recovery_s=${back:-never}"
+echo "RESULT static=[${static# }] alone_a_p99_ms=$alone_p99 unmanaged_a_p99_ms=$un_p99 unmanaged_b_mbs=$un_b managed_a_p99_ms=$m_p99 managed_b_mbs=$m_b recovery_s=${back:-never}"
