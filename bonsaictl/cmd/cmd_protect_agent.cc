@@ -25,6 +25,7 @@
 #include "bucket/protect_aimd.h"
 #include "cmd/commands.h"
 #include "config/yaml_load.h"
+#include "segment/protect_owner.h"
 #include "segment/shm_client.h"
 #include "stat/stat_snapshot.h"
 #include "sys/clock.h"
@@ -43,6 +44,7 @@ struct Squeezed {
   LimitSet configured{};          // the rates of FILE: the most the controller gives
   std::vector<ProtectRule> rules; // per rule: floor, rate, the controller's current rate and base
   LimitSet current{};             // what the controller last published
+  bool broken = false;            // its segment is damaged: left alone (said once)
 };
 
 struct Protected {
@@ -57,6 +59,7 @@ struct Protected {
   static constexpr size_t kWindow = 4;
   static_assert(kWindow >= ProtectTuning{}.decrease_periods);
   std::deque<std::array<uint64_t, kProtectBuckets>> window;
+  bool lost = false;  // its segment is damaged: no longer served, its squeezed given back (said once)
 };
 
 std::string rate_text(const Rule& r) {
@@ -80,8 +83,25 @@ void hist_read(Protected& p, uint64_t* out) {
   });
 }
 
+// A squeezed service whose segment is damaged: its configured rates back if the
+// segment still takes them, said once; the controller leaves it alone from then on.
+void squeezed_broken(Squeezed& s, const std::string& what) {
+  if (s.broken) return;
+  s.broken = true;
+  std::string restored = "its configured rates are back";
+  try {
+    s.seg->write_limits(s.configured);
+    s.current = s.configured;
+  } catch (const CtlError& e) {
+    restored = fmt::format("its rates could not be restored ({}): bonsaictl rm --force {}, then load", e.what(), s.name);
+  }
+  fmt::print(stderr, "protect-agent: {}: {}; no longer squeezed, {}\n", s.name, what, restored);
+  std::fflush(stderr);
+}
+
 // Publishes `next` to the squeezed service when a rate moved; says what moved.
 void publish(Squeezed& s, const LimitSet& next, const char* why) {
+  if (s.broken) return;
   bool moved = false;
   for (uint32_t r = 0; r < next.count; ++r) moved = moved || next.rules[r].rate != s.current.rules[r].rate;
   if (!moved) return;
@@ -89,18 +109,42 @@ void publish(Squeezed& s, const LimitSet& next, const char* why) {
   for (uint32_t r = 0; r < next.count; ++r)
     if (next.rules[r].rate != s.current.rules[r].rate)
       what += fmt::format("{}{}", what.empty() ? "" : ", ", rate_text(next.rules[r]));
-  s.seg->write_limits(next);
+  try {
+    s.seg->write_limits(next);
+  } catch (const CtlError& e) {
+    squeezed_broken(s, e.what());
+    return;
+  }
   s.current = next;
   fmt::print("protect-agent: {} {}: {}\n", why, s.name, what);
   std::fflush(stdout);
+}
+
+// A protected service whose segment is damaged: its durations can no longer be read,
+// so nothing may stay squeezed for it: its squeezed get their configured rates back
+// (what can be restored), said once; the controller no longer serves it.
+void protected_lost(Protected& p, const std::string& what) {
+  if (p.lost) return;
+  p.lost = true;
+  fmt::print(stderr, "protect-agent: {}: {}; no longer served, its squeezed services get their configured rates back\n",
+             p.cfg->name, what);
+  std::fflush(stderr);
+  for (Squeezed& s : p.squeezed) publish(s, s.configured, "damaged protected service: configured rates for");
 }
 
 // One decision (`fast`: a check between decisions, which decides only on a severe
 // overshoot of the calls since the last decision; returns whether it decided).
 bool step(Protected& p, bool fast) {
   const ProtectTuning tune{};
+  if (p.lost) return false;
   std::array<uint64_t, kProtectBuckets> now{};
-  hist_read(p, now.data());
+  try {
+    p.seg->check();  // the header and tables, as stat checks them
+    hist_read(p, now.data());
+  } catch (const CtlError& e) {
+    protected_lost(p, e.what());
+    return false;
+  }
   uint64_t samples = 0, period_samples = 0;
   uint64_t p99 = 0;
   ProtectDecision d;
@@ -120,13 +164,14 @@ bool step(Protected& p, bool fast) {
   p.window.push_back(now);
   while (p.window.size() > Protected::kWindow) p.window.pop_front();
   for (Squeezed& s : p.squeezed) {
+    if (s.broken) continue;
     LimitSet next = s.current;
     ServiceStat now_stat;
     try {
       now_stat = stat_snapshot(*s.seg);
-    } catch (const CtlError& e) {  // a damaged segment: decide on the cap alone this period
-      fmt::print(stderr, "protect-agent: {}: {}\n", s.name, e.what());
-      now_stat = s.prev;
+    } catch (const CtlError& e) {  // a damaged segment: given back once, then left alone
+      squeezed_broken(s, e.what());
+      continue;
     }
     double secs = static_cast<double>(now_stat.mono_ns - s.prev.mono_ns) / 1e9;
     for (uint32_t r = 0; r < next.count; ++r) {
@@ -158,14 +203,18 @@ bool step(Protected& p, bool fast) {
                                  p.cfg->protect.p99_ns / 1000, protect_decision_name(static_cast<uint32_t>(d)))
                          .c_str());
   }
-  p.seg->guarded([&] {
-    ShmProtect& sp = p.seg->seg().protect;
-    sp.p99_ns.store(samples ? p99 : 0, std::memory_order_relaxed);
-    sp.samples.store(samples, std::memory_order_relaxed);
-    sp.decision.store(static_cast<uint32_t>(d), std::memory_order_relaxed);
-    sp.decided_unix_ns.store(unix_now_ns(), std::memory_order_relaxed);
-    sp.periods.fetch_add(1, std::memory_order_relaxed);
-  });
+  try {
+    p.seg->guarded([&] {
+      ShmProtect& sp = p.seg->seg().protect;
+      sp.p99_ns.store(samples ? p99 : 0, std::memory_order_relaxed);
+      sp.samples.store(samples, std::memory_order_relaxed);
+      sp.decision.store(static_cast<uint32_t>(d), std::memory_order_relaxed);
+      sp.decided_unix_ns.store(unix_now_ns(), std::memory_order_relaxed);
+      sp.periods.fetch_add(1, std::memory_order_relaxed);
+    });
+  } catch (const CtlError& e) {
+    protected_lost(p, e.what());
+  }
   return true;
 }
 
@@ -207,9 +256,14 @@ int cmd_protect_agent(const Args& args) {
     p.cfg = &s;
     p.seg = Segment::open(s.name, false);
     // One controller per protected service: another live one (its pid in the segment) keeps it.
+    // A pid alone may have been reused since that agent died: its start time must match.
     uint32_t other = 0;
-    p.seg->guarded([&] { other = p.seg->seg().protect.controller_pid.load(std::memory_order_relaxed); });
-    if (other && static_cast<pid_t>(other) != getpid() && (kill(static_cast<pid_t>(other), 0) == 0 || errno == EPERM))
+    uint64_t other_start = 0;
+    p.seg->guarded([&] {
+      other = p.seg->seg().protect.controller_pid.load(std::memory_order_relaxed);
+      other_start = p.seg->seg().protect.controller_start.load(std::memory_order_relaxed);
+    });
+    if (other && static_cast<pid_t>(other) != getpid() && protect_agent_alive(other, other_start))
       runtime_error(fmt::format("service '{}' is already served by protect-agent pid {}", s.name, other));
     for (const auto& name : s.protect.squeeze) {
       const ServiceConfig* q = cfg.find(name);
@@ -234,6 +288,7 @@ int cmd_protect_agent(const Args& args) {
     p.seg->guarded([&] {
       ShmProtect& sp = p.seg->seg().protect;
       sp.target_ns.store(s.protect.p99_ns, std::memory_order_relaxed);
+      sp.controller_start.store(proc_start_ticks(getpid()), std::memory_order_relaxed);
       sp.controller_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
       sp.calls.store(s.protect.calls, std::memory_order_relaxed);
     });
@@ -261,15 +316,26 @@ int cmd_protect_agent(const Args& args) {
     }
     next_check += check_ns;
     if (next_check < now) next_check = now + check_ns;  // fell behind: no burst of checks
+    bool served = false;
     for (size_t i = 0; i < all.size(); ++i) {
       bool period_end = now + check_ns / 2 >= next[i];
       if (step(all[i], !period_end)) next[i] = (period_end && next[i] + period_ns > now ? next[i] : now) + period_ns;
+      served = served || !all[i].lost;
+    }
+    if (!served) {
+      fmt::print(stderr, "protect-agent: no protected service left to serve\n");
+      return kExitRuntime;
     }
   }
   // Work conserving to the end: nobody squeezes them once the controller is gone.
   for (auto& p : all) {
     for (auto& s : p.squeezed) publish(s, s.configured, "exit: configured rates for");
-    p.seg->guarded([&] { p.seg->seg().protect.controller_pid.store(0, std::memory_order_relaxed); });
+    if (p.lost) continue;
+    try {
+      p.seg->guarded([&] { p.seg->seg().protect.controller_pid.store(0, std::memory_order_relaxed); });
+    } catch (const CtlError& e) {
+      protected_lost(p, e.what());
+    }
   }
   return kExitOk;
 }
