@@ -10,7 +10,7 @@
 # "20MiB/s 250MiB/s"; " ": none). B's two files are PROTECT_FILE_MIB each (default 1024;
 # direct I/O reads them from the disk whatever their size). Under `make bench`
 # (BENCH_RESULTS set) its rows go to the summary; quick: 6 s, no static caps, 256 MiB
-# files, B on 4 s after A (~35 s). Usage: BONSAI_BUILD=build bash bench/protect.sh [SECONDS]
+# files, B on 4 s after A, A alone not measured (PROTECT_ALONE=0; ~25 s). Usage: BONSAI_BUILD=build bash bench/protect.sh [SECONDS]
 set -u
 secs=${1:-12}
 tail_s=${PROTECT_TAIL:-8}
@@ -41,10 +41,13 @@ a_p99() { python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["jobs"][0]
 b_series() { paste -d, "$1"_bw.1.log "$1"_bw.2.log | awk -F, '{printf "%d %.0f\n", ($1+500)/1000, ($2+$7)*1.024/1000}'; }
 b_mean() { b_series "$1" | awk -v from="$2" -v to="$3" '$1>from && $1<=to {s+=$2; n++} END {printf "%.0f", n ? s/n : 0}'; }
 
-echo "== A alone, ${secs} s (the disk's state: other work on the machine shows here)"
-fio_a aa.json > /dev/null
-alone_p99=$(a_p99 aa.json)
-echo "A p99 ${alone_p99} ms"
+alone_p99=-
+if [ "${PROTECT_ALONE:-1}" != 0 ]; then
+  echo "== A alone, ${secs} s (the disk's state: other work on the machine shows here)"
+  fio_a aa.json > /dev/null
+  alone_p99=$(a_p99 aa.json)
+  echo "A p99 ${alone_p99} ms"
+fi
 echo "== unmanaged: A and B without bonsai, ${secs} s"
 fio_b ub $((secs + 1)) & bp=$!
 sleep 0.5

@@ -6,7 +6,9 @@
 // target (noise, at ~125 calls a period) takes a few percent off instead of half. The
 // additive step is scaled to the operating point (the rate the last decrease started
 // from), not to the configured rate: a 4GB/s cap on a disk that leaves 200 MB/s would
-// otherwise climb 40 MB/s a period and saw-tooth. The hold band below the target keeps
+// otherwise climb 40 MB/s a period and saw-tooth; after a second of increases in a row
+// the step triples (Timely's hyperactive increase), so that a decrease caused by a
+// neighbour's burst, not by the squeezed, is made up within seconds. The hold band below the target keeps
 // the probe from walking into the target every few periods. When the protected service is
 // idle the rate doubles each period, as TCP's slow start restarts after an idle period:
 // the squeezed get the disk back within seconds (work conserving).
@@ -94,9 +96,12 @@ uint64_t protect_step(ProtectRule& r, ProtectDecision d, uint64_t p99_ns, uint64
       if (next >= static_cast<double>(current) && current > floor) next = static_cast<double>(current - 1);
       break;
     }
-    case ProtectDecision::Increase:
-      next += std::max(1.0, t.increase * static_cast<double>(std::max(r.base, current)));
+    case ProtectDecision::Increase: {
+      double step = t.increase * static_cast<double>(std::max(r.base, current));
+      if (r.ups >= t.hai_after) step *= t.hai_factor;  // a second well within the target: probe faster
+      next += std::max(1.0, step);
       break;
+    }
     case ProtectDecision::Idle:
       next = next * t.idle_grow + std::max(1.0, t.idle_add * static_cast<double>(r.rate - floor));
       break;
@@ -104,6 +109,7 @@ uint64_t protect_step(ProtectRule& r, ProtectDecision d, uint64_t p99_ns, uint64
     case ProtectDecision::Wait:
     case ProtectDecision::None: break;
   }
+  r.ups = d == ProtectDecision::Increase ? r.ups + 1 : 0;
   if (next >= static_cast<double>(r.rate)) r.current = r.rate;
   else if (next <= static_cast<double>(floor)) r.current = floor;
   else r.current = static_cast<uint64_t>(next);

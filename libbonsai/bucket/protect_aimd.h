@@ -31,6 +31,8 @@ struct ProtectTuning {
   uint64_t decrease_samples = 200; // otherwise a decrease needs this many calls since the last one
   uint32_t decrease_periods = 4;   // or this many periods (a slow caller): then it acts on what it has
   double increase = 0.04;          // additive increase per period: this fraction of the operating point
+  uint32_t hai_after = 4;          // after this many increases in a row (a second well within the target)
+  double hai_factor = 3.0;         // the step is this many times larger (Timely's hyperactive increase)
   double idle_grow = 2.0;          // idle protected service: the rate doubles per period (slow start)
   double idle_add = 0.01;          // plus this fraction of (rate - floor)
   double hold_below = 0.8;         // p99 in (hold_below x target, target]: hold (no sawtooth into the target)
@@ -61,12 +63,14 @@ double protect_decrease_factor(uint64_t p99_ns, uint64_t target_ns, const Protec
 // from (where the target was missed), the scale of the additive increase; 0 before any.
 struct ProtectRule {
   uint64_t current = 0, floor = 0, rate = 0, base = 0;
+  uint32_t ups = 0;  // increases in a row
 };
 
 // Moves `r.current` after `d` (clamped into [floor, rate]; returns it). Decrease: the
 // lesser of the cap and `used` (what the rule moved over the period, units/s; 0 unknown)
 // times protect_decrease_factor (a 4GB/s cap on a 1 GB/s disk bites in one period), and
-// remembers it as `base`; Increase: + increase x max(base, current); Idle: x idle_grow +
+// remembers it as `base`; Increase: + increase x max(base, current), hai_factor times
+// that after hai_after increases in a row; Idle: x idle_grow +
 // idle_add x (rate - floor): from any floor back to the rate within ~log2(rate/floor)
 // periods; Hold, Wait: unchanged.
 uint64_t protect_step(ProtectRule& r, ProtectDecision d, uint64_t p99_ns, uint64_t target_ns, uint64_t used = 0,

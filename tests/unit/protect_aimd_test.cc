@@ -105,6 +105,16 @@ TEST_CASE("protect_aimd: increase is scaled to the operating point, idle doubles
   // A 4 GB/s rule on a disk that leaves 200 MB/s: 8 MB/s a period, not 1% of the 4 GB/s (40 MB/s).
   r = {150'000'000, 5'000'000, 4'000'000'000, 200'000'000};
   CHECK(protect_step(r, ProtectDecision::Increase, 0, 2'500'000) == 158'000'000);
+  // After 4 increases in a row (a second well within the target) the step triples.
+  r = {500, 10, 1000, 0};
+  for (int i = 0; i < 4; ++i) protect_step(r, ProtectDecision::Increase, 0, 2'500'000);
+  CHECK(r.ups == 4);
+  uint64_t before = r.current;
+  CHECK(protect_step(r, ProtectDecision::Increase, 0, 2'500'000) == before + 3 * (before * 4 / 100));
+  protect_step(r, ProtectDecision::Hold, 0, 2'500'000);  // anything else starts the count again
+  CHECK(r.ups == 0);
+  before = r.current;
+  CHECK(protect_step(r, ProtectDecision::Increase, 0, 2'500'000) == before + before * 4 / 100);
   r = {100, 10, 1000, 0};
   CHECK(protect_step(r, ProtectDecision::Idle, 0, 2'500'000) == 200 + 9);
   r = {995, 10, 1000, 0};
