@@ -92,6 +92,11 @@ other fleet fleet.sh
 # The lease script at 1,000 simulated hosts (issue 50): quick 3 s warm-up + 8 s window.
 q FLEET_SCALE_SECS=8 FLEET_SCALE_WARMUP=3
 other fleet_scale fleet_scale.sh
+# protect: (issue 52) on the disk with fio: A's p99 and B's rate managed, unmanaged;
+# quick 6 s, no static caps nor A alone, 256 MiB files, B on 4 s after A (~25 s); full
+# 12 s (~110 s).
+q PROTECT_STATIC=" " PROTECT_TAIL=4 PROTECT_FILE_MIB=256 PROTECT_ALONE=0
+if [ "$BENCH" = full ]; then other protect protect.sh 12; else other protect protect.sh 6; fi
 # Event-loop servers under a cap (issue #35): quick N=40, nginx and Go, 6 s capped each, no
 # uncapped reference (~20 s); full (STREAM_FULL=1 from BENCH=full) five servers, 20 s each
 # with the reference, and the Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).

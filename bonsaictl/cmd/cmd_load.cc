@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 
 #include "cmd/commands.h"
+#include "segment/protect_owner.h"
 #include "segment/host_client.h"
 #include "fleet/fleet_publish.h"
 #include "shm/shm_name.h"
@@ -38,8 +39,12 @@ void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment
     if (!cfg.services[i].protect.present) continue;
     any = true;
     uint32_t pid = 0;
-    segs[i]->guarded([&] { pid = segs[i]->seg().protect.controller_pid.load(std::memory_order_relaxed); });
-    if (pid && (kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM)) served = true;
+    uint64_t start = 0;
+    segs[i]->guarded([&] {
+      pid = segs[i]->seg().protect.controller_pid.load(std::memory_order_relaxed);
+      start = segs[i]->seg().protect.controller_start.load(std::memory_order_relaxed);
+    });
+    if (protect_agent_alive(pid, start)) served = true;  // not a reused pid (segment/protect_owner.h)
   }
   if (!any) return;
   if (served) {

@@ -157,7 +157,8 @@ std::string stat_json(const ServiceStat& s) {
     doc["protect"] = {{"calls", calls}, {"target_p99_ns", s.protect.target_ns}, {"p99_ns", s.protect.p99_ns},
                       {"samples", s.protect.samples}, {"periods", s.protect.periods},
                       {"decision", protect_decision_name(s.protect.decision)},
-                      {"decided_unix_ns", s.protect.decided_unix_ns}, {"controller_pid", s.protect.controller_pid}};
+                      {"decided_unix_ns", s.protect.decided_unix_ns}, {"controller_pid", s.protect.controller_pid},
+                      {"stale_pid", s.protect.stale_pid}, {"timed", s.protect.timed}};
   }
   return json_dump(doc);
 }
@@ -181,7 +182,9 @@ std::string stat_table(const ServiceStat& s) {
       if (s.protect.calls & call_bit(static_cast<CallId>(c)))
         calls += fmt::format("{}{}", calls.empty() ? "" : "+", call_name(static_cast<CallId>(c)));
     out += fmt::format("  protect: {} p99 target {:.3f} ms", calls, static_cast<double>(s.protect.target_ns) / 1e6);
-    if (!s.protect.controller_pid) out += ", NO CONTROLLER running (bonsaictl protect-agent FILE)\n";
+    if (!s.protect.controller_pid)
+      out += fmt::format(", NO CONTROLLER running{} (bonsaictl protect-agent FILE)\n",
+                         s.protect.stale_pid ? fmt::format(" (pid {} is gone)", s.protect.stale_pid) : "");
     else
       out += fmt::format("; last period {:.3f} ms over {} calls, decision: {} (controller pid {}, {} periods)\n",
                          static_cast<double>(s.protect.p99_ns) / 1e6, s.protect.samples,

@@ -94,7 +94,7 @@ void protect_prometheus(std::string& out, const std::vector<LabeledStat>& servic
          [](const ProtectStat& p) { return fmt::format("{:.9f}", static_cast<double>(p.target_ns) / 1e9); });
   family("bonsai_protect_p99_seconds", "The p99 of its protected calls over the controller's last period (0: idle).",
          [](const ProtectStat& p) { return fmt::format("{:.9f}", static_cast<double>(p.p99_ns) / 1e9); });
-  family("bonsai_protect_decision", "The controller's last decision: 0 none, 1 decrease, 2 increase, 3 hold, 4 idle.",
+  family("bonsai_protect_decision", "The controller's last decision: 0 none, 1 decrease, 2 increase, 3 hold, 4 idle, 5 wait (above the target, awaiting more calls).",
          [](const ProtectStat& p) { return fmt::format("{}", p.decision); });
   family("bonsai_protect_controller_up", "1 while a protect-agent serves the service.",
          [](const ProtectStat& p) { return fmt::format("{}", p.controller_pid ? 1 : 0); });

@@ -15,6 +15,7 @@
 #include "abi/fleet_abi.h"
 #include "abi/limit_parse.h"
 #include "shm/seqlock.h"
+#include "segment/protect_owner.h"
 #include "shm/shm_check.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
@@ -245,7 +246,15 @@ ServiceStat stat_snapshot(Segment& handle) {
     s.protect.decided_unix_ns = p.decided_unix_ns.load(std::memory_order_relaxed);
     s.protect.decision = p.decision.load(std::memory_order_relaxed);
     s.protect.controller_pid = p.controller_pid.load(std::memory_order_relaxed);
+    s.protect.stale_pid = p.controller_start.load(std::memory_order_relaxed);  // the start, for now
+    for (unsigned k = 0; k < kProtectBuckets; ++k) s.protect.timed += p.hist[k].load(std::memory_order_relaxed);
   });
+  if (s.protect.controller_pid && !protect_agent_alive(s.protect.controller_pid, s.protect.stale_pid)) {
+    s.protect.stale_pid = s.protect.controller_pid;
+    s.protect.controller_pid = 0;
+  } else {
+    s.protect.stale_pid = 0;
+  }
   if (scope != static_cast<uint32_t>(ShmScope::Process) && scope != static_cast<uint32_t>(ShmScope::Service))
     handle.damaged(fmt::format("it has an unknown scope {}", scope));
   s.scope = static_cast<ShmScope>(scope);

@@ -83,7 +83,9 @@ struct ProtectStat {
   CallMask calls = 0;
   uint64_t target_ns = 0, p99_ns = 0, samples = 0, periods = 0, decided_unix_ns = 0;
   uint32_t decision = 0;     // ProtectDecision
-  uint32_t controller_pid = 0;
+  uint32_t controller_pid = 0;  // a live controller's (0: none)
+  uint32_t stale_pid = 0;       // the pid a controller that is gone left (its pid may be reused)
+  uint64_t timed = 0;           // calls timed since the segment was made (the histogram's sum)
 };
 
 struct ServiceStat {

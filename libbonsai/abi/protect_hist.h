@@ -50,7 +50,7 @@ struct alignas(64) ShmProtect {
   std::atomic<uint32_t> decision;   // ProtectDecision
   std::atomic<uint32_t> controller_pid;
   std::atomic<uint64_t> periods;    // decisions made
-  uint64_t pad_[1];
+  std::atomic<uint64_t> controller_start;  // its start time (/proc/PID/stat field 22; 0: unknown): a reused pid is not it
   std::atomic<uint64_t> hist[kProtectBuckets];
 };
 static_assert(sizeof(ShmProtect) == 64 + 8 * kProtectBuckets);

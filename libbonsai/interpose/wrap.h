@@ -98,10 +98,13 @@ template <typename Call>
 ssize_t transfer_split(Ticket& t, size_t n, size_t chunk, bool cancellable, bool is_write, Call&& call) {
   size_t done = 0;
   int err = 0;
+  uint64_t own_ns = 0;  // protect: the real calls' own time, one duration for the call
   while (done < n) {
     size_t len = n - done < chunk ? n - done : chunk;
     ticket_wait(t, cancellable && done == 0, is_write ? len : 0);
+    uint64_t p0 = protect_start(t.call);
     ssize_t r = call(done, len);
+    own_ns += protect_lap(p0);
     ticket_charge(t, r);
     if (r < 0) {
       err = errno;
@@ -110,6 +113,7 @@ ssize_t transfer_split(Ticket& t, size_t n, size_t chunk, bool cancellable, bool
     done += static_cast<size_t>(r);
     if (static_cast<size_t>(r) < len) break;
   }
+  protect_add(own_ns);
   if (done == 0 && err) {
     ticket_count(t, -1);
     errno = err;
@@ -147,7 +151,9 @@ template <typename Call>
       if (cuttable && static_cast<uint64_t>(ok) < len) len = static_cast<size_t>(ok);
       size_t asked = len;
       if (len < n) pace_count_refused(t, false);
+      uint64_t p0 = protect_start(id);
       ssize_t r = call(size_t{0}, len);
+      protect_end(p0);
       ticket_done(t, r);
       if (asked < n && r == static_cast<ssize_t>(asked))
         ticket_pace_next(t, fd, is_write ? kPaceWrite : kPaceRead, n - asked, chunk);
@@ -184,7 +190,9 @@ template <typename Call>
   if (shape == Shape::Clamp) {
     ticket_wait(t, cancellable, is_write ? chunk : 0);
     size_t len = chunk;
+    uint64_t p0 = protect_start(id);
     ssize_t r = call(size_t{0}, len);
+    protect_end(p0);
     ticket_done(t, r);
     if (r == static_cast<ssize_t>(len)) pace_kick(fd, is_write ? kPaceWrite : kPaceRead);  // cut short by us
     return r;

@@ -230,6 +230,16 @@ inline void protect_end(uint64_t start) noexcept {
   uint64_t now = mono_ns();
   protect_hist_add(g_limiter.protect, now > start ? now - start : 0);
 }
+// A call made in several real calls (wrap::transfer_split) is timed as one: the sum of
+// its real calls' own times (not the waits between them), added once.
+inline uint64_t protect_lap(uint64_t start) noexcept {
+  if (!start) [[likely]] return 0;
+  uint64_t now = mono_ns();
+  return now > start ? now - start : 1;
+}
+inline void protect_add(uint64_t ns) noexcept {
+  if (ns && g_limiter.protect) protect_hist_add(g_limiter.protect, ns);
+}
 // Re-reads the segment's protect calls (untrusted: unknown bits dropped).
 inline void protect_refresh() noexcept {
   ShmProtect* p = g_limiter.protect;

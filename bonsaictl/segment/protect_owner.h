@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// Which protect-agent serves a protected service (issue 52, docs/protect.md): its pid
+// and its start time are in the service's segment (ShmProtect); a pid alone may have
+// been reused by another process since the agent died, so the start time must match too.
+#pragma once
+#include <cstdint>
+#include <sys/types.h>
+
+namespace bonsai::ctl {
+
+// The start time of `pid` (/proc/PID/stat field 22, clock ticks since boot); 0 if unknown.
+uint64_t proc_start_ticks(pid_t pid) noexcept;
+
+// Whether the agent that wrote (pid, start) into a segment still runs: the pid is alive
+// and started at `start`; for a segment that has no start (0, an agent of an earlier
+// build), its command line names protect-agent. Without /proc: the pid is alive.
+bool protect_agent_alive(uint32_t pid, uint64_t start) noexcept;
+
+}  // namespace bonsai::ctl
