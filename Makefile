@@ -222,6 +222,7 @@ test-unit: $(UNIT_BIN)
 	$(UNIT_BIN)
 
 test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL) $(PRELOAD_MUSL_BIN))
+	$(Q)BONSAI_BUILD=$(OUT) bash tests/integration/lib/make_roots.sh
 	BONSAI_BUILD=$(OUT) bash tests/integration/run.sh
 
 # Includes go down the module order only, and never outside the repository.
