@@ -81,7 +81,7 @@ if [ "$BENCH" = full ]; then other shares shares.sh; other shares_htb shares_htb
 [ "$BENCH" = full ] && OTHER_ENV=(OUT_KEEP="$RES/compress_grid_full.csv")
 # Quick: 1 s transfers instead of 2 (-27 s; the ratios to zstd --adapt are of runs side
 # by side, as long as each other; BENCH=full keeps 4 s).
-q REPS=2 DURATION_MS=1000
+q REPS=1 DURATION_MS=1000
 other compress compress_bench.sh
 [ "$BENCH" = full ] && cp "$RES/other_compress.txt" "$RES/compress_grid_full.txt" 2>/dev/null
 # Quick: one engine of each kind of data path -- plain (psync), kernel AIO (libaio),
@@ -94,12 +94,11 @@ other fleet fleet.sh
 # The lease script at 1,000 simulated hosts (issue 50): quick 2 s warm-up + 6 s window.
 q FLEET_SCALE_SECS=6 FLEET_SCALE_WARMUP=2
 other fleet_scale fleet_scale.sh
-# protect: (issue 52) on the disk with fio: A's p99 and B's rate managed, unmanaged;
-# quick 6 s, no static caps nor A alone, 256 MiB files, B on 4 s after A (~25 s); full
-# 12 s (~110 s).
-q PROTECT_STATIC=" " PROTECT_TAIL=4 PROTECT_FILE_MIB=256 PROTECT_ALONE=0
-if [ "$BENCH" = full ]; then other protect protect.sh 12; else other protect protect.sh 6; fi
-# Event-loop servers under a cap (issue #35): quick N=40, nginx and Go, 6 s capped each, no
+# protect: (issue 52) on the disk with fio: A's p99 and B's rate managed, unmanaged; full
+# only, 12 s (~110 s): the disk's state moves its bars from minute to minute, a 6 s quick
+# run told little and cost 23 s of the quick budget (`bash bench/protect.sh 12` alone).
+if [ "$BENCH" = full ]; then other protect protect.sh 12; fi
+# Event-loop servers under a cap (issue #35): quick N=40, nginx and Go, 5 s capped each, no
 # uncapped reference (~20 s); full (STREAM_FULL=1 from BENCH=full) five servers, 20 s each
 # with the reference, and the Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).
 other streaming streaming.sh

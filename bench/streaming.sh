@@ -24,14 +24,14 @@
 # STREAM_FULL=1 (default when BENCH=full) adds the Fig-11 sweep: N = 10..100 streams under a
 # 10 MB/s cap, the per-stream rate against N -> streaming_sweep.csv (streaming_sweep.png
 # through plot.sh).
-# Writes $RES/streaming.csv (and streaming_sweep.csv). Quick (make bench): N=40, 6 s capped,
+# Writes $RES/streaming.csv (and streaming_sweep.csv). Quick (make bench): N=40, 5 s capped,
 # nginx and Go, and nginx compressed, no uncapped reference, ~33 s; full: five servers
 # 20 s each, nginx and node compressed, with the
 # reference, and the sweep, ~12 min. The published table: STREAM_SERVERS="nginx
 # nginx_nosendfile node asyncio go" STREAM_SECS=12 STREAM_REF=1.
 # Env: STREAM_SERVERS (full "nginx nginx_nosendfile node asyncio go", quick "nginx go"),
 # STREAM_N ("40"; a list runs each), STREAM_CAP (5MB: per second, bonsai's units, MB = 10^6
-# B), STREAM_SECS (quick 6, full 20), STREAM_REF (1: uncapped reference runs; 0 none; quick 0), STREAM_REF_SECS (quick 6, full
+# B), STREAM_SECS (quick 5, full 20), STREAM_REF (1: uncapped reference runs; 0 none; quick 0), STREAM_REF_SECS (quick 6, full
 # = STREAM_SECS), STREAM_RATE (a client's pace, 250KB), STREAM_PROBES (20), STREAM_PROBE_MAX
 # (a probe's timeout, 5 s), STREAM_FILE_MIB (100, sparse), STREAM_FULL, STREAM_SWEEP_N
 # ("10 20 40 60 80 100"), STREAM_SWEEP_CAP (10MB), STREAM_SWEEP_SERVERS ("nginx node"),
@@ -50,7 +50,7 @@ if [ "$FULL" = 1 ]; then SERVERS=${STREAM_SERVERS:-nginx nginx_nosendfile node a
 else SERVERS=${STREAM_SERVERS:-nginx go}; fi
 NS=${STREAM_N:-40}
 CAP=${STREAM_CAP:-5MB}
-if [ "$FULL" = 1 ]; then SECS=${STREAM_SECS:-20}; else SECS=${STREAM_SECS:-6}; fi
+if [ "$FULL" = 1 ]; then SECS=${STREAM_SECS:-20}; else SECS=${STREAM_SECS:-5}; fi
 if [ "$FULL" = 1 ]; then REF=${STREAM_REF:-1}; else REF=${STREAM_REF:-0}; fi
 if [ "$FULL" = 1 ]; then REF_SECS=${STREAM_REF_SECS:-$SECS}; else REF_SECS=${STREAM_REF_SECS:-6}; fi
 RATE=${STREAM_RATE:-250KB}
