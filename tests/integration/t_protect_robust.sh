@@ -24,11 +24,7 @@ services:
       - {calls: [reads], rate: 1GB/s}
 YAML
 "$CTL" load "$T/split.yaml" > "$T/load0.out" || fail "load: $(cat "$T/load0.out")"
-for _ in $(seq 1 50); do
-  sp_agent=$(jq_stat sp 'd["protect"]["controller_pid"]')
-  [ "$sp_agent" != 0 ] && break
-  sleep 0.1
-done
+sp_agent=$(protect_agent_of sp)
 [ "$sp_agent" != 0 ] || fail "no agent for sp"
 cleanup_hooks+=("kill $sp_agent 2>/dev/null")
 "$CTL" run -s sp -- dd if=/dev/zero of=/dev/null bs=1M count=8 status=none || fail "dd under sp"
@@ -49,12 +45,7 @@ services:
       - {calls: [reads], rate: 40MiB/s, floor: 4MiB/s}
 YAML
 "$CTL" load "$T/p.yaml" > "$T/load1.out" || fail "load: $(cat "$T/load1.out")"
-apid=0
-for _ in $(seq 1 50); do
-  apid=$(jq_stat db 'd["protect"]["controller_pid"]')
-  [ "$apid" != 0 ] && break
-  sleep 0.1
-done
+apid=$(protect_agent_of db)
 [ "$apid" != 0 ] || fail "no protect-agent serves db 5 s after load"
 kill -KILL "$apid"
 for _ in $(seq 1 50); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
@@ -79,11 +70,7 @@ PY
 [ "$(jq_stat db 'd["protect"]["controller_pid"]')" = 0 ] || fail "a reused pid counts as the agent: $(jq_stat db 'd["protect"]')"
 "$CTL" load "$T/p.yaml" > "$T/load2.out" || fail "load: $(cat "$T/load2.out")"
 grep -q 'started a protect-agent' "$T/load2.out" || fail "load did not start an agent past a reused pid: $(cat "$T/load2.out")"
-for _ in $(seq 1 50); do
-  apid=$(jq_stat db 'd["protect"]["controller_pid"]')
-  [ "$apid" != 0 ] && break
-  sleep 0.1
-done
+apid=$(protect_agent_of db)
 [ "$apid" != 0 ] && [ "$apid" != "$other" ] || fail "no new agent: $(jq_stat db 'd["protect"]')"
 # (3) This one is replaced by one whose words are kept.
 kill -TERM "$apid"

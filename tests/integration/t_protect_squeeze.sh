@@ -28,12 +28,7 @@ bpid=$!
 cleanup_hooks+=("kill $bpid 2>/dev/null")
 # load started the controller (protect-agent, a decision every 250 ms) in its own session.
 grep -q 'started a protect-agent' "$T/load.out" || fail "load started no protect-agent: $(cat "$T/load.out")"
-apid=0
-for _ in $(seq 1 50); do
-  apid=$(jq_stat db 'd["protect"]["controller_pid"]')
-  [ "$apid" != 0 ] && break
-  sleep 0.1
-done
+apid=$(protect_agent_of db)
 [ "$apid" != 0 ] || fail "no protect-agent serves db 5 s after load"
 cleanup_hooks+=("kill $apid 2>/dev/null")
 "$CTL" load "$T/p.yaml" | grep -q 'a protect-agent runs already' || fail "a second load did not see the agent"

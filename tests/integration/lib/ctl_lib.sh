@@ -40,6 +40,18 @@ wait_attached() {
   fail "service $1: fewer than $2 processes attached after $secs s"
 }
 
+# protect_agent_of SERVICE: prints the pid of the protect-agent serving SERVICE, waiting up
+# to 5 s for one (0 if none came).
+protect_agent_of() {
+  local pid=0
+  for _ in $(seq 1 50); do
+    pid=$(jq_stat "$1" 'd["protect"]["controller_pid"]')
+    [ "$pid" != 0 ] && break
+    sleep 0.1
+  done
+  echo "$pid"
+}
+
 # build_gocat: builds $BONSAI_BUILD/go/gocat (lib/go/gocat.go, a static Go copy program) when
 # missing or older than its source; sets GOCAT. False (the log in $T/gobuild.log) when go
 # is absent or cannot build it: the caller skips its Go case. Each test that runs gocat
