@@ -35,6 +35,10 @@ const char* level_name(Level l, char* buf, size_t cap) noexcept {
   return buf;
 }
 
+bool zstd_level_reaches_window(int level) noexcept {
+  return stream_cparams(level).strategy >= ZSTD_dfast;
+}
+
 size_t zstd_stream_params(int level, bool ldm, int window_log, ZstdParam* out) noexcept {
   // Explicit parameters: a level alone would pick tables for an unknown source size,
   // larger than the static workspace.

@@ -37,6 +37,14 @@ inline constexpr size_t kZstdStreamParamsMax = 16;
 // (kLdm*) after them. @return rows written to out (kZstdStreamParamsMax room).
 size_t zstd_stream_params(int level, bool ldm, int window_log, ZstdParam* out) noexcept;
 
+// Whether zstd `level`'s stream keeps matches across its whole window (a double-fast
+// or deeper strategy with the capped tables): zstd:1's single 2^14-entry table (and
+// lz4's 64 KiB) lose what lies more than a few hundred KiB back, so on data that
+// repeats MiBs apart such a level compresses several times better in a stream than
+// a one-shot sample can show (bench/zstd_window.c: zstd:1 3.7x, zstd:3 24.9x).
+// why: see docs/compression-measured.md#long-repeated-text-issue-53
+bool zstd_level_reaches_window(int level) noexcept;
+
 // Bytes of zstd's long-distance matcher with our parameters (its hash table, bucket
 // offsets and sequence store, each 64-aligned): libzstd's CParams estimate leaves it out.
 size_t zstd_ldm_space() noexcept;

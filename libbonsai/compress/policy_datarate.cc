@@ -6,6 +6,7 @@
 
 #include <cmath>
 
+#include "compress/codec_params.h"
 #include "compress/policy.h"
 
 namespace bonsai::compress {
@@ -16,6 +17,22 @@ void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept {
   s.ccl = start < s.nlevels ? start : 0;
   s.inc = true;
   s.probe_from = -1;
+  s.reach_wait = kReachWaitFirst;
+}
+
+void datarate_levels(DatarateState& s, const LevelList& levels) noexcept {
+  s.fresh = 0;
+  s.reach = 0;
+  for (unsigned i = 0; i < levels.count && i < 8; ++i)  // a change of zstd level starts a new zstd frame
+    if (levels.levels[i].method == Method::Zstd) s.fresh |= static_cast<uint8_t>(1u << i);
+  for (unsigned i = 2; i < levels.count && i < kMaxLevels; ++i)  // with a compressing level below it
+    if (levels.levels[i].method == Method::Zstd && zstd_level_reaches_window(levels.levels[i].param)) {
+      s.reach = static_cast<uint8_t>(i);
+      // A quarter of the window: repeats further back come round within the brief period
+      // that follows, and their matches compress ~10x faster than new text, which shows.
+      s.reach_fill = uint64_t{1} << (kZstdWindowLog - 2);
+      break;
+    }
 }
 
 namespace {
@@ -93,6 +110,19 @@ double same_data_gain(const DatarateState& s, const CostModel& m, int from, doub
   if (before_here <= 0 || before_there <= 0 || after_here <= 0 || after_there <= 0) return 0;
   return std::sqrt(before_here / before_there * (after_here / after_there));
 }
+// Whether the two periods of a probe compressed so differently (their ratios' quotient
+// kHistoryShift beyond the calibration chunk's for the two levels) that what one level
+// finds in the stream's history (repeats MiBs back) and the other does not decides:
+// the model, which scales one period's ratio to the other level by calibration, would
+// erase it. 0 wire or app: no.
+bool history_shift(const DatarateState& s, const CostModel& m, int from) {
+  const PeriodMeasure &a = s.before_period, &b = s.period;
+  double pair = model_pair_gain(m, s.ccl, static_cast<uint8_t>(from));
+  if (pair <= 0 || a.app == 0 || a.wire == 0 || b.app == 0 || b.wire == 0) return false;
+  double measured = static_cast<double>(b.app) / static_cast<double>(b.wire) /
+                    (static_cast<double>(a.app) / static_cast<double>(a.wire));
+  return measured > pair * kHistoryShift || measured * kHistoryShift < pair;
+}
 // The same-data verdict: > 1 the current level, < 1 `from`, 0 none. It must hold both
 // with the calibration chunk's CPU ratio between the two levels and with the one the two
 // periods measured (other data, but the stream's real cost): one-shot calibration
@@ -102,6 +132,7 @@ double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
   const PeriodMeasure &a = s.before_period, &b = s.period;
   if (a.app == 0 || b.app == 0 || a.cpu_ns == 0 || b.cpu_ns == 0) return 0;
   if (a.promoted || b.promoted) return 0;  // a mix of two levels: the rates speak
+  if (history_shift(s, m, from)) return 0;
   double measured = static_cast<double>(b.cpu_ns) / static_cast<double>(b.app) /
                     (static_cast<double>(a.cpu_ns) / static_cast<double>(a.app));
   double calibrated = model_pair_cpu_scale(m, static_cast<uint8_t>(from), s.ccl);
@@ -155,9 +186,12 @@ void move(DatarateState& s, int to, double rate) {
 }  // namespace
 
 void datarate_restart(DatarateState& s) noexcept {
-  uint8_t level = s.ccl, fresh = s.fresh;
+  uint8_t level = s.ccl, fresh = s.fresh, reach = s.reach;
+  uint64_t fill = s.reach_fill;
   datarate_init(s, s.nlevels, level);
   s.fresh = fresh;
+  s.reach = reach;
+  s.reach_fill = fill;
 }
 
 uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept {
@@ -182,6 +216,22 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     s.probe_from = -1;
     bool first = s.first_pick;
     s.first_pick = false;
+    if (s.reach_probe) {  // judged by the rates alone (see DatarateState::reach)
+      s.reach_probe = false;
+      if (cdr >= s.before * (1 + kTieMargin)) {
+        reward(s, s.ccl);
+        s.reach_wait = kReachWaitFirst;
+        s.pdr = cdr;
+      } else {
+        s.inc = from > s.ccl;
+        s.ccl = static_cast<uint8_t>(from);
+        unsigned next = s.reach_wait * kReachWaitGrowth;
+        s.reach_wait = static_cast<uint16_t>(next > kReachWaitMax ? kReachWaitMax : next);
+        s.pdr = s.before;
+      }
+      s.c = 0;
+      return s.ccl;
+    }
     // Ties go to the cheaper level: a dearer level must earn its CPU. Unless the model,
     // trusted at both levels, predicts one of them better: at a binding cap it compares
     // the levels' ratios on the same calibration chunk, which a short probe (noise, and
@@ -220,6 +270,16 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     }
     return s.ccl;
   }
+  // From a compressing level only: a stream at `none` is there because nothing beats the
+  // link (uncapped: memcpy) or the data does not compress; Algorithm 1's probes see to it.
+  if (s.ccl > 0 && s.ccl < s.reach && ++s.reach_c >= s.reach_wait) {  // probe the level with the window's reach
+    s.reach_c = 0;
+    move(s, s.reach, cdr);
+    s.reach_probe = true;
+    s.fill_left = s.reach_fill;
+    s.fill_ns = 0;
+    return s.ccl;
+  }
   double d = cdr - s.pdr;  // 1
   double tol = alpha * s.pdr;
   if (d <= tol && -d <= tol) {  // 4: stable
@@ -245,6 +305,7 @@ uint8_t datarate_next(DatarateState& s, double cdr, double alpha, const CostMode
     s.bck[s.ccl] = 0;  // to revert; probe again soon, with a fresh model (policy.cc resamples)
     s.c = 0;
     s.dropped = true;
+    s.reach_wait = kReachWaitFirst;  // new data may repeat where the old did not
   }
   s.pdr = cdr;
   return s.ccl;
@@ -272,6 +333,13 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   // reads a little high (the bucket's depth) does not decide probes, which are judged
   // on the same data.
   bool brief = !s.dr.warm || s.dr.probe_from >= 0;
+  // A reach probe's new zstd frame takes in the window's worth of the stream first (the
+  // repeats it can find come round after it), unmeasured, for at most half a period.
+  if (s.dr.reach_probe && s.dr.fill_left > 0 && s.dr.fill_ns < s.cfg.period_ns / 2) {
+    s.dr.fill_left -= r.app_bytes < s.dr.fill_left ? r.app_bytes : s.dr.fill_left;
+    s.dr.fill_ns += r.busy_ns;
+    return s.level;
+  }
   double rate;
   if (!policy_period_add(s, r, brief ? s.cfg.period_ns / 4 : s.cfg.period_ns, brief ? kWarmChunks : 0, rate))
     return s.level;

@@ -39,6 +39,17 @@ inline constexpr double kCpuPickMargin = 0.05;
 // why: see docs/compression-measured.md#the-datarate-policys-margins
 inline constexpr double kPickHistGain = 1.4;
 
+// A level that keeps matches across the whole window (DatarateState::reach) is probed
+// from below it after this many periods past the first, then after twice as many each
+// time its probe loses, up to kReachWaitMax (~25 s at the default period).
+inline constexpr uint16_t kReachWaitFirst = 3;
+inline constexpr uint16_t kReachWaitGrowth = 4;
+inline constexpr uint16_t kReachWaitMax = 128;
+// A probe's two periods whose ratios differ by this factor beyond what the levels'
+// ratios on the same calibration chunk predict saw the stream's history, not the
+// chunk's: the model's same-data verdict cannot speak for them, the rates do.
+inline constexpr double kHistoryShift = 1.3;
+
 struct DatarateState {
   uint8_t ccl;      // current level index
   uint8_t nlevels;  // levels 0..nlevels-1
@@ -66,9 +77,28 @@ struct DatarateState {
   // The most application bytes/s the level above ccl can compress, measured on the
   // mix's promoted chunks within the last second (set by the owner); 0: not measured.
   double up_cpu_rate;
+  // The cheapest level whose stream keeps matches across the whole window (set by the
+  // owner: zstd_level_reaches_window); 0: none, or no cheaper compressing level. Levels
+  // below it lose repeats MiBs back, which one-shot calibration cannot see (every level
+  // samples alike there), so the model never sends a stream up to it: it is probed
+  // directly, at growing intervals, and judged by the rates.
+  // why: see docs/compression-measured.md#long-repeated-text-issue-53
+  uint8_t reach;
+  bool reach_probe;     // the change just made is such a probe
+  uint16_t reach_c;     // periods below `reach` since the last reach probe
+  uint16_t reach_wait;  // periods before the next
+  // A reach probe's new zstd frame first takes in this many application bytes (the
+  // window: repeats further back than what it holds cannot be found), or half a period,
+  // unmeasured; then a brief period judges it. Set by the owner with `reach`.
+  uint64_t reach_fill;
+  uint64_t fill_left, fill_ns;  // of the probe in progress
 };
 
 void datarate_init(DatarateState& s, uint8_t nlevels, uint8_t start) noexcept;
+
+// What the level list tells datarate (after datarate_init): which changes start a new
+// zstd frame (`fresh`) and the level with the window's reach (`reach`, `reach_fill`).
+void datarate_levels(DatarateState& s, const LevelList& levels) noexcept;
 
 // Whether a change between levels `a` and `b` starts a new codec frame (both in
 // `fresh`: two zstd levels), so the stream's history is lost at it.

@@ -117,8 +117,7 @@ bool tx_stream_init(TxStream& s, void* mem, size_t size, const LevelList* levels
   s.stage = base + align64(kMaxFrameWire);
   s.pend = s.stage + align64(kMaxFrameRaw);
   policy_init(s.policy, policy, levels->count);
-  for (unsigned i = 0; i < levels->count && i < 8; ++i)  // a change of zstd level starts a new zstd frame
-    if (levels->levels[i].method == Method::Zstd) s.policy.dr.fresh |= static_cast<uint8_t>(1u << i);
+  datarate_levels(s.policy.dr, *levels);
   size_t used = align64(kMaxFrameWire) + align64(kMaxFrameRaw) + align64(kPendSize);
   return tx_stream_codec_init(s.codec, base + used, size - used, *levels);
 }
