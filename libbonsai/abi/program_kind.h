@@ -24,9 +24,10 @@ namespace bonsai {
 enum class ProgramKind : uint8_t { Dynamic, Static, Go, Setuid, Other };
 
 enum class GoLook : uint8_t {
-  Notes,     // Go's build-id note only: what the headers' first read holds, nearly always
-             // (the library: at every exec of a service's processes)
-  Sections,  // and the section names: a few more reads at the end of the file (bonsaictl run)
+  Notes,     // Go's build-id note only: what the headers' first read holds (enough where
+             // only the loader matters: bonsaictl's sv-exec and cdi)
+  Sections,  // and the section names: a few more reads at the end of the file (bonsaictl
+             // run, and the library at every exec of a service's processes)
 };
 
 // Which build of the library a dynamic program's loader can take (issue #48,

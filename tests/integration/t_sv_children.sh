@@ -70,6 +70,16 @@ if build_gocat; then
 else
   note "go cannot build gocat: its case is skipped ($(tail -1 "$T/gobuild.log" 2>/dev/null))"
 fi
+# A dynamic Go child without Go's build-id note (cgo, -buildid=): the library judges
+# it by its sections, as bonsaictl run does; preloaded, Go's own calls went unlimited.
+if build_gocat_dyn; then
+  rm -f "$T/go.out"
+  timed_run "sh -> dynamic Go io.Copy" "$CTL" run -s d -l "writes=${CAP}B/s" -- sh -c "$GOCAT_DYN $T/in $T/go.out"
+  check_rate "dynamic Go child without a build-id note, writes cap 2 MiB/s" $((3 * MiB)) "$(field "$(cat "$T/out")" secs)" $CAP
+  cmp -s "$T/in" "$T/go.out" || fail "the dynamic Go copy differs"
+else
+  note "go cannot build a dynamic gocat: its case is skipped ($(tail -1 "$T/gobuild.log" 2>/dev/null))"
+fi
 
 # (e) exit status and a signal reach the parent unchanged (posix_spawnp walks PATH)
 if [ -n "$BB" ]; then

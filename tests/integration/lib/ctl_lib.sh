@@ -65,3 +65,17 @@ build_gocat() {
   (cd "$src" && CGO_ENABLED=0 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
     go build -o "$GOCAT" gocat.go) > "$T/gobuild.log" 2>&1
 }
+
+# build_gocat_dyn: the same program linked to libc (cgo, external linker) and without
+# Go's build-id note (-buildid=): a dynamic Go program only its sections (.go.buildinfo)
+# tell apart; sets GOCAT_DYN. False as build_gocat.
+build_gocat_dyn() {
+  local src=$TLIB/go
+  GOCAT_DYN=$BONSAI_BUILD/go/gocat_dyn
+  command -v go > /dev/null || { echo "go not installed" > "$T/gobuild.log"; return 1; }
+  [ -x "$GOCAT_DYN" ] && [ "$GOCAT_DYN" -nt "$src/gocat.go" ] && return 0
+  mkdir -p "$BONSAI_BUILD/go"
+  (cd "$src" && CGO_ENABLED=1 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
+    go build -ldflags="-linkmode=external -buildid=" -o "$GOCAT_DYN" gocat.go) > "$T/gobuild.log" 2>&1 &&
+    file -L "$GOCAT_DYN" | grep -q "dynamically linked"
+}
