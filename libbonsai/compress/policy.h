@@ -67,7 +67,9 @@ struct ChunkReport {
   uint64_t busy_ns;     // time spent on the chunk: compressing and sending
   uint64_t blocked_ns;  // part of busy_ns spent waiting (bucket or full socket)
   uint64_t cpu_ns;      // part of busy_ns spent compressing
-  bool promoted;        // compressed one level above the policy's (tx_stream's mix)
+  // Compressed at another level than the policy's: one above (tx_stream's mix) or
+  // below (an event loop's budget, tx_loop_budget.h). Not that level's figures.
+  bool promoted;
 };
 
 struct PolicyState {

@@ -12,6 +12,8 @@
 
 namespace bonsai::compress {
 
+struct LoopBudget;  // compress/tx_loop_budget.h
+
 struct IoOps {
   ssize_t (*sendmsg)(int fd, const msghdr* m, int flags);
   ssize_t (*recv)(int fd, void* buf, size_t n, int flags);
@@ -40,6 +42,9 @@ struct WireMeter {
   double depth_ns;
   // allow() never waits: it may return 0 (see above).
   bool nowait = false;
+  // The calling thread's compression budget, for a non-blocking call (an event loop's
+  // thread serves every descriptor: compress/tx_loop_budget.h). Null: none (blocking).
+  LoopBudget* loop = nullptr;
 };
 
 // Memory a stream maps only when it first needs it (a second zstd stream: most

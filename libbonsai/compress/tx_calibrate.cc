@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "compress/calibrator.h"
+#include "compress/tx_loop_budget.h"
 
 namespace bonsai::compress {
 namespace {
@@ -44,15 +45,20 @@ constexpr uint64_t kOneRunNs = 1'000'000;
 // model_best compares them all); after it, the policy's level and its two neighbours,
 // the only levels Algorithm 1 moves to, probes and mixes with. The others' runs cost a
 // sender at its CPU's limit link time. why: see docs/compression-measured.md#calibration-rounds
-bool round_runs(const TxStream& s, unsigned l) {
+// `top`: the highest level the sender's budget lets a chunk run at (a non-blocking
+// sender's, compress/tx_loop_budget.h; else the last level): levels above it do not
+// run, and the neighbours are those of the level the chunks run at.
+bool round_runs(const TxStream& s, unsigned l, unsigned top) {
   const PolicyState& p = s.policy;
+  if (l > top) return false;
   if (p.cfg.kind != PolicyKind::Datarate || !p.dr.warm) return true;
-  return l + 1 >= p.level && l <= p.level + 1u;
+  unsigned at = p.level < top ? p.level : top;
+  return l + 1 >= at && l <= at + 1u;
 }
 // The first level from `l` on that the round runs; 0: the round is over.
-uint8_t round_next(const TxStream& s, unsigned l) {
+uint8_t round_next(const TxStream& s, unsigned l, unsigned top) {
   for (; l < s.levels->count; ++l)
-    if (round_runs(s, l)) return static_cast<uint8_t>(l);
+    if (round_runs(s, l, top)) return static_cast<uint8_t>(l);
   return 0;
 }
 
@@ -66,27 +72,57 @@ uint64_t run_level(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, con
 }
 
 // Both runs of level l on src at once (one if it took kOneRunNs), reported to the policy.
-void sample_now(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
-                bool same_chunk) {
+// @return the time reported.
+// `once`: one run only (an event loop's first round: its time is the loop's).
+uint64_t sample_now(TxStream& s, const IoOps& io, Calibrator* cal, uint8_t l, const void* src, size_t len,
+                    bool same_chunk, bool once = false) {
   uint64_t a = 0, b = 0, wire = run_level(s, io, cal, l, src, len, &a);
-  if (a < kOneRunNs) run_level(s, io, cal, l, src, len, &b);
-  policy_on_sample(s.policy, l, len, wire, b && b < a ? b : a, io.now_ns(), same_chunk);
+  if (a < kOneRunNs && !once) run_level(s, io, cal, l, src, len, &b);
+  uint64_t ns = b && b < a ? b : a;
+  policy_on_sample(s.policy, l, len, wire, ns, io.now_ns(), same_chunk);
+  return ns;
 }
 
-void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
+void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len, double budget_ns) {
   Calibrator* cal = calibrator_try_acquire(*s.levels);
   if (!cal) return;
   uint8_t count = s.levels->count;
   uint64_t now = io.now_ns();
   if (!s.cal_paired) {  // the stream's first round: every level, now
-    for (uint8_t l = 1; l < count; ++l) sample_now(s, io, cal, l, src, len, true);
+    // A non-blocking sender's holds its thread about one chunk's budget: one run a
+    // level, and no level starts once the round has taken the budget (the levels above
+    // are dearer still; they are learnt by later rounds if the budget lets chunks run
+    // there). At every level, twice, the first rounds of 40 connections opened at once
+    // held an event loop's thread for a quarter of a second.
+    uint64_t spent = 0;
+    for (uint8_t l = 1; l < count; ++l) {
+      if (budget_ns > 0 && static_cast<double>(spent) >= budget_ns) break;
+      spent += sample_now(s, io, cal, l, src, len, true, budget_ns > 0);
+    }
     s.cal_paired = true;
     s.cal_next = 0;
     calibrator_release();
     return;
   }
+  // A non-blocking sender's rounds run the levels its chunks may run at, and the one
+  // above while it is not known (the climb of loop_level_cap stops there until it is).
+  unsigned top = count - 1u;
+  if (budget_ns > 0) {
+    top = loop_level_cap(s.policy.model, static_cast<uint8_t>(count - 1), len, budget_ns);
+    if (top + 1 < count && !s.policy.model.level[top + 1].known) top += 1;
+  }
+  if (s.cal_next && !round_runs(s, s.cal_next, top)) {  // the budget shrank under a round
+    s.cal_next = round_next(s, s.cal_next, top);
+    s.cal_pass = 0;
+    if (!s.cal_next) {  // nothing of it left to run: over
+      if (s.cal_pair && cal->owner == &s) cal->owner = nullptr;
+      s.cal_pair = false;
+      calibrator_release();
+      return;
+    }
+  }
   if (!s.cal_next) {  // a round starts: on a copy of this chunk if the calibrator has room
-    s.cal_next = round_next(s, 1);
+    s.cal_next = round_next(s, 1, top);
     if (!s.cal_next) {  // no level to run (a one-level list)
       calibrator_release();
       return;
@@ -120,7 +156,7 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) {
   } else {  // the copy is another sender's: both runs on this chunk, one level per chunk
     sample_now(s, io, cal, l, src, len, false);
   }
-  if (done) s.cal_next = round_next(s, l + 1u);
+  if (done) s.cal_next = round_next(s, l + 1u, top);
   if (!s.cal_next && s.cal_pair) {  // complete: the copy is free
     cal->owner = nullptr;
     s.cal_pair = false;
@@ -147,8 +183,8 @@ void choose_long_matches(TxStream& s) {
 
 }  // namespace
 
-void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) noexcept {
-  calibrate(s, io, src, len);
+void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len, double budget_ns) noexcept {
+  calibrate(s, io, src, len, budget_ns);
   choose_long_matches(s);
 }
 

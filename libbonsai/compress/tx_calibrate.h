@@ -18,7 +18,9 @@ namespace bonsai::compress {
 bool tx_wants_calibration(const TxStream& s, size_t len, uint64_t now_ns, double lead) noexcept;
 
 // Runs this chunk's part of a round (the whole first round) on src[0..len), and
-// switches the long-distance matcher by the ratios the rounds found.
-void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len) noexcept;
+// switches the long-distance matcher by the ratios the rounds found. `budget_ns` > 0
+// (a non-blocking sender, compress/tx_loop_budget.h): no level that does not fit one
+// chunk's budget runs (the first round stops after the first that took longer).
+void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len, double budget_ns = 0) noexcept;
 
 }  // namespace bonsai::compress

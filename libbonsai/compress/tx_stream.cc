@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "compress/tx_calibrate.h"
+#include "compress/tx_loop_budget.h"
 #include "compress/tx_mix.h"
 #include "compress/tx_send_buffer.h"
 #include "compress/wire_format.h"
@@ -156,6 +157,10 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
   if (total == 0) return 0;
   if (!s.header_sent && m.capped) policy_capped_start(s.policy, m.rate_bps);
   policy_cap_rate(s.policy, m.capped ? m.rate_bps : 0);
+  // A non-blocking call shares its thread with every descriptor the loop serves: an
+  // adaptive policy's level is capped by the thread's budget of one chunk
+  // (tx_loop_budget.h). A fixed level is the user's choice: kept.
+  LoopBudget* loop = nonblocking && s.policy.cfg.kind != PolicyKind::Fixed ? m.loop : nullptr;
   size_t pos = 0;
   while (pos < total) {
     size_t len = total - pos < kMaxFrameRaw ? total - pos : kMaxFrameRaw;
@@ -171,7 +176,12 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
       return -1;
     }
     double lead = m.ahead ? m.ahead(m.ctx) : -1;  // in bucket depths; -1: not known
-    bool sample = tx_wants_calibration(s, len, t0, lead);
+    // An event loop's connections calibrate within the thread's share for it, but for
+    // their first round (the policy's model starts from it: without it only `none` is
+    // known).
+    bool sample =
+        tx_wants_calibration(s, len, t0, lead) && (!loop || !s.cal_paired || loop_may_calibrate(*loop, t0));
+    double budget = loop ? loop_budget_chunk_ns(*loop) : 0;
     iovec v[kMaxSlices + 2];
     int nv = 0;
     uint8_t shdr[kStreamHeaderSize];
@@ -199,7 +209,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     uint64_t cal_ns = 0;
     if (sample) {
       uint64_t c0 = io.now_ns();
-      tx_calibrate(s, io, payload[0].iov_base, len);
+      tx_calibrate(s, io, payload[0].iov_base, len, budget);
       cal_ns = io.now_ns() - c0;
       // The first round may have picked the level already (the cap's rate known).
       lvl = s.policy.level;
@@ -208,7 +218,18 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     }
     bool promoted = false;
     uint8_t policy_lvl = lvl;
-    if (try_it && tx_promote_chunk(s, m, lvl, lead, len, t0)) {
+    // The loop's budget: the highest level whose chunk fits it (the mix promotes only
+    // below it). A chunk run lower than the policy's level is reported as not that
+    // level's (`promoted`: a mix), so the model's corrections stay that level's.
+    uint8_t top = loop ? loop_level_cap(s.policy.model, static_cast<uint8_t>(s.levels->count - 1), len, budget)
+                       : static_cast<uint8_t>(s.levels->count - 1);
+    bool demoted = lvl > top;
+    if (demoted) {
+      lvl = top;
+      level = s.levels->levels[lvl];
+      try_it = level.method != Method::Raw && len >= kSmallWrite;
+    }
+    if (try_it && lvl < top && tx_promote_chunk(s, m, lvl, lead, len, t0)) {
       lvl = static_cast<uint8_t>(lvl + 1);
       level = s.levels->levels[lvl];
       promoted = true;
@@ -254,12 +275,18 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     s.frames[static_cast<unsigned>(h.method)]++;
     s.level_chunks[lvl]++;
     uint64_t t1 = io.now_ns();
+    if (loop && loop_budget_note(*loop, t1, cpu_ns, cal_ns) && blog_enabled(LogLevel::Debug))
+      blog(LogLevel::Debug,
+           "compression: thread budget %.2f ms a chunk (compressing %.0f%% of its time, calibrating %.0f%%; fd %d at "
+           "%u of %u)",
+           loop->chunk_ns / 1e6, 100 * loop->share, 100 * loop->cal_share, fd, lvl, policy_lvl);
     note_link(s, t1 - t0 - cal_ns, blocked - cal_ns);  // the link's state: without calibration
     s.last_waited = blocked > cal_ns;
     // What the mix measured of the level above the policy's: its CPU ceiling (probes
     // of it are judged by it, policy_datarate.cc worth_probing).
     s.policy.dr.up_cpu_rate = tx_promo_measured(s, policy_lvl + 1u, t1) ? 1e9 / s.promo_ns_byte : 0;
-    uint8_t next = policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns, promoted});
+    uint8_t next =
+        policy_on_chunk(s.policy, ChunkReport{t1, len, wire, t1 - t0, blocked, cpu_ns, promoted || demoted});
     if (next != policy_lvl && blog_enabled(LogLevel::Debug)) {
       // The period that decided: its wire rate, and its shares of waiting (bucket, full
       // socket, calibration) and of compressing; bound: it counted as link-bound.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <sys/socket.h>
 
+#include "compress/tx_loop_budget.h"
 #include "compress/tx_stream.h"
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/compressed/compress_meter.h"
@@ -27,6 +28,7 @@ ssize_t tx_send(int fd, const iovec* v, int cnt, int flags, CallId id) noexcept 
   Meter meter;
   bool limited;
   WireMeter m = meter_for(meter, id, fd, &limited, nb ? MeterWait::Refuse : MeterWait::Wait);
+  if (nb) m.loop = loop_budget_of_thread();  // the thread is the loop's: compress/tx_loop_budget.h
   int saved = errno;
   ConnLock lock;
   if (!lock_reaching(lock, c, fd, true)) return -1;
@@ -63,6 +65,7 @@ ssize_t tx_sendfile(int out, int in, off64_t* off, size_t n, CallId id) noexcept
   Meter meter;
   bool limited;
   WireMeter m = meter_for(meter, id, out, &limited, nb ? MeterWait::Refuse : MeterWait::Wait);
+  if (nb) m.loop = loop_budget_of_thread();
   int flags = nb ? MSG_DONTWAIT : 0;
   // The send buffer first: file bytes are read only when the socket can take a frame
   // (a non-blocking call that cannot fails with EAGAIN and reads nothing), and, for a
