@@ -22,6 +22,7 @@
 #include "shm/seqlock.h"
 #include "segment/shm_client.h"
 #include "launch/sv_launch.h"
+#include "supervisor/sv_syscalls.h"
 #include "launch/uring_deny.h"
 #include "config/yaml_load.h"
 
@@ -199,6 +200,8 @@ int cmd_run(const Args& args) {
     uint64_t seq;
     seg->check();
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
+    // protect: (issue 52): a supervised program's protected reads are made and timed by its supervisor.
+    seg->guarded([&] { plan.protect = seg->seg().protect.calls.load(std::memory_order_relaxed) & kSvTimedCalls; });
   }
   seg.reset();
   if (fleet_svc) {  // no agent can run: the program is not started (issue 50), as `load` fails
@@ -217,7 +220,7 @@ int cmd_run(const Args& args) {
     unsetenv("BONSAI_STRICT");  // an outer strict launch's mark is not this tree's
     const std::string& u = o.io_uring.empty() ? io_uring : o.io_uring;
     plan.deny_io_uring = u != "allow";
-    if (plan.limits.count == 0) {
+    if (plan.limits.count == 0 && !plan.protect) {
       fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: {} runs unsupervised (a supervised "
                  "program sees only the limits named when it starts)\n", o.service, path);
     } else {

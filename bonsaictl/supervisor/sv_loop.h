@@ -23,6 +23,7 @@
 #include "segment/shm_client.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/sv_emulate.h"
+#include "supervisor/sv_protect.h"
 #include "supervisor/sv_turn.h"
 #include "supervisor/sv_syscalls.h"
 #include "supervisor/sv_target.h"
@@ -129,6 +130,11 @@ struct Held {
   // taken; it goes at `deadline`, owing nothing more.
   bool paced = false;
   int lfd = -1;  // the listener it came from (set by Loop::hold)
+  // A protected read the supervisor makes and times itself when released (timed.nr >= 0,
+  // sv_protect.h): charged `timed_reserve` before it went, as of view `timed_seq`.
+  SvTimedArgs timed{};
+  uint64_t timed_reserve = 0;
+  uint64_t timed_seq = 0;
 };
 
 // A tree's listener (the one the supervisor was started for, and those of programs that
@@ -176,6 +182,8 @@ class Loop {
   void proc_drop(Proc& p);
   // sv_charge.cc: charging
   void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
+  // Settles the call `o` that moved `moved` bytes (counted, reservation given back or charged late).
+  void settle_moved(Thread& th, Proc& p, const Owed& o, uint64_t moved);
   // Reads the thread's I/O counters as the baseline of a call about to be settled after
   // it (once per notification: a call the supervisor makes or charges by its size
   // needs none).
@@ -221,6 +229,19 @@ class Loop {
   void emulate(Held& h, uint64_t now);
   // How long the loop may sleep (ns), and the held receives' sockets to poll.
   uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
+  // sv_timed.cc: protected reads made and timed here (sv_protect.h)
+  // Hands the read `h` to a worker, or, when it cannot be made, lets it go (CONTINUE) and
+  // settles it as any read. `th`, `p`: its thread and process.
+  void timed_go(Held& h, Thread& th, Proc& p);
+  // The reads the workers made: timed, charged, answered; those not made go with CONTINUE.
+  void timed_finish();
+  // A read not made by a worker goes as the kernel's, settled at the thread's next call.
+  void timed_continue(Thread& th, CallId call, const uint8_t bucket[2], uint64_t asked, uint64_t reserve,
+                      uint64_t seq, uint64_t id);
+  bool said_untimed_ = false;
+  CallMask protect_calls_ = 0;  // the segment's protect calls the supervisor times (kSvTimedCalls)
+  SvTimedPool timed_;
+  std::vector<SvTimedRead> timed_done_;
   // sv_serve.cc: trees that join this supervisor (abi/sv_join.h)
   void join_accept();
   void join_receive(Joiner& j);

@@ -15,6 +15,11 @@
                                (O_APPEND): Go's thread per held call (issue 49)
      writev PATH BYTES         writev() BYTES in 64 KiB calls of two 32 KiB pieces
      nodump MODE ARGS...       prctl(PR_SET_DUMPABLE, 0) (a hardened daemon), then MODE
+     sum CALL PATH BS [direct] reads PATH to EOF in BS calls of CALL (read, pread, readv,
+                               preadv, preadv2: the vectored ones in two pieces, BS/2
+                               and the rest), O_DIRECT if asked (a page-aligned buffer);
+                               adds "sum=" (FNV-1a of the bytes read, in order) and
+                               "ns_per_call=" (protect: the supervisor times these)
    Prints "bytes=N secs=S" (the bytes this process moved); calls adds "ns_per_call=". */
 // build-flags: -static -pthread
 #define _GNU_SOURCE
@@ -182,6 +187,33 @@ int main(int argc, char** argv) {
       if (write(fd, buf, 1) != 1) die("write");
     double secs = now_s() - t0;
     printf("bytes=%lld secs=%.4f ns_per_call=%.1f\n", n, secs, secs * 1e9 / (double)n);
+    return 0;
+  } else if (!strcmp(mode, "sum") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
+    const char* call = argv[2];
+    size_t bs = (size_t)size_arg(argv[4]);
+    int fd = open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0));
+    char* b = NULL;
+    if (fd < 0 || bs < 2 || posix_memalign((void**)&b, 4096, bs)) die("open %s", argv[3]);
+    unsigned long long h = 1469598103934665603ull;
+    long long ncalls = 0;
+    for (;;) {
+      struct iovec v[2] = {{b, bs / 2}, {b + bs / 2, bs - bs / 2}};
+      ssize_t r;
+      if (!strcmp(call, "read")) r = read(fd, b, bs);
+      else if (!strcmp(call, "pread")) r = pread(fd, b, bs, moved);
+      else if (!strcmp(call, "readv")) r = readv(fd, v, 2);
+      else if (!strcmp(call, "preadv")) r = preadv(fd, v, 2, moved);
+      else if (!strcmp(call, "preadv2")) r = preadv2(fd, v, 2, moved, 0);
+      else die("bad call %s", call);
+      ++ncalls;
+      if (r < 0) die("%s", call);
+      if (r == 0) break;
+      for (ssize_t i = 0; i < r; ++i) h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
+      moved += r;
+    }
+    double secs = now_s() - t0;
+    printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f\n", moved, secs, h, ncalls,
+           secs * 1e9 / (double)ncalls);
     return 0;
   } else if (!strcmp(mode, "exec") && argc >= 3) {
     execv(argv[2], argv + 2);

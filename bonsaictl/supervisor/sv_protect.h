@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// Protected reads of supervised programs (issue 52, docs/protect.md "Supervised
+// programs"). The supervisor answers most calls CONTINUE and never sees them end, so it
+// cannot time them. A read of a service whose `protect:` names it (read, pread, readv,
+// preadv: preadv2 is charged and timed as preadv) is made by the supervisor itself on
+// a copy of the target's descriptor (pidfd_getfd: the same open file description, so
+// read moves the shared file position), into a page-aligned buffer of its own, then
+// copied into the target's buffers (process_vm_writev) and answered with the call's
+// result. Only the real call is timed (after any wait its buckets imposed), into the
+// same histogram the library fills (ShmSegment::protect). Anything unexpected -- a
+// descriptor that is neither a regular file nor a block device (a pipe, a socket: a
+// read that may wait or consume), O_DIRECT buffers the kernel might refuse, the
+// target's memory unwritable -- is not made: the call goes with CONTINUE, untimed, as
+// before (a read that moved the file position first moves it back). The calls are made
+// by a few worker threads, so that concurrent reads of a program stay concurrent and
+// the supervisor's loop never waits for a disk.
+#pragma once
+#include <linux/types.h>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "abi/calls.h"
+#include "supervisor/sv_syscalls.h"
+
+namespace bonsai::ctl {
+
+// The most one timed read moves: a larger request returns a short count at 8 MiB
+// (legal for a regular file before EOF, and every caller seen loops: Go's ReadAt and
+// ReadFull, glibc's fread, cp, dd; a program that takes a short pread for EOF would see
+// one only past 8 MiB).
+inline constexpr uint64_t kSvTimedMax = 8u << 20;
+
+// The most worker threads making timed reads at once (concurrent reads beyond it queue).
+inline constexpr unsigned kSvTimedWorkers = 8;
+
+// The most iovec entries of a vectored read made (UIO_MAXIOV; more: the kernel refuses it).
+inline constexpr uint32_t kSvTimedMaxIov = 1024;
+
+// The arguments of a timed read, taken from the notification.
+struct SvTimedArgs {
+  int nr = -1;          // the system call (-1: not a timed read)
+  int fd = -1;          // the target's descriptor
+  uint64_t addr = 0;    // its buffer, or its iovec array (vectored)
+  uint32_t iovcnt = 0;  // vectored: the entries (0: a plain buffer)
+  int64_t off = -1;     // -1: the file position (read, readv, preadv2 at -1)
+  int rwf = 0;          // preadv2's flags
+  uint64_t count = 0;   // asked (a vectored read's total once its iovecs are read)
+};
+
+// The arguments of system call `sc` (x86_64, args `a`) as a timed read. @return false
+// if it is not one (not a read of the family, a negative offset, too many iovecs).
+bool sv_timed_args(const SvSyscall& sc, const __u64 a[6], SvTimedArgs& out) noexcept;
+
+// Whether a descriptor of `mode` (st_mode) can be read by the supervisor for the target:
+// a regular file or a block device (data a disk's latency away; a read never waits for
+// a writer and consumes nothing another reader would miss).
+bool sv_timed_kind_ok(unsigned mode) noexcept;
+
+// O_DIRECT: whether the target's buffers would pass the kernel's alignment check
+// (each segment's address and length a multiple of `align`), so that the supervisor's
+// aligned buffer does not succeed where the target's call would fail with EINVAL.
+struct SvSeg {
+  uint64_t base, len;
+};
+bool sv_timed_direct_ok(const SvSeg* segs, uint32_t n, uint64_t align) noexcept;
+
+// The target's segments cut to `moved` bytes (what process_vm_writev fills). @return the count kept.
+uint32_t sv_timed_cut(SvSeg* segs, uint32_t n, uint64_t moved) noexcept;
+
+// One timed read in flight: the request, what the loop needs back to charge it, the result.
+struct SvTimedRead {
+  uint64_t id = 0;  // the notification
+  int lfd = -1;     // its listener
+  int tid = 0, tgid = 0;
+  int fd_copy = -1;  // owned by the job until it ends
+  SvTimedArgs args{};
+  // The loop's (Held): the call, its buckets and what they were charged before it went.
+  CallId call = CallId::count_;
+  uint8_t bucket[2] = {0xff, 0xff};
+  uint64_t asked = 0, reserved = 0, view_seq = 0;
+  // The result: made (r: bytes or -errno, ns: the real call's own time), or not made
+  // (the call goes with CONTINUE).
+  bool made = false;
+  int64_t r = 0;
+  uint64_t ns = 0;
+};
+
+// Makes `t` (in a worker): fills made, r, ns. Closes nothing. `buf`: the worker's
+// page-aligned buffer (grown as needed, at most kSvTimedMax).
+void sv_timed_make(SvTimedRead& t, std::vector<SvSeg>& segs, void*& buf, size_t& buf_len) noexcept;
+
+// The worker threads. The loop submits jobs and polls `event_fd()`; done() hands back
+// the finished ones (made or not) for it to charge and answer.
+class SvTimedPool {
+ public:
+  SvTimedPool() = default;
+  ~SvTimedPool();
+  SvTimedPool(const SvTimedPool&) = delete;
+  SvTimedPool& operator=(const SvTimedPool&) = delete;
+  // @return false (nothing queued, `t` still the caller's) if no worker can run.
+  bool submit(const SvTimedRead& t);
+  // The finished jobs since the last call (their descriptors still open: the caller's to close).
+  void done(std::vector<SvTimedRead>& out);
+  int event_fd() const { return efd_; }
+  size_t in_flight() const { return in_flight_; }
+  // Stops the workers once the queued jobs are made (the loop ends).
+  void stop();
+
+ private:
+  void work();
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<SvTimedRead> queue_;
+  std::vector<SvTimedRead> finished_;
+  std::vector<std::thread> threads_;
+  unsigned idle_ = 0;
+  bool stopping_ = false;
+  int efd_ = -1;
+  size_t in_flight_ = 0;  // the loop's count (submitted, not handed back)
+};
+
+}  // namespace bonsai::ctl
