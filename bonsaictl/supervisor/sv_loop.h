@@ -235,12 +235,15 @@ class Loop {
   void timed_go(Held& h, Thread& th, Proc& p);
   // The reads the workers made: timed, charged, answered; those not made go with CONTINUE.
   void timed_finish();
+  // Times, charges and answers a read made (by a worker or here), or lets it go if not made; closes its copy.
+  void timed_complete(SvTimedRead& t);
   // A read not made by a worker goes as the kernel's, settled at the thread's next call.
   void timed_continue(Thread& th, CallId call, const uint8_t bucket[2], uint64_t asked, uint64_t reserve,
                       uint64_t seq, uint64_t id);
   bool said_untimed_ = false;
   CallMask protect_calls_ = 0;  // the segment's protect calls the supervisor times (kSvTimedCalls)
   SvTimedPool timed_;
+  SvTimedScratch timed_scratch_;  // the loop's own reads (from the page cache)
   std::vector<SvTimedRead> timed_done_;
   // sv_serve.cc: trees that join this supervisor (abi/sv_join.h)
   void join_accept();

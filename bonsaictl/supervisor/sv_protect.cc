@@ -6,7 +6,9 @@
 #include <csignal>
 #include <fcntl.h>
 #include <pthread.h>
+#include <linux/seccomp.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -96,23 +98,31 @@ bool target_write(int tid, const void* buf, size_t len, const SvSeg* segs, uint3
 
 }  // namespace
 
-void sv_timed_make(SvTimedRead& t, std::vector<SvSeg>& segs, void*& buf, size_t& buf_len) noexcept {
+SvTimedScratch::~SvTimedScratch() {
+  if (buf) ::munmap(buf, len);
+}
+
+SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) noexcept {
   t.made = false;
   const SvTimedArgs& a = t.args;
   struct stat st;
-  if (t.fd_copy < 0 || ::fstat(t.fd_copy, &st) != 0 || !sv_timed_kind_ok(st.st_mode)) return;
+  if (t.fd_copy < 0 || ::fstat(t.fd_copy, &st) != 0 || !sv_timed_kind_ok(st.st_mode)) return SvTimedOutcome::NotMade;
   int fl = ::fcntl(t.fd_copy, F_GETFL);
-  if (fl < 0) return;
+  if (fl < 0) return SvTimedOutcome::NotMade;
+  // A direct read waits for the device whatever RWF_NOWAIT says: always a worker's.
+  if (nowait && (fl & O_DIRECT)) return SvTimedOutcome::Blocks;
   // The target's buffers: one, or its iovecs (read from its memory).
+  std::vector<SvSeg>& segs = sc.segs;
   segs.clear();
   uint64_t total = 0;
   if (a.iovcnt) {
     iovec v[64];
     for (uint32_t done = 0; done < a.iovcnt;) {
       uint32_t k = a.iovcnt - done < 64 ? a.iovcnt - done : 64;
-      if (!sv_mem_read(t.tid, a.addr + done * sizeof(iovec), v, k * sizeof(iovec))) return;
+      if (!sv_mem_read(t.tid, a.addr + done * sizeof(iovec), v, k * sizeof(iovec))) return SvTimedOutcome::NotMade;
       for (uint32_t i = 0; i < k; ++i) {
-        if (__builtin_add_overflow(total, v[i].iov_len, &total) || total > SSIZE_MAX) return;  // EINVAL: the kernel's
+        if (__builtin_add_overflow(total, v[i].iov_len, &total) || total > SSIZE_MAX)
+          return SvTimedOutcome::NotMade;  // EINVAL: the kernel's to say
         segs.push_back(SvSeg{reinterpret_cast<uint64_t>(v[i].iov_base), v[i].iov_len});
       }
       done += k;
@@ -121,38 +131,68 @@ void sv_timed_make(SvTimedRead& t, std::vector<SvSeg>& segs, void*& buf, size_t&
     total = a.count;
     segs.push_back(SvSeg{a.addr, a.count});
   }
-  if ((fl & O_DIRECT) && !sv_timed_direct_ok(segs.data(), static_cast<uint32_t>(segs.size()), kDirectAlign)) return;
+  if ((fl & O_DIRECT) && !sv_timed_direct_ok(segs.data(), static_cast<uint32_t>(segs.size()), kDirectAlign))
+    return SvTimedOutcome::NotMade;
   uint64_t n = total < kSvTimedMax ? total : kSvTimedMax;
-  if (!buffer_ensure(buf, buf_len, n ? n : 1)) return;
+  if (!buffer_ensure(sc.buf, sc.len, n ? n : 1)) return SvTimedOutcome::NotMade;
+  void* buf = sc.buf;
   bool at_position = a.off < 0;  // read, readv, preadv2 at -1: the shared file position moves
+  // The target's own RWF_NOWAIT: its answer (EAGAIN too) is the call's, wherever it is made.
+  bool own_nowait = a.nr == SYS_preadv2 && (a.rwf & RWF_NOWAIT);
   uint64_t t0 = mono_ns();
   ssize_t r;
-  switch (a.nr) {
-    case SYS_read:
-    case SYS_readv: r = ::read(t.fd_copy, buf, n); break;
-    case SYS_pread64:
-    case SYS_preadv: r = ::pread(t.fd_copy, buf, n, a.off); break;
-    case SYS_preadv2: {
-      iovec one{buf, n};
-      r = ::preadv2(t.fd_copy, &one, 1, a.off, a.rwf);
-      break;
-    }
-    default: return;
+  if (nowait || a.nr == SYS_preadv2) {
+    // preadv2 at -1 is read at the file position (the same lock, the same update).
+    iovec one{buf, n};
+    r = ::preadv2(t.fd_copy, &one, 1, a.off, (a.nr == SYS_preadv2 ? a.rwf : 0) | (nowait ? RWF_NOWAIT : 0));
+  } else if (at_position) {
+    r = ::read(t.fd_copy, buf, n);
+  } else {
+    r = ::pread(t.fd_copy, buf, n, a.off);
   }
   int err = errno;
   uint64_t t1 = mono_ns();
+  if (nowait && !own_nowait) {
+    // Only a whole answer from the page cache is kept: an error (EAGAIN: the data is not
+    // in memory; EOPNOTSUPP: no RWF_NOWAIT here) or a short count before the end of the
+    // file (part of it in memory) is undone and left to a worker, without RWF_NOWAIT.
+    bool whole = r >= 0 && static_cast<uint64_t>(r) == n;
+    if (!whole && r >= 0 && S_ISREG(st.st_mode)) {
+      off_t end = at_position ? ::lseek(t.fd_copy, 0, SEEK_CUR) : static_cast<off_t>(a.off) + r;
+      struct stat now;
+      whole = end >= 0 && ::fstat(t.fd_copy, &now) == 0 && end >= now.st_size;  // short at the end: the file's answer
+    }
+    if (!whole) {
+      if (r > 0 && at_position) ::lseek(t.fd_copy, -static_cast<off_t>(r), SEEK_CUR);
+      return SvTimedOutcome::Blocks;
+    }
+  }
   if (r > 0) {
     uint32_t k = sv_timed_cut(segs.data(), static_cast<uint32_t>(segs.size()), static_cast<uint64_t>(r));
     if (!target_write(t.tid, buf, static_cast<size_t>(r), segs.data(), k)) {
       // Not delivered: the position goes back, and the kernel makes the call (EFAULT
       // where the target's memory is bad, the same data where only our copy failed).
       if (at_position) ::lseek(t.fd_copy, -static_cast<off_t>(r), SEEK_CUR);
-      return;
+      return SvTimedOutcome::NotMade;
     }
   }
   t.made = true;
   t.r = r < 0 ? -static_cast<int64_t>(err) : r;
   t.ns = t1 > t0 ? t1 - t0 : 1;
+  return SvTimedOutcome::Made;
+}
+
+bool sv_timed_answer(const SvTimedRead& t) noexcept {
+  seccomp_notif_resp resp{};
+  resp.id = t.id;
+  resp.val = t.r >= 0 ? t.r : 0;
+  resp.error = t.r < 0 ? static_cast<int32_t>(t.r) : 0;
+  // ENOENT: interrupted (the call restarts as a new notification) or killed; another
+  // error: the listener is gone with its tree. Either way nobody took the data: what a
+  // read at the file position took is given back to that position.
+  if (::ioctl(t.lfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) return true;
+  if (t.r > 0 && t.args.off < 0) ::lseek(t.fd_copy, -static_cast<off_t>(t.r), SEEK_CUR);
+  return false;
 }
 
 SvTimedPool::~SvTimedPool() {
@@ -188,10 +228,7 @@ bool SvTimedPool::submit(const SvTimedRead& t) {
 }
 
 void SvTimedPool::work() {
-  std::vector<SvSeg> segs;
-  segs.reserve(64);
-  void* buf = nullptr;
-  size_t buf_len = 0;
+  SvTimedScratch scratch;
   std::unique_lock lk(mu_);
   for (;;) {
     ++idle_;
@@ -201,13 +238,17 @@ void SvTimedPool::work() {
     SvTimedRead t = queue_.front();
     queue_.pop_front();
     lk.unlock();
-    sv_timed_make(t, segs, buf, buf_len);  // the copy stays open: the loop may have to move its position back
+    sv_timed_make(t, scratch, false);
+    if (t.made) {
+      t.answered = sv_timed_answer(t) ? 1 : 0;
+      ::close(t.fd_copy);
+      t.fd_copy = -1;
+    }
     lk.lock();
     finished_.push_back(t);
     uint64_t one = 1;
     [[maybe_unused]] ssize_t w = ::write(efd_, &one, sizeof one);
   }
-  if (buf) ::munmap(buf, buf_len);
 }
 
 void SvTimedPool::done(std::vector<SvTimedRead>& out) {

@@ -84,15 +84,38 @@ struct SvTimedRead {
   uint8_t bucket[2] = {0xff, 0xff};
   uint64_t asked = 0, reserved = 0, view_seq = 0;
   // The result: made (r: bytes or -errno, ns: the real call's own time), or not made
-  // (the call goes with CONTINUE).
+  // (the call goes with CONTINUE). A worker answers a read it made itself (the target
+  // waits for one thread's wake-up, not two): answered 1, or 0 when the notification
+  // was gone (interrupted by a signal: a read at the file position was moved back);
+  // -1: not answered yet (the loop answers).
   bool made = false;
+  int8_t answered = -1;
   int64_t r = 0;
   uint64_t ns = 0;
 };
 
-// Makes `t` (in a worker): fills made, r, ns. Closes nothing. `buf`: the worker's
-// page-aligned buffer (grown as needed, at most kSvTimedMax).
-void sv_timed_make(SvTimedRead& t, std::vector<SvSeg>& segs, void*& buf, size_t& buf_len) noexcept;
+// Answers the notification of the read `t` made, with its result. @return false if it
+// was gone (then a read at the file position is moved back).
+bool sv_timed_answer(const SvTimedRead& t) noexcept;
+
+// A buffer and segment list of one thread's reads (the loop's, each worker's).
+struct SvTimedScratch {
+  std::vector<SvSeg> segs;
+  void* buf = nullptr;  // page-aligned (mmap), grown as needed, at most kSvTimedMax
+  size_t len = 0;
+  SvTimedScratch() = default;
+  SvTimedScratch(const SvTimedScratch&) = delete;
+  SvTimedScratch& operator=(const SvTimedScratch&) = delete;
+  ~SvTimedScratch();
+};
+
+enum class SvTimedOutcome { Made, NotMade, Blocks };
+
+// Makes `t`: fills made, r, ns (Made), or leaves nothing changed (NotMade: the call goes
+// with CONTINUE). `nowait` (the loop's thread, which must not wait for a disk): the read
+// is tried with RWF_NOWAIT, kept only if the page cache answered it whole (or up to the
+// end of the file); else undone and Blocks: a worker makes it. Closes nothing.
+SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) noexcept;
 
 // The worker threads. The loop submits jobs and polls `event_fd()`; done() hands back
 // the finished ones (made or not) for it to charge and answer.
@@ -104,7 +127,8 @@ class SvTimedPool {
   SvTimedPool& operator=(const SvTimedPool&) = delete;
   // @return false (nothing queued, `t` still the caller's) if no worker can run.
   bool submit(const SvTimedRead& t);
-  // The finished jobs since the last call (their descriptors still open: the caller's to close).
+  // The finished jobs since the last call: those made answered, their descriptors closed;
+  // those not made with their descriptors open (the caller's to close).
   void done(std::vector<SvTimedRead>& out);
   int event_fd() const { return efd_; }
   size_t in_flight() const { return in_flight_; }

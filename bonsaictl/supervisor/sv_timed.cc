@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The loop's side of protected reads (sv_protect.h): a read that may go is handed to a
-// worker with a copy of its descriptor; when the worker is done the loop records the
-// real call's time in the service's histogram, charges the read by what it moved (as
-// it settles any read: the reservation given back or the rest charged late) and
-// answers it. A read the worker did not make goes with CONTINUE, as every read did
-// before, and is settled at the thread's next call by its counters.
+// The loop's side of protected reads (sv_protect.h): a read that may go is made on a
+// copy of its descriptor, here if the page cache answers it at once (RWF_NOWAIT), else
+// by a worker, which answers it; then the loop records the real call's time in the
+// service's histogram and charges the read by what it moved (as it settles any read:
+// the reservation given back or the rest charged late). A read that was not made goes
+// with CONTINUE, as every read did before, settled at the thread's next call by its
+// counters.
 #include <fmt/core.h>
 #include <seccomp.h>
 #include <unistd.h>
@@ -38,8 +39,12 @@ void Loop::timed_go(Held& h, Thread& th, Proc& p) {
   t.reserved = h.timed_reserve;
   t.view_seq = view_.seq;  // a held call's buckets follow the view (Loop::install)
   t.fd_copy = sv_fd_copy(p.pidfd, h.timed.fd);
-  if (t.fd_copy >= 0 && timed_.submit(t)) return;
   if (t.fd_copy >= 0) {
+    // From the page cache here at once (no thread to wake: a few microseconds);
+    // what would wait for a disk, by a worker.
+    SvTimedOutcome o = sv_timed_make(t, timed_scratch_, true);
+    if (o == SvTimedOutcome::Made) return timed_complete(t);
+    if (o == SvTimedOutcome::Blocks && timed_.submit(t)) return;
     ::close(t.fd_copy);
   } else if (!said_untimed_) {
     said_untimed_ = true;
@@ -52,7 +57,12 @@ void Loop::timed_go(Held& h, Thread& th, Proc& p) {
 
 void Loop::timed_finish() {
   timed_.done(timed_done_);
-  for (SvTimedRead& t : timed_done_) {
+  for (SvTimedRead& t : timed_done_) timed_complete(t);
+  timed_done_.clear();
+}
+
+void Loop::timed_complete(SvTimedRead& t) {
+  {
     auto pit = procs_.find(t.tgid);
     auto tit = threads_.find(t.tid);
     Proc* p = pit == procs_.end() ? nullptr : &pit->second;
@@ -62,22 +72,16 @@ void Loop::timed_finish() {
     fd_ = t.lfd;
     if (!t.made) {
       if (t.fd_copy >= 0) ::close(t.fd_copy);
-      if (!listening) continue;
+      if (!listening) return;
       if (th && p) timed_continue(*th, t.call, t.bucket, t.asked, t.reserved, t.view_seq, t.id);
       else respond(t.id);
-      continue;
+      return;
     }
-    bool answered = false;
-    if (listening) {
-      seccomp_notif_resp resp{};
-      resp.id = t.id;
-      resp.val = t.r >= 0 ? t.r : 0;
-      resp.error = t.r < 0 ? static_cast<int32_t>(t.r) : 0;
-      answered = seccomp_notify_respond(fd_, &resp) == 0;
+    if (t.answered < 0) {  // made here (from the page cache)
+      t.answered = listening && sv_timed_answer(t) ? 1 : 0;
+      if (!listening && t.r > 0 && t.args.off < 0) ::lseek(t.fd_copy, -static_cast<off_t>(t.r), SEEK_CUR);
     }
-    // Not answered (a signal interrupted the call: it restarts as a new one; or it was
-    // killed): what a read at the file position took is given back to that position.
-    if (!answered && t.r > 0 && t.args.off < 0) ::lseek(t.fd_copy, -static_cast<off_t>(t.r), SEEK_CUR);
+    bool answered = t.answered > 0;
     if (t.fd_copy >= 0) ::close(t.fd_copy);
     if (answered) {
       ++stats_.timed;
@@ -88,7 +92,6 @@ void Loop::timed_finish() {
       settle_moved(*th, *p, o, answered && t.r > 0 ? static_cast<uint64_t>(t.r) : 0);
     }
   }
-  timed_done_.clear();
 }
 
 }  // namespace bonsai::ctl

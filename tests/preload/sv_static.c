@@ -15,7 +15,7 @@
                                (O_APPEND): Go's thread per held call (issue 49)
      writev PATH BYTES         writev() BYTES in 64 KiB calls of two 32 KiB pieces
      nodump MODE ARGS...       prctl(PR_SET_DUMPABLE, 0) (a hardened daemon), then MODE
-     sum CALL PATH BS [direct] reads PATH to EOF in BS calls of CALL (read, pread, readv,
+     sum CALL PATH BS [direct] reads PATH (- for stdin) to EOF in BS calls of CALL (read, pread, readv,
                                preadv, preadv2: the vectored ones in two pieces, BS/2
                                and the rest), O_DIRECT if asked (a page-aligned buffer);
                                adds "sum=" (FNV-1a of the bytes read, in order) and
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   } else if (!strcmp(mode, "sum") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
     const char* call = argv[2];
     size_t bs = (size_t)size_arg(argv[4]);
-    int fd = open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0));
+    int fd = strcmp(argv[3], "-") ? open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0)) : 0;
     char* b = NULL;
     if (fd < 0 || bs < 2 || posix_memalign((void**)&b, 4096, bs)) die("open %s", argv[3]);
     unsigned long long h = 1469598103934665603ull;
