@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# protect: (issue 52) in supervised programs (static C, Go): the supervisor makes a
+# protected read itself on a copy of the descriptor and times it. (1) read, pread,
+# readv, preadv, preadv2 of a static program: the data byte-exact (FNV sum), every call
+# timed; O_DIRECT too, and an unaligned O_DIRECT read fails as it would unsupervised,
+# untimed. (2) A read of a pipe is not made (CONTINUE, untimed) and is exact. (3) A
+# call the protect: does not name goes as before, untimed. (4) Under a cap too: held to
+# it, its bytes counted once. (5) The agent measures a p99 from these calls (stat,
+# --json). (6) A Go program's Read and ReadAt: exact, timed.
+# timeout: 45
+. "$(dirname "$0")/lib/ctl_lib.sh"
+need_prog sv_static
+need_cmd python3 sha256sum
+P=$PRE/sv_static
+cat > "$T/p.yaml" <<'YAML'
+version: 1
+services:
+  db:
+    protect: {calls: [read, pread, readv, preadv], p99: 1s, squeeze: [batch]}
+  db2:
+    protect: {calls: [pread], p99: 1s, squeeze: [batch2]}
+    scope: service
+    limits:
+      - {calls: [reads], rate: 16MiB/s}
+  batch:
+    limits:
+      - {calls: [reads], rate: 40MiB/s}
+  batch2:
+    limits:
+      - {calls: [reads], rate: 40MiB/s}
+YAML
+"$CTL" load "$T/p.yaml" > "$T/load.out" || fail "load: $(cat "$T/load.out")"
+apid=$(protect_agent_of db)
+[ "$apid" != 0 ] || fail "no protect-agent serves db 5 s after load"
+cleanup_hooks+=("kill $apid 2>/dev/null")
+timed() { jq_stat "$1" 'd["protect"]["timed"]'; }
+
+# (1) Each call of the family: exact, each call timed (the last, empty one too).
+head -c $((5 * MiB + 12345)) /dev/urandom > "$T/data"
+want=$(field "$("$P" sum read "$T/data" 100000)" sum)
+for call in read pread readv preadv preadv2; do
+  t0=$(timed db)
+  out=$("$CTL" run -s db -- "$P" sum "$call" "$T/data" 100000 2> "$T/run.err") || fail "$call: $(cat "$T/run.err")"
+  [ "$(field "$out" sum)" = "$want" ] || fail "$call: data differs under the supervisor: $out (want sum=$want)"
+  n=$(($(timed db) - t0))
+  [ "$n" = "$(field "$out" calls)" ] || fail "$call: $n calls timed of $(field "$out" calls)"
+done
+note "read, pread, readv, preadv, preadv2: exact, every call timed ($(timed db) calls)"
+if "$P" sum pread "$T/data" 1M direct > /dev/null 2>&1; then
+  for call in pread readv; do
+    t0=$(timed db)
+    out=$("$CTL" run -s db -- "$P" sum "$call" "$T/data" 1M direct 2> "$T/run.err") || fail "$call O_DIRECT: $(cat "$T/run.err")"
+    [ "$(field "$out" sum)" = "$want" ] || fail "$call O_DIRECT: data differs: $out"
+    [ $(($(timed db) - t0)) = "$(field "$out" calls)" ] || fail "$call O_DIRECT: not every call timed"
+  done
+  # An unaligned O_DIRECT size: EINVAL, as without a supervisor, and not timed.
+  t0=$(timed db)
+  "$CTL" run -s db -- "$P" sum pread "$T/data" 1000 direct > /dev/null 2> "$T/run.err" && fail "unaligned O_DIRECT read succeeded"
+  grep -q 'errno 22' "$T/run.err" || fail "unaligned O_DIRECT read: $(cat "$T/run.err")"
+  [ "$(timed db)" = "$t0" ] || fail "an unaligned O_DIRECT read was timed"
+  note "O_DIRECT pread, readv: exact, timed; unaligned: EINVAL, untimed"
+else
+  note "no O_DIRECT in $T: its cases skipped"
+fi
+
+# (2) A pipe: not made by the supervisor (a read that may wait), untimed, exact.
+t0=$(timed db)
+out=$("$CTL" run -s db -- "$P" sum read - 64K < <(cat "$T/data")) || fail "pipe read failed"
+[ "$(field "$out" sum)" = "$want" ] || fail "pipe read differs: $out"
+[ "$(timed db)" = "$t0" ] || fail "a pipe read was timed ($(timed db) vs $t0)"
+
+# (3) db2 protects pread only: its reads go as before (untimed); (4) its preads are timed
+# under its 16MiB/s cap, held to it, their bytes counted once.
+head -c $((12 * MiB)) /dev/urandom > "$T/d12"
+want12=$(field "$("$P" sum read "$T/d12" 1M)" sum)
+out=$("$CTL" run -s db2 -- "$P" sum read "$T/d12" 1M) || fail "db2 read failed"
+[ "$(field "$out" sum)" = "$want12" ] || fail "db2 read differs: $out"
+[ "$(timed db2)" = 0 ] || fail "a read protect: does not name was timed ($(timed db2))"
+out=$("$CTL" run -s db2 -- "$P" sum pread "$T/d12" 1M) || fail "db2 pread failed"
+[ "$(field "$out" sum)" = "$want12" ] || fail "db2 pread differs: $out"
+[ "$(timed db2)" = "$(field "$out" calls)" ] || fail "db2: $(timed db2) preads timed of $(field "$out" calls)"
+[ "$(total_bytes db2 pread)" = $((12 * MiB)) ] || fail "db2: $(total_bytes db2 pread) pread bytes counted, not 12 MiB"
+# The cap's depth lets the first chunk go at once: 12 MiB at 16 MiB/s takes ~0.75 s.
+check_rate "db2 protected preads, cap 16 MiB/s" $((12 * MiB)) "$(field "$out" secs)" $((16 * MiB)) 0.75 1.3
+
+# (5) The agent's p99 from supervised calls: 4 KiB preads for up to 6 s until a period's shows.
+(
+  end=$(($(date +%s) + 6))
+  while [ "$(date +%s)" -lt "$end" ]; do "$CTL" run -s db -- "$P" sum pread "$T/data" 4K > /dev/null || exit 1; done
+) &
+loop=$!
+cleanup_hooks+=("kill $loop 2>/dev/null")
+p99=0
+for _ in $(seq 1 50); do
+  sleep 0.1
+  p99=$(jq_stat db 'd["protect"]["p99_ns"] if d["protect"]["samples"] > 0 else 0')
+  [ "$p99" != 0 ] && break
+done
+line=$("$CTL" stat db | grep 'protect:')
+kill "$loop" 2>/dev/null
+wait "$loop" 2>/dev/null
+[ "$p99" != 0 ] || fail "no p99 measured from supervised preads: $(jq_stat db 'd["protect"]')"
+note "agent: $line"
+check_between "p99 of cached 4 KiB preads (ns)" "$p99" 1 100000000
+
+# (6) Go: Read (read) and ReadAt (pread), exact and timed.
+if build_gocat; then
+  for mode in - -at; do
+    t0=$(timed db)
+    got=$("$CTL" run -s db -- "$GOCAT" "$T/data" "$mode" 2> "$T/go.err" | sha256sum | cut -d' ' -f1)
+    [ "$got" = "$(sha256sum < "$T/data" | cut -d' ' -f1)" ] || fail "Go $mode: data differs: $(cat "$T/go.err")"
+    n=$(($(timed db) - t0))
+    [ "$n" -ge 81 ] || fail "Go $mode: $n calls timed (5 MiB in 64 KiB reads: at least 81)"
+  done
+  note "Go Read and ReadAt: exact, timed"
+else
+  note "no Go: $(cat "$T/gobuild.log")"
+fi
+exit 0
