@@ -15,6 +15,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "supervisor/sv_target.h"
 #include "sys/clock.h"
 
@@ -75,6 +77,27 @@ namespace {
 // O_DIRECT's memory alignment as the supervisor checks it: a page (the kernel's may be
 // smaller; a target aligned only to it goes untimed, never wrongly answered).
 constexpr uint64_t kDirectAlign = 4096;
+
+// cachestat(2) (Linux 6.5; ENOSYS before: then no read at the file position is made
+// in the loop). Its structures, for headers older than it.
+constexpr long kSysCachestat = 451;
+struct CachestatRange {
+  uint64_t off, len;
+};
+struct Cachestat {
+  uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
+};
+
+// Whether all of [off, off + len) of `fd` is in the page cache (len 0: yes, nothing to read).
+bool range_cached(int fd, uint64_t off, uint64_t len) {
+  if (!len) return true;
+  constexpr uint64_t kPage = 4096;
+  CachestatRange r{off, len};
+  Cachestat cs{};
+  if (::syscall(kSysCachestat, fd, &r, &cs, 0) != 0) return false;
+  uint64_t pages = (off + len - 1) / kPage - off / kPage + 1;
+  return cs.nr_cache >= pages;
+}
 
 bool buffer_ensure(void*& buf, size_t& buf_len, size_t need) {
   need = (need + 4095) & ~size_t{4095};
@@ -139,6 +162,20 @@ SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) no
   bool at_position = a.off < 0;  // read, readv, preadv2 at -1: the shared file position moves
   // The target's own RWF_NOWAIT: its answer (EAGAIN too) is the call's, wherever it is made.
   bool own_nowait = a.nr == SYS_preadv2 && (a.rwf & RWF_NOWAIT);
+  if (nowait && at_position && !own_nowait) {
+    // A read at the shared position is never undone in the loop (another thread's read
+    // of the same open file could come between): it is made here only when the page
+    // cache holds its whole range (cachestat), in one plain read; else by a worker.
+    off_t pos = ::lseek(t.fd_copy, 0, SEEK_CUR);
+    if (pos < 0) return SvTimedOutcome::Blocks;
+    uint64_t want = n;
+    if (S_ISREG(st.st_mode)) {
+      uint64_t size = static_cast<uint64_t>(st.st_size);
+      want = static_cast<uint64_t>(pos) >= size ? 0 : std::min<uint64_t>(n, size - static_cast<uint64_t>(pos));
+    }
+    if (!range_cached(t.fd_copy, static_cast<uint64_t>(pos), want)) return SvTimedOutcome::Blocks;
+    nowait = false;  // the plain read below, timed
+  }
   uint64_t t0 = mono_ns();
   ssize_t r;
   if (nowait || a.nr == SYS_preadv2) {
@@ -158,14 +195,11 @@ SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) no
     // file (part of it in memory) is undone and left to a worker, without RWF_NOWAIT.
     bool whole = r >= 0 && static_cast<uint64_t>(r) == n;
     if (!whole && r >= 0 && S_ISREG(st.st_mode)) {
-      off_t end = at_position ? ::lseek(t.fd_copy, 0, SEEK_CUR) : static_cast<off_t>(a.off) + r;
+      off_t end = static_cast<off_t>(a.off) + r;
       struct stat now;
       whole = end >= 0 && ::fstat(t.fd_copy, &now) == 0 && end >= now.st_size;  // short at the end: the file's answer
     }
-    if (!whole) {
-      if (r > 0 && at_position) ::lseek(t.fd_copy, -static_cast<off_t>(r), SEEK_CUR);
-      return SvTimedOutcome::Blocks;
-    }
+    if (!whole) return SvTimedOutcome::Blocks;  // an offset of its own: nothing to undo
   }
   if (r > 0) {
     uint32_t k = sv_timed_cut(segs.data(), static_cast<uint32_t>(segs.size()), static_cast<uint64_t>(r));

@@ -112,9 +112,12 @@ struct SvTimedScratch {
 enum class SvTimedOutcome { Made, NotMade, Blocks };
 
 // Makes `t`: fills made, r, ns (Made), or leaves nothing changed (NotMade: the call goes
-// with CONTINUE). `nowait` (the loop's thread, which must not wait for a disk): the read
-// is tried with RWF_NOWAIT, kept only if the page cache answered it whole (or up to the
-// end of the file); else undone and Blocks: a worker makes it. Closes nothing.
+// with CONTINUE). `nowait` (the loop's thread, which must not wait for a disk): a read
+// at an offset of its own is tried with RWF_NOWAIT and kept only if the page cache
+// answered it whole (or up to the end of the file); a read at the shared file position
+// is made only if cachestat says its whole range is cached (never undone: another
+// thread's read of the same file could come between). Else Blocks: a worker makes
+// it, without RWF_NOWAIT. Closes nothing.
 SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) noexcept;
 
 // The worker threads. The loop submits jobs and polls `event_fd()`; done() hands back
