@@ -81,6 +81,8 @@ void Loop::respond_value(uint64_t id, int64_t r) {
 void Loop::handle(const seccomp_notif& in) {
   ++stats_.notifications;
   view_refresh();
+  // Reads workers made and answered: charged before the next call of their threads.
+  if (timed_.in_flight()) timed_finish();
   // x32 (a strict filter notifies its data calls): not supervised here, so refused.
   if (in.data.arch == AUDIT_ARCH_X86_64 && (in.data.nr & kX32SyscallBit)) return respond_value(in.id, -ENOSYS);
   // A 32-bit call (strict mode): in the 64-bit table's form from here on; its memory

@@ -57,8 +57,10 @@ void Loop::timed_go(Held& h, Thread& th, Proc& p) {
 
 void Loop::timed_finish() {
   timed_.done(timed_done_);
+  int at = fd_;  // the listener of a notification being handled (Loop::handle) stays its own
   for (SvTimedRead& t : timed_done_) timed_complete(t);
   timed_done_.clear();
+  fd_ = at;
 }
 
 void Loop::timed_complete(SvTimedRead& t) {

@@ -7,7 +7,8 @@
 # untimed. (2) A read of a pipe is not made (CONTINUE, untimed) and is exact. (3) A
 # call the protect: does not name goes as before, untimed. (4) Under a cap too: held to
 # it, its bytes counted once. (5) The agent measures a p99 from these calls (stat,
-# --json). (6) A Go program's Read and ReadAt: exact, timed.
+# --json). (6) Static children of a dynamic program (the trampoline, a join). (7) A Go
+# program's Read and ReadAt: exact, timed.
 # timeout: 45
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static
@@ -87,7 +88,9 @@ check_rate "db2 protected preads, cap 16 MiB/s" $((12 * MiB)) "$(field "$out" se
 # (5) The agent's p99 from supervised calls: 4 KiB preads for up to 6 s until a period's shows.
 (
   end=$(($(date +%s) + 6))
-  while [ "$(date +%s)" -lt "$end" ]; do "$CTL" run -s db -- "$P" sum pread "$T/data" 4K > /dev/null || exit 1; done
+  while [ "$(date +%s)" -lt "$end" ] && [ ! -e "$T/stop" ]; do
+    "$CTL" run -s db -- "$P" sum pread "$T/data" 4K > /dev/null || exit 1
+  done
 ) &
 loop=$!
 cleanup_hooks+=("kill $loop 2>/dev/null")
@@ -98,13 +101,23 @@ for _ in $(seq 1 50); do
   [ "$p99" != 0 ] && break
 done
 line=$("$CTL" stat db | grep 'protect:')
-kill "$loop" 2>/dev/null
+touch "$T/stop"  # the loop ends after its current run (no read of it left for the cases below)
 wait "$loop" 2>/dev/null
 [ "$p99" != 0 ] || fail "no p99 measured from supervised preads: $(jq_stat db 'd["protect"]')"
 note "agent: $line"
 check_between "p99 of cached 4 KiB preads (ns)" "$p99" 1 100000000
 
-# (6) Go: Read (read) and ReadAt (pread), exact and timed.
+# (6) Static children of a dynamic service process (the library's): the first through the
+# trampoline, the second joining its supervisor; both exact and timed.
+t0=$(timed db)
+"$CTL" run -s db -- sh -c "'$P' sum pread '$T/data' 100000; '$P' sum readv '$T/data' 100000" > "$T/kids.out" 2>&1 ||
+  fail "static children: $(cat "$T/kids.out")"
+[ "$(grep -c "sum=$want" "$T/kids.out")" = 2 ] || fail "static children's data differs: $(cat "$T/kids.out")"
+n=$(($(timed db) - t0))
+[ "$n" = 108 ] || fail "static children: $n calls timed, not 2 x 54: $(cat "$T/kids.out")"
+note "static children (trampoline, then joined): exact, every call timed"
+
+# (7) Go: Read (read) and ReadAt (pread), exact and timed.
 if build_gocat; then
   for mode in - -at; do
     t0=$(timed db)
