@@ -3,8 +3,8 @@
 # protect: (issue 52) in supervised programs (static C, Go): the supervisor makes a
 # protected read itself on a copy of the descriptor and times it. (1) read, pread,
 # readv, preadv, preadv2 of a static program: the data byte-exact (FNV sum), every call
-# timed; O_DIRECT too, and an unaligned O_DIRECT read fails as it would unsupervised,
-# untimed. (2) A read of a pipe is not made (CONTINUE, untimed) and is exact. (3) A
+# timed; O_DIRECT too (4 threads at once), and an unaligned O_DIRECT read fails as it
+# would unsupervised, untimed. (2) A read of a pipe is not made (CONTINUE, untimed) and is exact. (3) A
 # call the protect: does not name goes as before, untimed. (4) Under a cap too: held to
 # it, its bytes counted once. (5) The agent measures a p99 from these calls (stat,
 # --json). (6) Static children of a dynamic program (the trampoline, a join). (7) A Go
@@ -60,7 +60,14 @@ if "$P" sum pread "$T/data" 1M direct > /dev/null 2>&1; then
   "$CTL" run -s db -- "$P" sum pread "$T/data" 1000 direct > /dev/null 2> "$T/run.err" && fail "unaligned O_DIRECT read succeeded"
   grep -q 'errno 22' "$T/run.err" || fail "unaligned O_DIRECT read: $(cat "$T/run.err")"
   [ "$(timed db)" = "$t0" ] || fail "an unaligned O_DIRECT read was timed"
-  note "O_DIRECT pread, readv: exact, timed; unaligned: EINVAL, untimed"
+  # Four threads' O_DIRECT preads at once (the workers'): exact, each timed.
+  t0=$(timed db)
+  out=$("$CTL" run -s db -- "$P" tsum 4 "$T/data" 64K direct 2> "$T/run.err") || fail "tsum: $(cat "$T/run.err")"
+  [ "$(field "$out" sum)" = "$want" ] || fail "4 threads' O_DIRECT preads: data differs: $out"
+  # (glibc's malloc reads /sys/devices/system/cpu/online once a second thread runs: timed too)
+  n=$(($(timed db) - t0))
+  check_between "4 threads' O_DIRECT preads timed" "$n" "$(field "$out" calls)" $(($(field "$out" calls) + 2))
+  note "O_DIRECT pread, readv, 4 threads' preads: exact, timed; unaligned: EINVAL, untimed"
 else
   note "no O_DIRECT in $T: its cases skipped"
 fi

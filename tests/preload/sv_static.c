@@ -20,6 +20,9 @@
                                and the rest), O_DIRECT if asked (a page-aligned buffer);
                                adds "sum=" (FNV-1a of the bytes read, in order) and
                                "ns_per_call=" (protect: the supervisor times these)
+     tsum N PATH BS [direct]   N threads (up to 64) pread() PATH in BS pieces (piece k by
+                               thread k % N, all at once), into one copy of the file;
+                               prints its "sum=" as sum does
    Prints "bytes=N secs=S" (the bytes this process moved); calls adds "ns_per_call=". */
 // build-flags: -static -pthread
 #define _GNU_SOURCE
@@ -71,6 +74,28 @@ static void* raw_main(void* arg) {
   (void)arg;
   pthread_barrier_wait(&raw_start);
   if (syscall(SYS_write, raw_fd, raw_buf, (size_t)raw_bytes) != raw_bytes) die("raw write");
+  return NULL;
+}
+
+struct tjob {
+  int fd, n, k;
+  size_t bs;
+  long long size;
+  char* copy;
+  long long calls;
+};
+
+static void* tsum_main(void* arg) {
+  struct tjob* j = arg;
+  char* b = NULL;
+  if (posix_memalign((void**)&b, 4096, j->bs)) die("posix_memalign");
+  for (long long off = (long long)j->k * (long long)j->bs; off < j->size; off += (long long)j->n * (long long)j->bs) {
+    ssize_t r = pread(j->fd, b, j->bs, off);
+    ++j->calls;
+    if (r < 0) die("pread");
+    memcpy(j->copy + off, b, (size_t)r);
+  }
+  free(b);
   return NULL;
 }
 
@@ -213,6 +238,29 @@ int main(int argc, char** argv) {
     }
     double secs = now_s() - t0;
     printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f\n", moved, secs, h, ncalls,
+           secs * 1e9 / (double)ncalls);
+    return 0;
+  } else if (!strcmp(mode, "tsum") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
+    int n = atoi(argv[2]);
+    int fd = open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0));
+    long long size = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    char* copy = size > 0 ? malloc((size_t)size) : NULL;
+    if (n < 1 || n > 64 || !copy) die("tsum %s", argv[3]);
+    struct tjob j[64];
+    pthread_t t[64];
+    for (int i = 0; i < n; ++i) {
+      j[i] = (struct tjob){fd, n, i, (size_t)size_arg(argv[4]), size, copy, 0};
+      if (pthread_create(&t[i], NULL, tsum_main, &j[i])) die("pthread_create");
+    }
+    long long ncalls = 0;
+    for (int i = 0; i < n; ++i) {
+      pthread_join(t[i], NULL);
+      ncalls += j[i].calls;
+    }
+    unsigned long long h = 1469598103934665603ull;
+    for (long long i = 0; i < size; ++i) h = (h ^ (unsigned char)copy[i]) * 1099511628211ull;
+    double secs = now_s() - t0;
+    printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f\n", size, secs, h, ncalls,
            secs * 1e9 / (double)ncalls);
     return 0;
   } else if (!strcmp(mode, "exec") && argc >= 3) {
