@@ -74,9 +74,15 @@ void Loop::timed_complete(SvTimedRead& t) {
     fd_ = t.lfd;
     if (!t.made) {
       if (t.fd_copy >= 0) ::close(t.fd_copy);
-      if (!listening) return;
-      if (th && p) timed_continue(*th, t.call, t.bucket, t.asked, t.reserved, t.view_seq, t.id);
-      else respond(t.id);
+      // Interrupted meanwhile, the call restarts as a new notification, which may have
+      // come already: this one's reservation is given back, the thread's state left alone.
+      bool valid = listening && seccomp_notify_id_valid(fd_, t.id) == 0;
+      if (valid && th && p) return timed_continue(*th, t.call, t.bucket, t.asked, t.reserved, t.view_seq, t.id);
+      if (th && p) {
+        Owed o{true, SvMoved::ReadChar, t.call, {t.bucket[0], t.bucket[1]}, t.asked, t.reserved, t.view_seq, 0};
+        settle_moved(*th, *p, o, 0);
+      }
+      if (valid) respond(t.id);
       return;
     }
     if (t.answered < 0) {  // made here (from the page cache)
