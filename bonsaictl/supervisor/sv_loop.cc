@@ -115,6 +115,7 @@ void Loop::handle(const seccomp_notif& in) {
   // A read the service's protect: names (sv_protect.h): made and timed by a worker once it may go.
   SvTimedArgs timed{};
   bool is_timed = (protect_calls_ & call_bit(sc->call)) && !compat_ && sv_timed_args(*sc, req.data.args, timed);
+  if (is_timed && th->timed_lost >= kSvTimedLostMax) is_timed = false, th->timed_lost = 0;  // this one the kernel's
   if (!view_.usable) {
     count(*p, sc->call, 1, 0);
     if (!is_timed) return respond(req.id);
@@ -287,7 +288,12 @@ SupervisorStats Loop::run() {
         fd_ = fds[i].fd;
         std::memset(req, 0, sizeof *req);
         errno = 0;
-        if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
+        int rc;
+        {
+          std::lock_guard lk(timed_.mem_mu());  // no worker writes into a target meanwhile (sv_timed_deliver)
+          rc = seccomp_notify_receive(fd_, req);
+        }
+        if (rc == 0) handle(*req);
         else if (errno == EBADF || errno == ENOTTY || errno == EINVAL) listener_drop(i);  // not a listener: never spin on it
       } else if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
         listener_drop(i);

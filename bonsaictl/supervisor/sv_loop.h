@@ -102,6 +102,10 @@ struct Thread {
   Owed owed{};
   DebtList debt;
   Place place[DebtList::kSlots]{};  // of the call being handled (cleared at each notification)
+  // Protected reads of its made in a row whose answer came too late (a signal interrupted
+  // the call meanwhile; it restarts): from kSvTimedLostMax on, the next goes with
+  // CONTINUE, untimed, which the kernel makes without interruption (sv_protect.h).
+  uint8_t timed_lost = 0;
 };
 
 // Debt a thread left when it ended (a write's prepaid size not taken yet, a read's late
@@ -244,7 +248,6 @@ class Loop {
   CallMask protect_calls_ = 0;  // the segment's protect calls the supervisor times (kSvTimedCalls)
   SvTimedPool timed_;
   SvTimedScratch timed_scratch_;  // the loop's own reads (from the page cache)
-  std::vector<SvTimedRead> timed_done_;
   // sv_serve.cc: trees that join this supervisor (abi/sv_join.h)
   void join_accept();
   void join_receive(Joiner& j);

@@ -15,8 +15,6 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include <algorithm>
-
 #include "supervisor/sv_target.h"
 #include "sys/clock.h"
 
@@ -27,29 +25,22 @@ bool sv_timed_args(const SvSyscall& sc, const __u64 a[6], SvTimedArgs& out) noex
   out.fd = static_cast<int>(a[0]);
   out.addr = a[1];
   switch (sc.nr) {
-    case SYS_read:
-      out.count = a[2];
-      break;
     case SYS_pread64:
       out.count = a[2];
       out.off = static_cast<int64_t>(a[3]);
-      if (out.off < 0) return false;  // EINVAL: the kernel says so
       break;
-    case SYS_readv:
     case SYS_preadv:
     case SYS_preadv2:
-      if (a[2] == 0 || a[2] > kSvTimedMaxIov) return false;
+      if (a[2] == 0 || a[2] > kSvTimedMaxIov) return false;  // the kernel's answer
       out.iovcnt = static_cast<uint32_t>(a[2]);
-      if (sc.nr != SYS_readv) {
-        out.off = static_cast<int64_t>(a[3]);  // x86_64: pos_l holds the whole offset
-        if (out.off < -1 || (out.off == -1 && sc.nr == SYS_preadv)) return false;
-      }
+      out.off = static_cast<int64_t>(a[3]);  // x86_64: pos_l holds the whole offset
       if (sc.nr == SYS_preadv2) out.rwf = static_cast<int>(a[5]);
       break;
     default:
-      return false;
+      return false;  // read, readv: at the file position (see sv_protect.h)
   }
-  if (out.fd < 0) return false;
+  // A negative offset: EINVAL, or preadv2's -1, the file position: the kernel's.
+  if (out.fd < 0 || out.off < 0) return false;
   out.nr = sc.nr;
   return true;
 }
@@ -77,27 +68,6 @@ namespace {
 // O_DIRECT's memory alignment as the supervisor checks it: a page (the kernel's may be
 // smaller; a target aligned only to it goes untimed, never wrongly answered).
 constexpr uint64_t kDirectAlign = 4096;
-
-// cachestat(2) (Linux 6.5; ENOSYS before: then no read at the file position is made
-// in the loop). Its structures, for headers older than it.
-constexpr long kSysCachestat = 451;
-struct CachestatRange {
-  uint64_t off, len;
-};
-struct Cachestat {
-  uint64_t nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted;
-};
-
-// Whether all of [off, off + len) of `fd` is in the page cache (len 0: yes, nothing to read).
-bool range_cached(int fd, uint64_t off, uint64_t len) {
-  if (!len) return true;
-  constexpr uint64_t kPage = 4096;
-  CachestatRange r{off, len};
-  Cachestat cs{};
-  if (::syscall(kSysCachestat, fd, &r, &cs, 0) != 0) return false;
-  uint64_t pages = (off + len - 1) / kPage - off / kPage + 1;
-  return cs.nr_cache >= pages;
-}
 
 bool buffer_ensure(void*& buf, size_t& buf_len, size_t need) {
   need = (need + 4095) & ~size_t{4095};
@@ -159,31 +129,13 @@ SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) no
   uint64_t n = total < kSvTimedMax ? total : kSvTimedMax;
   if (!buffer_ensure(sc.buf, sc.len, n ? n : 1)) return SvTimedOutcome::NotMade;
   void* buf = sc.buf;
-  bool at_position = a.off < 0;  // read, readv, preadv2 at -1: the shared file position moves
   // The target's own RWF_NOWAIT: its answer (EAGAIN too) is the call's, wherever it is made.
   bool own_nowait = a.nr == SYS_preadv2 && (a.rwf & RWF_NOWAIT);
-  if (nowait && at_position && !own_nowait) {
-    // A read at the shared position is never undone in the loop (another thread's read
-    // of the same open file could come between): it is made here only when the page
-    // cache holds its whole range (cachestat), in one plain read; else by a worker.
-    off_t pos = ::lseek(t.fd_copy, 0, SEEK_CUR);
-    if (pos < 0) return SvTimedOutcome::Blocks;
-    uint64_t want = n;
-    if (S_ISREG(st.st_mode)) {
-      uint64_t size = static_cast<uint64_t>(st.st_size);
-      want = static_cast<uint64_t>(pos) >= size ? 0 : std::min<uint64_t>(n, size - static_cast<uint64_t>(pos));
-    }
-    if (!range_cached(t.fd_copy, static_cast<uint64_t>(pos), want)) return SvTimedOutcome::Blocks;
-    nowait = false;  // the plain read below, timed
-  }
   uint64_t t0 = mono_ns();
   ssize_t r;
   if (nowait || a.nr == SYS_preadv2) {
-    // preadv2 at -1 is read at the file position (the same lock, the same update).
     iovec one{buf, n};
     r = ::preadv2(t.fd_copy, &one, 1, a.off, (a.nr == SYS_preadv2 ? a.rwf : 0) | (nowait ? RWF_NOWAIT : 0));
-  } else if (at_position) {
-    r = ::read(t.fd_copy, buf, n);
   } else {
     r = ::pread(t.fd_copy, buf, n, a.off);
   }
@@ -199,21 +151,31 @@ SvTimedOutcome sv_timed_make(SvTimedRead& t, SvTimedScratch& sc, bool nowait) no
       struct stat now;
       whole = end >= 0 && ::fstat(t.fd_copy, &now) == 0 && end >= now.st_size;  // short at the end: the file's answer
     }
-    if (!whole) return SvTimedOutcome::Blocks;  // an offset of its own: nothing to undo
+    if (!whole) return SvTimedOutcome::Blocks;  // its own offset: nothing to undo
   }
-  if (r > 0) {
-    uint32_t k = sv_timed_cut(segs.data(), static_cast<uint32_t>(segs.size()), static_cast<uint64_t>(r));
-    if (!target_write(t.tid, buf, static_cast<size_t>(r), segs.data(), k)) {
-      // Not delivered: the position goes back, and the kernel makes the call (EFAULT
-      // where the target's memory is bad, the same data where only our copy failed).
-      if (at_position) ::lseek(t.fd_copy, -static_cast<off_t>(r), SEEK_CUR);
-      return SvTimedOutcome::NotMade;
-    }
-  }
+  sc.nsegs = r > 0 ? sv_timed_cut(segs.data(), static_cast<uint32_t>(segs.size()), static_cast<uint64_t>(r)) : 0;
   t.made = true;
   t.r = r < 0 ? -static_cast<int64_t>(err) : r;
   t.ns = t1 > t0 ? t1 - t0 : 1;
   return SvTimedOutcome::Made;
+}
+
+bool sv_timed_copy_out(const SvTimedRead& t, const SvTimedScratch& sc) noexcept {
+  return t.r <= 0 || target_write(t.tid, sc.buf, static_cast<size_t>(t.r), sc.segs.data(), sc.nsegs);
+}
+
+void sv_timed_deliver(SvTimedRead& t, const SvTimedScratch& sc, bool check_valid) noexcept {
+  if (check_valid && ::ioctl(t.lfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &t.id) != 0) {
+    t.answered = 0;  // interrupted while the read was made: its restart is a new call
+    return;
+  }
+  if (!sv_timed_copy_out(t, sc)) {
+    // Not delivered: the kernel makes the call (EFAULT where the target's memory is
+    // bad, the same data where only our copy failed).
+    t.made = false;
+    return;
+  }
+  t.answered = sv_timed_answer(t) ? 1 : 0;
 }
 
 bool sv_timed_answer(const SvTimedRead& t) noexcept {
@@ -222,11 +184,8 @@ bool sv_timed_answer(const SvTimedRead& t) noexcept {
   resp.val = t.r >= 0 ? t.r : 0;
   resp.error = t.r < 0 ? static_cast<int32_t>(t.r) : 0;
   // ENOENT: interrupted (the call restarts as a new notification) or killed; another
-  // error: the listener is gone with its tree. Either way nobody took the data: what a
-  // read at the file position took is given back to that position.
-  if (::ioctl(t.lfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0) return true;
-  if (t.r > 0 && t.args.off < 0) ::lseek(t.fd_copy, -static_cast<off_t>(t.r), SEEK_CUR);
-  return false;
+  // error: the listener is gone with its tree.
+  return ::ioctl(t.lfd, SECCOMP_IOCTL_NOTIF_SEND, &resp) == 0;
 }
 
 SvTimedPool::~SvTimedPool() {
@@ -272,9 +231,11 @@ void SvTimedPool::work() {
     SvTimedRead t = queue_.front();
     queue_.pop_front();
     lk.unlock();
-    sv_timed_make(t, scratch, false);
+    if (sv_timed_make(t, scratch, false) == SvTimedOutcome::Made) {
+      std::lock_guard g(mem_mu_);  // see sv_timed_deliver
+      sv_timed_deliver(t, scratch, true);
+    }
     if (t.made) {
-      t.answered = sv_timed_answer(t) ? 1 : 0;
       ::close(t.fd_copy);
       t.fd_copy = -1;
     }

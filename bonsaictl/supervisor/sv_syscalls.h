@@ -25,10 +25,9 @@ inline const SvSyscall* sv_syscall(int nr) noexcept { return syscall_entry(nr); 
 // Every supervised system call (for tests and docs).
 inline std::span<const SvSyscall> sv_syscalls() noexcept { return syscall_table(); }
 
-// The calls a supervisor can time for `protect:` (sv_protect.h: read, pread, readv,
-// preadv; preadv2 is preadv).
-inline constexpr CallMask kSvTimedCalls =
-    call_bit(CallId::read) | call_bit(CallId::pread) | call_bit(CallId::readv) | call_bit(CallId::preadv);
+// The calls a supervisor can time for `protect:` (sv_protect.h): the reads at an offset
+// of their own, pread and preadv (preadv2 is preadv); not read and readv.
+inline constexpr CallMask kSvTimedCalls = call_bit(CallId::pread) | call_bit(CallId::preadv);
 
 // The call names a system call of `s` may be charged under (its own, its alternative,
 // and for a zero-copy call the reads of its source).

@@ -10,6 +10,8 @@
 #include <seccomp.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "supervisor/sv_loop.h"
 #include "supervisor/sv_say.h"
 
@@ -43,7 +45,10 @@ void Loop::timed_go(Held& h, Thread& th, Proc& p) {
     // From the page cache here at once (no thread to wake: a few microseconds);
     // what would wait for a disk, by a worker.
     SvTimedOutcome o = sv_timed_make(t, timed_scratch_, true);
-    if (o == SvTimedOutcome::Made) return timed_complete(t);
+    if (o == SvTimedOutcome::Made) {
+      sv_timed_deliver(t, timed_scratch_, false);  // the loop's thread: no notification is received meanwhile
+      return timed_complete(t);
+    }
     if (o == SvTimedOutcome::Blocks && timed_.submit(t)) return;
     ::close(t.fd_copy);
   } else if (!said_untimed_) {
@@ -56,10 +61,10 @@ void Loop::timed_go(Held& h, Thread& th, Proc& p) {
 }
 
 void Loop::timed_finish() {
-  timed_.done(timed_done_);
+  std::vector<SvTimedRead> done;
+  timed_.done(done);
   int at = fd_;  // the listener of a notification being handled (Loop::handle) stays its own
-  for (SvTimedRead& t : timed_done_) timed_complete(t);
-  timed_done_.clear();
+  for (SvTimedRead& t : done) timed_complete(t);
   fd_ = at;
 }
 
@@ -85,16 +90,13 @@ void Loop::timed_complete(SvTimedRead& t) {
       if (valid) respond(t.id);
       return;
     }
-    if (t.answered < 0) {  // made here (from the page cache)
-      t.answered = listening && sv_timed_answer(t) ? 1 : 0;
-      if (!listening && t.r > 0 && t.args.off < 0) ::lseek(t.fd_copy, -static_cast<off_t>(t.r), SEEK_CUR);
-    }
     bool answered = t.answered > 0;
     if (t.fd_copy >= 0) ::close(t.fd_copy);
     if (answered) {
       ++stats_.timed;
       if (!lost_) protect_hist_add(&seg_.seg().protect, t.ns);
     }
+    if (th) th->timed_lost = answered ? 0 : static_cast<uint8_t>(std::min(th->timed_lost + 1, 255));
     if (th && p) {
       Owed o{true, SvMoved::ReadChar, t.call, {t.bucket[0], t.bucket[1]}, t.asked, t.reserved, t.view_seq, 0};
       settle_moved(*th, *p, o, answered && t.r > 0 ? static_cast<uint64_t>(t.r) : 0);

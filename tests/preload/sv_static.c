@@ -20,6 +20,8 @@
                                and the rest), O_DIRECT if asked (a page-aligned buffer);
                                adds "sum=" (FNV-1a of the bytes read, in order) and
                                "ns_per_call=" (protect: the supervisor times these)
+     sumsig CALL PATH BS [direct]  sum, with SIGALRM (SA_RESTART) every 100 us: calls
+                               interrupted and restarted; adds "sigs=" (signals taken)
      tsum N PATH BS [direct]   N threads (up to 64) pread() PATH in BS pieces (piece k by
                                thread k % N, all at once), into one copy of the file;
                                prints its "sum=" as sum does
@@ -28,7 +30,9 @@
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -75,6 +79,12 @@ static void* raw_main(void* arg) {
   pthread_barrier_wait(&raw_start);
   if (syscall(SYS_write, raw_fd, raw_buf, (size_t)raw_bytes) != raw_bytes) die("raw write");
   return NULL;
+}
+
+static volatile sig_atomic_t sigs;
+static void on_alarm(int s) {
+  (void)s;
+  ++sigs;
 }
 
 struct tjob {
@@ -213,8 +223,17 @@ int main(int argc, char** argv) {
     double secs = now_s() - t0;
     printf("bytes=%lld secs=%.4f ns_per_call=%.1f\n", n, secs, secs * 1e9 / (double)n);
     return 0;
-  } else if (!strcmp(mode, "sum") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
+  } else if ((!strcmp(mode, "sum") || !strcmp(mode, "sumsig")) &&
+             (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
     const char* call = argv[2];
+    if (mode[3] == 's') {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = on_alarm;
+      sa.sa_flags = SA_RESTART;
+      struct itimerval it = {{0, 100}, {0, 100}};
+      if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL)) die("setitimer");
+    }
     size_t bs = (size_t)size_arg(argv[4]);
     int fd = strcmp(argv[3], "-") ? open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0)) : 0;
     char* b = NULL;
@@ -237,8 +256,8 @@ int main(int argc, char** argv) {
       moved += r;
     }
     double secs = now_s() - t0;
-    printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f\n", moved, secs, h, ncalls,
-           secs * 1e9 / (double)ncalls);
+    printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f sigs=%d\n", moved, secs, h, ncalls,
+           secs * 1e9 / (double)ncalls, (int)sigs);
     return 0;
   } else if (!strcmp(mode, "tsum") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
     int n = atoi(argv[2]);
