@@ -51,7 +51,9 @@ for call in pread preadv preadv2 read readv; do
     *) [ "$n" = "$(field "$out" calls)" ] || fail "$call: $n calls timed of $(field "$out" calls)" ;;
   esac
 done
-note "pread, preadv, preadv2: exact, every call timed; read, readv: exact, untimed"
+grep -q 'note: protect: read and readv of a supervised program .* are not timed' "$T/run.err" ||
+  fail "run did not say read and readv go untimed: $(cat "$T/run.err")"
+note "pread, preadv, preadv2: exact, every call timed; read, readv: exact, untimed (said)"
 if "$P" sum pread "$T/data" 1M direct > /dev/null 2>&1; then
   for call in pread preadv; do
     t0=$(timed db)
