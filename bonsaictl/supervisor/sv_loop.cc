@@ -112,7 +112,7 @@ void Loop::handle(const seccomp_notif& in) {
   settle(*th, *p, have_io, io);
   if (have_io) th->io = io;
   th->io_now = have_io;
-  // A read the service's protect: names (sv_protect.h): made and timed by a worker once it may go.
+  // A read at an offset the service's protect: names (sv_protect.h): made and timed here once it may go.
   SvTimedArgs timed{};
   bool is_timed = (protect_calls_ & call_bit(sc->call)) && !compat_ && sv_timed_args(*sc, req.data.args, timed);
   if (is_timed && th->timed_lost >= kSvTimedLostMax) is_timed = false, th->timed_lost = 0;  // this one the kernel's

@@ -59,7 +59,7 @@ struct SvTimedArgs {
   int fd = -1;          // the target's descriptor
   uint64_t addr = 0;    // its buffer, or its iovec array (vectored)
   uint32_t iovcnt = 0;  // vectored: the entries (0: a plain buffer)
-  int64_t off = -1;     // -1: the file position (read, readv, preadv2 at -1)
+  int64_t off = -1;     // the offset (never negative once sv_timed_args took it)
   int rwf = 0;          // preadv2's flags
   uint64_t count = 0;   // asked (a vectored read's total once its iovecs are read)
 };
