@@ -22,10 +22,14 @@
 #include "shm/seqlock.h"
 #include "segment/shm_client.h"
 #include "launch/sv_launch.h"
+#include "supervisor/sv_syscalls.h"
 #include "launch/uring_deny.h"
 #include "config/yaml_load.h"
 
 namespace bonsai::ctl {
+
+// The reads at the file position protect: may name, which a supervisor does not time.
+constexpr CallMask kProtectReadCalls = call_bit(CallId::read) | call_bit(CallId::readv);
 namespace {
 
 struct RunOptions {
@@ -195,10 +199,14 @@ int cmd_run(const Args& args) {
   else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc), limits) : limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
   SvPlan plan{o.service, {}, true};  // the limits in force: what the filter notifies, whether io_uring escapes
+  CallMask protect_calls = 0;
   {
     uint64_t seq;
     seg->check();
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
+    // protect: (issue 52): a supervised program's protected reads are made and timed by its supervisor.
+    seg->guarded([&] { protect_calls = seg->seg().protect.calls.load(std::memory_order_relaxed); });
+    plan.protect = protect_calls & kSvTimedCalls;
   }
   seg.reset();
   if (fleet_svc) {  // no agent can run: the program is not started (issue 50), as `load` fails
@@ -217,7 +225,12 @@ int cmd_run(const Args& args) {
     unsetenv("BONSAI_STRICT");  // an outer strict launch's mark is not this tree's
     const std::string& u = o.io_uring.empty() ? io_uring : o.io_uring;
     plan.deny_io_uring = u != "allow";
-    if (plan.limits.count == 0) {
+    if (CallMask untimed = protect_calls & ~kSvTimedCalls & kProtectReadCalls)
+      fmt::print(stderr, "bonsaictl run: note: protect: {} of a supervised program ({}) {} not timed, only pread and "
+                 "preadv (docs/protect.md \"Supervised programs\")\n",
+                 untimed == call_bit(CallId::read) ? "read" : untimed == call_bit(CallId::readv) ? "readv" : "read and readv",
+                 path, untimed == (call_bit(CallId::read) | call_bit(CallId::readv)) ? "are" : "is");
+    if (plan.limits.count == 0 && !plan.protect) {
       fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: {} runs unsupervised (a supervised "
                  "program sees only the limits named when it starts)\n", o.service, path);
     } else {
@@ -304,7 +317,8 @@ extern const Command kCmdRun{
     "                  notification) instead of LD_PRELOAD; the default for statically\n"
     "                  linked and Go programs, which LD_PRELOAD cannot reach. The tree\n"
     "                  runs with no_new_privs (unless root) and io_uring denied (unless\n"
-    "                  --io-uring allow); it sees the calls limited when it starts\n"
+    "                  --io-uring allow); it sees the calls limited (and the preads\n"
+    "                  protect: times, which it makes itself) when it starts\n"
     "  --no-supervise  never supervise (a static or Go CMD then runs WITHOUT LIMITS)\n"
     "  --strict   nothing in the tree escapes the limits named at launch: libbonsai.so\n"
     "             marks the calls it charges, and a seccomp filter sends every other\n"

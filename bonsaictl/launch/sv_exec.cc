@@ -19,6 +19,7 @@
 #include "shm/shm_slots.h"
 #include "segment/shm_client.h"
 #include "launch/sv_launch.h"
+#include "supervisor/sv_syscalls.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -107,8 +108,10 @@ int sv_exec_main(int argc, char** argv) {
     plan.serve = true;  // the service's later static children join this supervisor
     uint64_t seq;
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
-    // Inside a strict tree its supervisor holds the program already (sv_launch.h).
-    if (plan.limits.count > 0 && !sv_inside_strict()) sv_launch(plan);
+    seg->guarded([&] { plan.protect = seg->seg().protect.calls.load(std::memory_order_relaxed) & kSvTimedCalls; });
+    // Inside a strict tree its supervisor holds the program already (sv_launch.h). A
+    // protected service's reads are timed by the supervisor (sv_protect.h), limits or not.
+    if ((plan.limits.count > 0 || plan.protect) && !sv_inside_strict()) sv_launch(plan);
   } catch (const std::exception& e) {
     std::string why = e.what();  // sv_launch speaks to `run`'s user: what it says of --no-supervise does not apply
     if (size_t cut = why.find("; nothing was started"); cut != std::string::npos) why.resize(cut);

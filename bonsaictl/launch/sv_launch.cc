@@ -188,7 +188,7 @@ int join_socket(const std::string& service) {
 }  // namespace
 
 void sv_launch(const SvPlan& plan) {
-  std::vector<int> nrs = sv_notified_syscalls(plan.limits);
+  std::vector<int> nrs = sv_notified_syscalls(plan.limits, plan.protect);
   std::string why;
   scmp_filter_ctx ctx = sv_filter_build(nrs, plan.deny_io_uring, plan.strict_mark, why);
   // What the user can do instead: without --strict (the library alone), or without a supervisor.

@@ -25,6 +25,9 @@ struct SvPlan {
   // The service's later static and Go children may join this supervisor (abi/sv_join.h:
   // the trampoline's supervisors, not run's nor strict ones).
   bool serve = false;
+  // The segment's protect: calls at launch: the reads among them are notified, to be
+  // made and timed by the supervisor (supervisor/sv_protect.h).
+  CallMask protect = 0;
 };
 
 // Does the above. Throws CtlError(1) with one line saying why when the kernel or the

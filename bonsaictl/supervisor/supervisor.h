@@ -20,6 +20,7 @@ namespace bonsai::ctl {
 struct SupervisorStats {
   uint64_t notifications = 0;
   uint64_t deferred = 0;
+  uint64_t timed = 0;  // protected reads made and timed (sv_protect.h)
 };
 
 // A supervisor that serves the service's later static and Go children too (the

@@ -158,6 +158,10 @@ void Loop::settle(Thread& th, Proc& p, bool have_io, const SvIo& io) {
     else moved = io.wchar >= th.io.wchar ? io.wchar - th.io.wchar : 0;
     moved = std::min(moved, o.asked);
   }
+  settle_moved(th, p, o, moved);
+}
+
+void Loop::settle_moved(Thread& th, Proc& p, const Owed& o, uint64_t moved) {
   if (moved >= o.counted) count(p, o.call, 0, moved - o.counted);
   else count(p, o.call, 0, static_cast<uint64_t>(-static_cast<int64_t>(o.counted - moved)));  // sums are mod 2^64
   if (o.view_seq != view_.seq) return;  // unusable limits came meanwhile: not charged

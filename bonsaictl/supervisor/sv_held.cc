@@ -42,6 +42,10 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
     if (!h.paced && emu_held_) --emu_held_;
     return emulate(h, now);
   }
+  if (h.timed.nr >= 0) {
+    auto tit = threads_.find(h.tid);
+    if (p && tit != threads_.end()) return timed_go(h, tit->second, *p);
+  }
   respond(h.id);
 }
 

@@ -81,6 +81,8 @@ void Loop::respond_value(uint64_t id, int64_t r) {
 void Loop::handle(const seccomp_notif& in) {
   ++stats_.notifications;
   view_refresh();
+  // Reads workers made and answered: charged before the next call of their threads.
+  if (timed_.in_flight()) timed_finish();
   // x32 (a strict filter notifies its data calls): not supervised here, so refused.
   if (in.data.arch == AUDIT_ARCH_X86_64 && (in.data.nr & kX32SyscallBit)) return respond_value(in.id, -ENOSYS);
   // A 32-bit call (strict mode): in the 64-bit table's form from here on; its memory
@@ -110,7 +112,18 @@ void Loop::handle(const seccomp_notif& in) {
   settle(*th, *p, have_io, io);
   if (have_io) th->io = io;
   th->io_now = have_io;
-  if (!view_.usable) return count(*p, sc->call, 1, 0), respond(req.id);
+  // A read at an offset the service's protect: names (sv_protect.h): made and timed here once it may go.
+  SvTimedArgs timed{};
+  bool is_timed = (protect_calls_ & call_bit(sc->call)) && !compat_ && sv_timed_args(*sc, req.data.args, timed);
+  if (is_timed && th->timed_lost >= kSvTimedLostMax) is_timed = false, th->timed_lost = 0;  // this one the kernel's
+  if (!view_.usable) {
+    count(*p, sc->call, 1, 0);
+    if (!is_timed) return respond(req.id);
+    Held h{req.id, th->tid, th->tgid, sc->call, 0, mono_ns()};
+    h.timed = timed;
+    h.asked = timed.iovcnt ? asked_bytes(*sc, req) : timed.count;
+    return timed_go(h, *th, *p);
+  }
 
   const auto* a = req.data.args;
   CallId call = sc->call;
@@ -120,6 +133,7 @@ void Loop::handle(const seccomp_notif& in) {
   auto kind_of = [&](int fd) { return lim.table.fd_sensitive ? sv_fd_kind(th->tgid, fd) : FdKind::None; };
   int fd = sc->fd_arg >= 0 ? static_cast<int>(a[sc->fd_arg]) : -1;
   Held h{req.id, th->tid, th->tgid, call, 0, mono_ns()};
+  if (is_timed) h.timed = timed;
   h.bucket[0] = view_bucket(lim, call, kind_of(fd));
   if (sc->src_fd_arg >= 0) {  // zero-copy: also a read of its source, each bucket once
     CallId src = a[sc->src_off_arg] ? CallId::pread : CallId::read;
@@ -162,8 +176,13 @@ void Loop::handle(const seccomp_notif& in) {
     }
     // Counted in the stats when it is settled, by what moved: a thread's last read (the
     // empty one at the end of a file) leaves its reservation in the bucket, not in stat.
-    io_baseline(*th);
-    th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, reserve, view_.seq, 0};
+    if (h.timed.nr >= 0) {  // settled when the worker has made it (Loop::timed_finish)
+      h.asked = asked;
+      h.timed_reserve = reserve;
+    } else {
+      io_baseline(*th);
+      th->owed = Owed{true, sc->moved, call, {h.bucket[0], h.bucket[1]}, asked, reserve, view_.seq, 0};
+    }
   } else if (sc->moved == SvMoved::WriteChar) {
     // A write from memory pays what it asks before it goes (the next call gives back what
     // it did not move), so that a process's last write is paid too. A zero-copy call asks
@@ -206,9 +225,12 @@ void Loop::handle(const seccomp_notif& in) {
     charge(*th, h.bucket[1], est);
     count(*p, call, 0, est);
   }
-  if (!limited) return pay(*th, *p, now, false), respond(req.id);
+  if (!limited) {
+    pay(*th, *p, now, false);
+    return h.timed.nr >= 0 ? timed_go(h, *th, *p) : respond(req.id);
+  }
   h.deadline = hold_until(*th, *p, h.bucket, now);
-  if (!h.deadline) return respond(req.id);
+  if (!h.deadline) return h.timed.nr >= 0 ? timed_go(h, *th, *p) : respond(req.id);
   hold(h, *p);
 }
 
@@ -236,11 +258,13 @@ SupervisorStats Loop::run() {
     size_t nj = fds.size();
     for (const Joiner& j : joiners_) fds.push_back(pollfd{j.fd, POLLIN, 0});
     uint64_t timeout_ns = held_timeout(now, fds);
+    if (timed_.event_fd() >= 0) fds.push_back(pollfd{timed_.event_fd(), POLLIN, 0});  // reads made by workers
     if (listeners_.empty()) timeout_ns = std::min(timeout_ns, idle_since_ + kSvLingerNs - now);
     if (!joiners_.empty()) timeout_ns = std::min<uint64_t>(timeout_ns, 100'000'000);
     timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000), static_cast<long>(timeout_ns % 1'000'000'000)};
     int n = ::ppoll(fds.data(), fds.size(), &ts, nullptr);
     if (n < 0 && errno != EINTR) break;
+    if (timed_.in_flight()) timed_finish();
     // A joiner is dropped once it sent its listener or hung up (it gave up waiting for the
     // filter: it runs the trampoline). Not on a short clock: one that has loaded the
     // filter and is about to send would lose its listener with the socket, and its
@@ -264,7 +288,12 @@ SupervisorStats Loop::run() {
         fd_ = fds[i].fd;
         std::memset(req, 0, sizeof *req);
         errno = 0;
-        if (seccomp_notify_receive(fd_, req) == 0) handle(*req);
+        int rc;
+        {
+          std::lock_guard lk(timed_.mem_mu());  // no worker writes into a target meanwhile (sv_timed_deliver)
+          rc = seccomp_notify_receive(fd_, req);
+        }
+        if (rc == 0) handle(*req);
         else if (errno == EBADF || errno == ENOTTY || errno == EINVAL) listener_drop(i);  // not a listener: never spin on it
       } else if (fds[i].revents & (POLLHUP | POLLERR | POLLNVAL)) {
         listener_drop(i);
@@ -277,6 +306,8 @@ SupervisorStats Loop::run() {
   }
   held_.clear();
   while (!listeners_.empty()) listener_drop(listeners_.size() - 1);
+  timed_.stop();  // reads in flight: made, not answered (their tasks are gone), their descriptors closed
+  timed_finish();
   for (Joiner& j : joiners_) ::close(j.fd);
   for (auto& [pid, p] : procs_) proc_drop(p);
   seccomp_notify_free(req, resp);

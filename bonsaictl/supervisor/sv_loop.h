@@ -23,6 +23,7 @@
 #include "segment/shm_client.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/sv_emulate.h"
+#include "supervisor/sv_protect.h"
 #include "supervisor/sv_turn.h"
 #include "supervisor/sv_syscalls.h"
 #include "supervisor/sv_target.h"
@@ -101,6 +102,10 @@ struct Thread {
   Owed owed{};
   DebtList debt;
   Place place[DebtList::kSlots]{};  // of the call being handled (cleared at each notification)
+  // Protected reads of its made in a row whose answer came too late (a signal interrupted
+  // the call meanwhile; it restarts): from kSvTimedLostMax on, the next goes with
+  // CONTINUE, untimed, which the kernel makes without interruption (sv_protect.h).
+  uint8_t timed_lost = 0;
 };
 
 // Debt a thread left when it ended (a write's prepaid size not taken yet, a read's late
@@ -129,6 +134,11 @@ struct Held {
   // taken; it goes at `deadline`, owing nothing more.
   bool paced = false;
   int lfd = -1;  // the listener it came from (set by Loop::hold)
+  // A protected read the supervisor makes and times itself when released (timed.nr >= 0,
+  // sv_protect.h): charged `timed_reserve` before it went, as of view `timed_seq`.
+  SvTimedArgs timed{};
+  uint64_t timed_reserve = 0;
+  uint64_t timed_seq = 0;
 };
 
 // A tree's listener (the one the supervisor was started for, and those of programs that
@@ -176,6 +186,8 @@ class Loop {
   void proc_drop(Proc& p);
   // sv_charge.cc: charging
   void settle(Thread& th, Proc& p, bool have_io, const SvIo& io);
+  // Settles the call `o` that moved `moved` bytes (counted, reservation given back or charged late).
+  void settle_moved(Thread& th, Proc& p, const Owed& o, uint64_t moved);
   // Reads the thread's I/O counters as the baseline of a call about to be settled after
   // it (once per notification: a call the supervisor makes or charges by its size
   // needs none).
@@ -221,6 +233,21 @@ class Loop {
   void emulate(Held& h, uint64_t now);
   // How long the loop may sleep (ns), and the held receives' sockets to poll.
   uint64_t held_timeout(uint64_t now, std::vector<pollfd>& fds) const;
+  // sv_timed.cc: protected reads made and timed here (sv_protect.h)
+  // Hands the read `h` to a worker, or, when it cannot be made, lets it go (CONTINUE) and
+  // settles it as any read. `th`, `p`: its thread and process.
+  void timed_go(Held& h, Thread& th, Proc& p);
+  // The reads the workers made: timed, charged, answered; those not made go with CONTINUE.
+  void timed_finish();
+  // Times, charges and answers a read made (by a worker or here), or lets it go if not made; closes its copy.
+  void timed_complete(SvTimedRead& t);
+  // A read not made by a worker goes as the kernel's, settled at the thread's next call.
+  void timed_continue(Thread& th, CallId call, const uint8_t bucket[2], uint64_t asked, uint64_t reserve,
+                      uint64_t seq, uint64_t id);
+  bool said_untimed_ = false;
+  CallMask protect_calls_ = 0;  // the segment's protect calls the supervisor times (kSvTimedCalls)
+  SvTimedPool timed_;
+  SvTimedScratch timed_scratch_;  // the loop's own reads (from the page cache)
   // sv_serve.cc: trees that join this supervisor (abi/sv_join.h)
   void join_accept();
   void join_receive(Joiner& j);

@@ -81,11 +81,12 @@ void Loop::stderr_follow() {
 }
 
 bool Loop::join_filter() {
-  if (!view_.usable || lost_ || view_.lim.set.count == 0) return false;  // the trampoline decides then
+  if (!view_.usable || lost_ || (view_.lim.set.count == 0 && !protect_calls_)) return false;  // the trampoline decides then
   if (join_seq_ == view_.seq && !join_bpf_.empty()) return true;
   join_bpf_.clear();
   std::string why;
-  scmp_filter_ctx ctx = sv_filter_build(sv_notified_syscalls(view_.lim.set), serve_.deny_io_uring, 0, why);
+  scmp_filter_ctx ctx =
+      sv_filter_build(sv_notified_syscalls(view_.lim.set, protect_calls_), serve_.deny_io_uring, 0, why);
   if (!ctx) return false;
   int mfd = static_cast<int>(::memfd_create("bonsai-sv-bpf", MFD_CLOEXEC));
   bool ok = mfd >= 0 && seccomp_export_bpf(ctx, mfd) == 0;

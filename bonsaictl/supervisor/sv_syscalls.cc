@@ -24,12 +24,14 @@ CallMask sv_call_candidates(const SvSyscall& s) noexcept {
   return m;
 }
 
-std::vector<int> sv_notified_syscalls(const LimitSet& set) {
+std::vector<int> sv_notified_syscalls(const LimitSet& set, CallMask protect) {
   BucketTable table{};
   std::vector<int> out;
-  if (!bucket_table_build(set, table, nullptr)) return out;
+  bool rules = bucket_table_build(set, table, nullptr);
+  protect &= kSvTimedCalls;
   for (const SvSyscall& s : sv_syscalls())
-    if (has_rule(table, sv_call_candidates(s))) out.push_back(s.nr);
+    if ((rules && has_rule(table, sv_call_candidates(s))) || (s.src_fd_arg < 0 && (protect & call_bit(s.call))))
+      out.push_back(s.nr);
   return out;
 }
 

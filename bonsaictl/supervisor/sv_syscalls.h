@@ -25,12 +25,18 @@ inline const SvSyscall* sv_syscall(int nr) noexcept { return syscall_entry(nr); 
 // Every supervised system call (for tests and docs).
 inline std::span<const SvSyscall> sv_syscalls() noexcept { return syscall_table(); }
 
+// The calls a supervisor can time for `protect:` (sv_protect.h): the reads at an offset
+// of their own, pread and preadv (preadv2 is preadv); not read and readv.
+inline constexpr CallMask kSvTimedCalls = call_bit(CallId::pread) | call_bit(CallId::preadv);
+
 // The call names a system call of `s` may be charged under (its own, its alternative,
 // and for a zero-copy call the reads of its source).
 CallMask sv_call_candidates(const SvSyscall& s) noexcept;
 
 // The system calls the service's limits make worth a notification: those one of
-// whose candidate names has a rule for some descriptor kind. Others run at full speed.
-std::vector<int> sv_notified_syscalls(const LimitSet& set);
+// whose candidate names has a rule for some descriptor kind; and those its `protect:`
+// names (`protect`, a CallMask) that the supervisor times (sv_protect.h: the reads of
+// read, pread, readv, preadv). Others run at full speed.
+std::vector<int> sv_notified_syscalls(const LimitSet& set, CallMask protect = 0);
 
 }  // namespace bonsai::ctl

@@ -128,6 +128,13 @@ bool sv_mem_write(int tid, uint64_t addr, const void* in, size_t len) {
   return ::process_vm_writev(tid, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(len);
 }
 
+bool sv_mem_writev(int tid, const void* in, size_t len, const iovec* remote, size_t n) {
+  if (!len) return true;
+  if (g_blind_mem) return false;
+  iovec local{const_cast<void*>(in), len};
+  return ::process_vm_writev(tid, &local, 1, remote, n, 0) == static_cast<ssize_t>(len);
+}
+
 bool sv_iov_total(int tid, uint64_t addr, uint64_t count, uint64_t& total) {
   total = 0;
   if (count > 1024) return false;  // UIO_MAXIOV: the kernel refuses it

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include "abi/calls.h"
 
@@ -63,6 +64,10 @@ bool sv_mem_read(int tid, uint64_t addr, void* out, size_t len);
 
 // Copies `len` bytes to `addr` in thread `tid`'s memory. @return false on any failure.
 bool sv_mem_write(int tid, uint64_t addr, const void* in, size_t len);
+
+// Copies `len` bytes of `in` to the `n` segments `remote` of thread `tid`'s memory
+// (process_vm_writev). @return false unless all `len` bytes went.
+bool sv_mem_writev(int tid, const void* in, size_t len, const iovec* remote, size_t n);
 
 // Total length of an iovec array of `count` entries at `addr` in `tid`'s memory.
 // @return false if it cannot be read (or the kernel would refuse it).

@@ -42,6 +42,8 @@ void Loop::view_refresh() {
   shares_refresh();  // a capacity changed by `load` (cheap when nothing shares)
   uint64_t seq_now = s.limits.seq.load(std::memory_order_acquire);
   if (view_.seq == seq_now && view_.seq) return fleet_lapse_check();
+  // protect: (issue 52): the reads this supervisor times, read again at each limits change (untrusted: masked).
+  protect_calls_ = s.protect.calls.load(std::memory_order_relaxed) & kSvTimedCalls;
   LimitSet set{};
   uint64_t seq = 0;
   if (!seqlock_read(s.limits, set, seq, 100)) return;  // a writer is busy: next time

@@ -15,12 +15,24 @@
                                (O_APPEND): Go's thread per held call (issue 49)
      writev PATH BYTES         writev() BYTES in 64 KiB calls of two 32 KiB pieces
      nodump MODE ARGS...       prctl(PR_SET_DUMPABLE, 0) (a hardened daemon), then MODE
+     sum CALL PATH BS [direct] reads PATH (- for stdin) to EOF in BS calls of CALL (read, pread, readv,
+                               preadv, preadv2: the vectored ones in two pieces, BS/2
+                               and the rest), O_DIRECT if asked (a page-aligned buffer);
+                               adds "sum=" (FNV-1a of the bytes read, in order) and
+                               "ns_per_call=" (protect: the supervisor times these)
+     sumsig CALL PATH BS [direct]  sum, with SIGALRM (SA_RESTART) every 100 us: calls
+                               interrupted and restarted; adds "sigs=" (signals taken)
+     tsum N PATH BS [direct]   N threads (up to 64) pread() PATH in BS pieces (piece k by
+                               thread k % N, all at once), into one copy of the file;
+                               prints its "sum=" as sum does
    Prints "bytes=N secs=S" (the bytes this process moved); calls adds "ns_per_call=". */
 // build-flags: -static -pthread
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -66,6 +78,34 @@ static void* raw_main(void* arg) {
   (void)arg;
   pthread_barrier_wait(&raw_start);
   if (syscall(SYS_write, raw_fd, raw_buf, (size_t)raw_bytes) != raw_bytes) die("raw write");
+  return NULL;
+}
+
+static volatile sig_atomic_t sigs;
+static void on_alarm(int s) {
+  (void)s;
+  ++sigs;
+}
+
+struct tjob {
+  int fd, n, k;
+  size_t bs;
+  long long size;
+  char* copy;
+  long long calls;
+};
+
+static void* tsum_main(void* arg) {
+  struct tjob* j = arg;
+  char* b = NULL;
+  if (posix_memalign((void**)&b, 4096, j->bs)) die("posix_memalign");
+  for (long long off = (long long)j->k * (long long)j->bs; off < j->size; off += (long long)j->n * (long long)j->bs) {
+    ssize_t r = pread(j->fd, b, j->bs, off);
+    ++j->calls;
+    if (r < 0) die("pread");
+    memcpy(j->copy + off, b, (size_t)r);
+  }
+  free(b);
   return NULL;
 }
 
@@ -182,6 +222,65 @@ int main(int argc, char** argv) {
       if (write(fd, buf, 1) != 1) die("write");
     double secs = now_s() - t0;
     printf("bytes=%lld secs=%.4f ns_per_call=%.1f\n", n, secs, secs * 1e9 / (double)n);
+    return 0;
+  } else if ((!strcmp(mode, "sum") || !strcmp(mode, "sumsig")) &&
+             (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
+    const char* call = argv[2];
+    if (mode[3] == 's') {
+      struct sigaction sa;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = on_alarm;
+      sa.sa_flags = SA_RESTART;
+      struct itimerval it = {{0, 100}, {0, 100}};
+      if (sigaction(SIGALRM, &sa, NULL) || setitimer(ITIMER_REAL, &it, NULL)) die("setitimer");
+    }
+    size_t bs = (size_t)size_arg(argv[4]);
+    int fd = strcmp(argv[3], "-") ? open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0)) : 0;
+    char* b = NULL;
+    if (fd < 0 || bs < 2 || posix_memalign((void**)&b, 4096, bs)) die("open %s", argv[3]);
+    unsigned long long h = 1469598103934665603ull;
+    long long ncalls = 0;
+    for (;;) {
+      struct iovec v[2] = {{b, bs / 2}, {b + bs / 2, bs - bs / 2}};
+      ssize_t r;
+      if (!strcmp(call, "read")) r = read(fd, b, bs);
+      else if (!strcmp(call, "pread")) r = pread(fd, b, bs, moved);
+      else if (!strcmp(call, "readv")) r = readv(fd, v, 2);
+      else if (!strcmp(call, "preadv")) r = preadv(fd, v, 2, moved);
+      else if (!strcmp(call, "preadv2")) r = preadv2(fd, v, 2, moved, 0);
+      else die("bad call %s", call);
+      ++ncalls;
+      if (r < 0) die("%s", call);
+      if (r == 0) break;
+      for (ssize_t i = 0; i < r; ++i) h = (h ^ (unsigned char)b[i]) * 1099511628211ull;
+      moved += r;
+    }
+    double secs = now_s() - t0;
+    printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f sigs=%d\n", moved, secs, h, ncalls,
+           secs * 1e9 / (double)ncalls, (int)sigs);
+    return 0;
+  } else if (!strcmp(mode, "tsum") && (argc == 5 || (argc == 6 && !strcmp(argv[5], "direct")))) {
+    int n = atoi(argv[2]);
+    int fd = open(argv[3], O_RDONLY | (argc == 6 ? O_DIRECT : 0));
+    long long size = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+    char* copy = size > 0 ? malloc((size_t)size) : NULL;
+    if (n < 1 || n > 64 || !copy) die("tsum %s", argv[3]);
+    struct tjob j[64];
+    pthread_t t[64];
+    for (int i = 0; i < n; ++i) {
+      j[i] = (struct tjob){fd, n, i, (size_t)size_arg(argv[4]), size, copy, 0};
+      if (pthread_create(&t[i], NULL, tsum_main, &j[i])) die("pthread_create");
+    }
+    long long ncalls = 0;
+    for (int i = 0; i < n; ++i) {
+      pthread_join(t[i], NULL);
+      ncalls += j[i].calls;
+    }
+    unsigned long long h = 1469598103934665603ull;
+    for (long long i = 0; i < size; ++i) h = (h ^ (unsigned char)copy[i]) * 1099511628211ull;
+    double secs = now_s() - t0;
+    printf("bytes=%lld secs=%.4f sum=%016llx calls=%lld ns_per_call=%.1f\n", size, secs, h, ncalls,
+           secs * 1e9 / (double)ncalls);
     return 0;
   } else if (!strcmp(mode, "exec") && argc >= 3) {
     execv(argv[2], argv + 2);
