@@ -36,6 +36,7 @@ namespace {
 std::atomic<int> g_stop{0};
 constexpr uint64_t kProtectByteStep = 128 * 4096;
 constexpr uint32_t kPeriodMinMs = 50, kPeriodMaxMs = 10'000, kPeriodDefaultMs = 250;
+constexpr uint64_t kLookNs = 1'000'000'000;  // removed or replaced segments are noticed within a second
 
 struct Squeezed {
   std::string name;
@@ -130,6 +131,31 @@ void protected_lost(Protected& p, const std::string& what) {
              p.cfg->name, what);
   std::fflush(stderr);
   for (Squeezed& s : p.squeezed) publish(s, s.configured, "damaged protected service: configured rates for");
+}
+
+// Segments removed (`bonsaictl rm`, a test's cleanup) or replaced (a new `load`) since
+// the agent opened them: a removed protected service is no longer served, a removed
+// squeezed one no longer squeezed (its rates went with it). Without this an agent whose
+// services were all removed ran on for good, reading segments nobody uses.
+void notice_removed(std::vector<Protected>& all) {
+  auto gone = [](const Segment& seg) -> const char* {
+    FileState st = seg.file_state();
+    return st == FileState::Removed ? "its segment was removed" : st == FileState::Replaced ? "its segment was replaced" : nullptr;
+  };
+  for (Protected& p : all) {
+    if (p.lost) continue;
+    if (const char* why = gone(*p.seg)) {
+      protected_lost(p, why);
+      continue;
+    }
+    for (Squeezed& s : p.squeezed)
+      if (!s.broken)
+        if (const char* why = gone(*s.seg)) {
+          s.broken = true;
+          fmt::print(stderr, "protect-agent: {}: {}; no longer squeezed\n", s.name, why);
+          std::fflush(stderr);
+        }
+  }
 }
 
 // One decision (`fast`: a check between decisions, which decides only on a severe
@@ -307,9 +333,14 @@ int cmd_protect_agent(const Args& args) {
   const uint64_t period_ns = uint64_t{period_ms} * 1'000'000, check_ns = period_ns / ProtectTuning{}.fast_checks;
   uint64_t start = mono_ns(), next_check = start + check_ns;
   std::vector<uint64_t> next(all.size(), start + period_ns);
+  uint64_t next_look = start + kLookNs;
   while (!g_stop.load()) {
     uint64_t now = mono_ns();
     if (for_s && now - start >= for_s * 1'000'000'000) break;
+    if (now >= next_look) {
+      next_look = now + kLookNs;
+      notice_removed(all);
+    }
     if (now < next_check) {
       std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<uint64_t>(next_check - now, 50'000'000)));
       continue;

@@ -5,8 +5,10 @@
 # and that pid reused by another process (its start time differs), do not count as a
 # live agent: stat says the controller is gone and `load` starts a new one. (3) The
 # protected service's segment damaged mid-run: the agent gives the squeezed service its
-# configured rate back, says so once, and exits 1 (nothing left to serve).
-# timeout: 45
+# configured rate back, says so once, and exits 1 (nothing left to serve). (4) The
+# services removed (`bonsaictl rm`) under a running agent: it notices within a second or
+# two and exits (an agent whose services were all removed ran on for good).
+# timeout: 50
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3 truncate
 
@@ -112,4 +114,18 @@ grep -q "db.*damaged" "$T/agent.err" || fail "the agent did not name the damage:
 sleep 0.3
 a=$(sample batch read); sleep 1; b=$(sample batch read)
 check_rate "batch after the damage" "$(rate_between "$a" "$b")" 1 $((40 * MiB)) 0.6 1.15
+kill "$bpid" "$dpid" 2>/dev/null
+wait "$bpid" "$dpid" 2>/dev/null
+
+# (4) A fresh agent, then its services removed.
+"$CTL" rm --force db batch > /dev/null 2>&1  # db is the damaged one of (3)
+"$CTL" load "$T/p.yaml" > "$T/load3.out" || fail "load: $(cat "$T/load3.out")"
+apid=$(protect_agent_of db)
+[ "$apid" != 0 ] || fail "no protect-agent serves db after the last load"
+cleanup_hooks+=("kill $apid 2>/dev/null")
+"$CTL" rm db batch > "$T/rm.out" 2>&1 || fail "rm db batch: $(cat "$T/rm.out")"
+t0=$(now_ns)
+for _ in $(seq 1 50); do kill -0 "$apid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$apid" 2>/dev/null && fail "the agent still runs 5 s after its services were removed"
+note "agent gone $(secs_since "$t0") s after rm"
 exit 0
