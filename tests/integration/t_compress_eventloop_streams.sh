@@ -13,42 +13,9 @@
 # timeout: 60
 # parallel: no (the small requests' times need the CPU)
 . "$(dirname "$0")/lib/lib.sh"
+. "$TLIB/nginx_compress.sh"
 need_cmd nginx curl python3 zcat
-changelog_text "$T/text" 2
-[ "$(stat -c %s "$T/text")" -ge $((2 * MiB)) ] || skip "not enough changelog text on this machine"
-mkdir -p "$T/www" "$T/ngx"
-mv "$T/text" "$T/www/big"
-head -c 1024 "$T/www/big" > "$T/www/small"
-port=$(free_port)
-cat > "$T/ngx/nginx.conf" <<CONF
-daemon off;
-master_process on;
-worker_processes 1;
-user $(id -un) $(id -gn);
-pid $T/ngx/nginx.pid;
-error_log $T/ngx/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path $T/ngx; proxy_temp_path $T/ngx; fastcgi_temp_path $T/ngx;
-  uwsgi_temp_path $T/ngx; scgi_temp_path $T/ngx;
-  default_type application/octet-stream;
-  sendfile on;
-  server { listen 127.0.0.1:$port; root $T/www; }
-}
-CONF
-env LD_PRELOAD="$PRELOAD" "BONSAI_COMPRESS_TO=127.0.0.1:*" "BONSAI_LIMITS=writes=4MiB/s:fd=socket" \
-  nginx -p "$T/ngx" -e "$T/ngx/error.log" -c "$T/ngx/nginx.conf" > "$T/nginx.log" 2>&1 &
-NGX=$!
-cleanup_hooks+=("kill $NGX; wait $NGX")
-RX=(env LD_PRELOAD="$PRELOAD" BONSAI_COMPRESS_ACCEPT=1)
-url=http://127.0.0.1:$port
-for _ in $(seq 100); do
-  "${RX[@]}" curl -s -o /dev/null --max-time 1 "$url/small" && break
-  sleep 0.1
-done
-"${RX[@]}" curl -s -f -o "$T/small.out" --max-time 5 "$url/small" || { cat "$T/ngx/error.log" >&2; fail "nginx does not answer"; }
-same_data "$T/www/small" "$T/small.out"
+nginx_compress 2 "writes=4MiB/s:fd=socket"
 
 # 32 downloads at once on one thread of the client: HTTP/1.0, each body checked against the file.
 cat > "$T/clients.py" <<'PY'

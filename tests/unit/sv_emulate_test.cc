@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 
+#include "sv_temp_file.h"
 #include "supervisor/sv_emulate.h"
 #include "abi/limit_parse.h"
 
@@ -35,24 +36,7 @@ BucketParams params_of(const char* limits) {
   return bucket_params(set.rules[0]);
 }
 
-struct TempFile {
-  std::string path;
-  int fd = -1;
-  explicit TempFile(size_t bytes) {
-    char tmpl[] = "/tmp/sv_emulate_test.XXXXXX";
-    fd = ::mkstemp(tmpl);
-    REQUIRE(fd >= 0);
-    path = tmpl;
-    std::string data(bytes, '\0');
-    for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>('a' + i % 26);
-    REQUIRE(::write(fd, data.data(), bytes) == static_cast<ssize_t>(bytes));
-    REQUIRE(::lseek(fd, 0, SEEK_SET) == 0);
-  }
-  ~TempFile() {
-    ::close(fd);
-    ::unlink(path.c_str());
-  }
-};
+using sv_test::TempFile;
 
 }  // namespace
 

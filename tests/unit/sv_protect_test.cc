@@ -18,6 +18,7 @@
 #include <cstring>
 #include <string>
 
+#include "sv_temp_file.h"
 #include "abi/limit_parse.h"
 #include "supervisor/sv_protect.h"
 #include "supervisor/sv_target.h"
@@ -31,24 +32,7 @@ using namespace bonsai::ctl;
 
 namespace {
 
-struct TempFile {
-  std::string path;
-  int fd = -1;
-  explicit TempFile(size_t bytes) {
-    char tmpl[] = "/tmp/sv_protect_test.XXXXXX";
-    fd = ::mkstemp(tmpl);
-    REQUIRE(fd >= 0);
-    path = tmpl;
-    std::string data(bytes, '\0');
-    for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<char>('a' + i % 26);
-    REQUIRE(::write(fd, data.data(), bytes) == static_cast<ssize_t>(bytes));
-    REQUIRE(::lseek(fd, 0, SEEK_SET) == 0);
-  }
-  ~TempFile() {
-    ::close(fd);
-    ::unlink(path.c_str());
-  }
-};
+using sv_test::TempFile;
 
 char at(size_t i) { return static_cast<char>('a' + i % 26); }
 

@@ -52,30 +52,30 @@ protect_agent_of() {
   echo "$pid"
 }
 
-# build_gocat: builds $BONSAI_BUILD/go/gocat (lib/go/gocat.go, a static Go copy program) when
-# missing or older than its source; sets GOCAT. False (the log in $T/gobuild.log) when go
-# is absent or cannot build it: the caller skips its Go case. Each test that runs gocat
-# builds it here, none relies on another having run first.
-build_gocat() {
-  local src=$TLIB/go
-  GOCAT=$BONSAI_BUILD/go/gocat
+# go_build_gocat OUT CGO LDFLAGS: builds lib/go/gocat.go into OUT (with CGO_ENABLED=CGO
+# and -ldflags=LDFLAGS when given) when missing or older than its source. False (the log
+# in $T/gobuild.log) when go is absent or cannot build it.
+go_build_gocat() {
+  local out=$1 cgo=$2 ldflags=$3 src=$TLIB/go
   command -v go > /dev/null || { echo "go not installed" > "$T/gobuild.log"; return 1; }
-  [ -x "$GOCAT" ] && [ "$GOCAT" -nt "$src/gocat.go" ] && return 0
+  [ -x "$out" ] && [ "$out" -nt "$src/gocat.go" ] && return 0
   mkdir -p "$BONSAI_BUILD/go"
-  (cd "$src" && CGO_ENABLED=0 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
-    go build -o "$GOCAT" gocat.go) > "$T/gobuild.log" 2>&1
+  (cd "$src" && CGO_ENABLED=$cgo GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
+    go build ${ldflags:+-ldflags="$ldflags"} -o "$out" gocat.go) > "$T/gobuild.log" 2>&1
+}
+
+# build_gocat: $BONSAI_BUILD/go/gocat, a static Go copy program (lib/go/gocat.go); sets
+# GOCAT. False when it cannot be built: the caller skips its Go case. Each test that runs
+# gocat builds it here, none relies on another having run first.
+build_gocat() {
+  GOCAT=$BONSAI_BUILD/go/gocat
+  go_build_gocat "$GOCAT" 0 ""
 }
 
 # build_gocat_dyn: the same program linked to libc (cgo, external linker) and without
 # Go's build-id note (-buildid=): a dynamic Go program only its sections (.go.buildinfo)
 # tell apart; sets GOCAT_DYN. False as build_gocat.
 build_gocat_dyn() {
-  local src=$TLIB/go
   GOCAT_DYN=$BONSAI_BUILD/go/gocat_dyn
-  command -v go > /dev/null || { echo "go not installed" > "$T/gobuild.log"; return 1; }
-  [ -x "$GOCAT_DYN" ] && [ "$GOCAT_DYN" -nt "$src/gocat.go" ] && return 0
-  mkdir -p "$BONSAI_BUILD/go"
-  (cd "$src" && CGO_ENABLED=1 GOCACHE="$BONSAI_BUILD/go/cache" GOPATH="$BONSAI_BUILD/go/path" GO111MODULE=off \
-    go build -ldflags="-linkmode=external -buildid=" -o "$GOCAT_DYN" gocat.go) > "$T/gobuild.log" 2>&1 &&
-    file -L "$GOCAT_DYN" | grep -q "dynamically linked"
+  go_build_gocat "$GOCAT_DYN" 1 "-linkmode=external -buildid=" && file -L "$GOCAT_DYN" | grep -q "dynamically linked"
 }
