@@ -23,7 +23,12 @@ EXT_RE='\.(cc|h|c|sh|py|go)$'
 
 # The repository's files (tracked and new, not ignored): a check run before a commit
 # sees the files a helper just added.
-mapfile -t ALL < <(git ls-files --cached --others --exclude-standard 2>/dev/null | sort -u)
+# Outside a git checkout (a release tarball): every file but the build's.
+if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+  mapfile -t ALL < <(git ls-files --cached --others --exclude-standard | sort -u)
+else
+  mapfile -t ALL < <(find . -path ./build -prune -o -path ./.git -prune -o -type f -print | sed 's|^\./||' | sort)
+fi
 declare -A EXISTS
 for f in "${ALL[@]}"; do [ -e "$f" ] && EXISTS[$f]=1; done
 
