@@ -79,7 +79,7 @@ CDI_CTL   := $(OUT)/cdi/bonsaictl
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
-.PHONY: all lib ctl deps test test-layers test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
+.PHONY: all lib ctl deps test test-layers test-maps test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
 all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL) $(CDI_CTL)
@@ -225,9 +225,14 @@ test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN) $(if $(filter release
 	$(Q)BONSAI_BUILD=$(OUT) bash tests/integration/lib/make_roots.sh
 	BONSAI_BUILD=$(OUT) bash tests/integration/run.sh
 
-# Includes go down the module order only, and never outside the repository.
+# Includes go down the module order only, never outside the repository, and form no
+# cycle between units (a header and its .cc) in libbonsai/ or bonsaictl/.
 test-layers:
 	$(Q)bash tests/tools/check_layers.sh
+
+# Every source file is named in its tree's README map, and no map names a file that is gone.
+test-maps:
+	$(Q)bash tests/tools/check_maps.sh
 
 # interpose/real.h, bonsai.map and the built library's exports name the same symbols;
 # the glibc build needs nothing newer than GLIBC_2.17, the musl one no symbol version.
@@ -245,7 +250,7 @@ test-options:
 # suite's time. One suite alone: test-unit, test-integration, test-fuzz, test-asan, test-tsan.
 test: deps-check
 	$(Q)$(MAKE) --no-print-directory all preload
-	$(Q)$(MAKE) --no-print-directory test-layers test-symbols test-options
+	$(Q)$(MAKE) --no-print-directory test-layers test-maps test-symbols test-options
 	$(Q)MAKE="$(MAKE)" B=$(B) OUT=$(OUT) bash tests/suite.sh
 
 # What a suite needs built (tests/suite.sh builds them in the background).

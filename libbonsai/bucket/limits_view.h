@@ -19,7 +19,7 @@ namespace bonsai {
 inline constexpr uint64_t kDefaultSlackNs = 2'000'000;
 
 // A snapshot of a limit set. The library publishes views from a ring of slots and
-// tells them apart by `gen` (runtime/limiter.h): a slot is rewritten only under a new,
+// tells them apart by `gen` (runtime/view_ring.h): a slot is rewritten only under a new,
 // odd-while-written generation, so a reader that holds one across a call knows when it
 // has been reused. limits_view_build leaves `gen` alone.
 struct LimitsView {

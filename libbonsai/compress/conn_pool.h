@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Compressed connections: Conn records in slabs mmap'd as they are needed (slab k
-// holds 64<<k records: no fixed maximum), each with its sending and receiving
+// Compressed connections: Conn records (compress/conn_record.h) in slabs mmap'd as
+// they are needed (slab k holds 64<<k records: no fixed maximum), each with its sending and receiving
 // workspaces mmap'd on first use and kept for reuse, so no call allocates once a
 // record exists. Records are recycled, never unmapped: a read racing a close() on
 // another thread sees a stale record, never freed memory.
@@ -15,49 +15,12 @@
 #include <cstdint>
 #include <pthread.h>
 
+#include "compress/conn_record.h"
+#include "compress/conn_workspace.h"
 #include "compress/rx_stream.h"
 #include "compress/tx_stream.h"
 
 namespace bonsai::compress {
-
-enum RxState : uint8_t { kRxUnknown = 0, kRxPlain = 1, kRxFramed = 2 };
-
-// Other numbers a connection's socket is reachable by (dup, dup2, dup3, F_DUPFD) that
-// share its streams: beyond this many a duplicate is not framed (logged once).
-inline constexpr unsigned kConnAliases = 4;
-
-struct alignas(64) Conn {
-  std::atomic<int> fd;  // -1: free. The owner number; when it closes, an alias takes over
-  std::atomic<int> alias[kConnAliases];  // -1: none
-  std::atomic<uint8_t> rx_state;
-  std::atomic<bool> tx_on;
-  std::atomic<bool> pending;  // counted in g_pending_conns (written under rx_mu)
-  std::atomic<bool> retired;  // no longer in the table: release once nobody holds a lock
-  std::atomic<bool> tx_pend;  // the send buffer holds bytes; counted in g_tx_pending_conns (under tx_mu)
-  std::atomic<bool> owe_out;  // the application was refused (EAGAIN) or had a POLLOUT withheld:
-                              // report EPOLLOUT once the send buffer is empty (edge-triggered epoll)
-  uint64_t dev, ino;          // the socket's identity
-  pthread_mutex_t tx_mu, rx_mu;
-  std::atomic<unsigned long> tx_owner, rx_owner;  // pthread_self() of the holder, 0 if free
-  TxStream tx;
-  RxStream rx;
-  // The sending workspace: tx_size bytes mapped, with address space reserved up to
-  // tx_reserved for the first zstd stream's 8 MiB window (committed when a connection
-  // first widens, then kept like the rest: ZstdRoomGrow); tx_extra likewise.
-  void* tx_mem;
-  size_t tx_size, tx_reserved;
-  void* rx_mem;  // likewise: rx_size mapped, rx_reserved for the first decoder's 8 MiB window
-  size_t rx_size, rx_reserved;
-  // The second zstd stream's workspaces (ExtraMem), mapped when a connection first
-  // needs one and kept with the record like the others; each with address space
-  // reserved for the 8 MiB window, committed in place when its frames widen.
-  void* tx_extra;
-  size_t tx_extra_size, tx_extra_reserved;
-  void* rx_extra;
-  size_t rx_extra_size, rx_extra_reserved;
-  uint8_t* file_buf;  // kMaxFrameRaw bytes in tx_mem: sendfile's bounce buffer
-  Conn* next_free;
-};
 
 // Bytes moved through compressed connections, for the stats line.
 struct ConnTotals {
@@ -112,21 +75,6 @@ enum class Dropped : uint8_t {
   Elsewhere // fd did not reach c (a stale word: c is another socket's now): leave it
 };
 Dropped conn_drop_number(Conn* c, int fd) noexcept;
-
-// Caps the bytes of workspaces mapped in all (default: unlimited). Workspaces are
-// kept for reuse, so this bounds the pool's memory; past it enabling fails.
-void pool_set_mem_cap(uint64_t bytes) noexcept;
-// @return bytes of workspaces mapped so far.
-uint64_t pool_mem_mapped() noexcept;
-// @return the most bytes of workspaces mapped at once, and how many workspaces (or
-// growths to the 8 MiB window) were refused (the cap, or the kernel's refusal).
-uint64_t pool_mem_peak() noexcept;
-uint64_t pool_mem_refused() noexcept;
-
-// Sets up the sending half (workspace mapped on first use). @return success.
-bool conn_tx_enable(Conn* c, const LevelList* levels, const PolicyConfig& policy) noexcept;
-// Sets up the receiving half. @return success.
-bool conn_rx_enable(Conn* c) noexcept;
 
 // Call after each read under rx_mu: keeps the pending count in step with rx_pending.
 void conn_update_pending(Conn* c) noexcept;

@@ -9,6 +9,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "compress/rx_stream.h"
+#include "compress/tx_stream.h"
+
 namespace bonsai::compress {
 
 namespace {

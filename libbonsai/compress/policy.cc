@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Per-connection dispatch through the policy table, and the period bookkeeping the
-// policies share (see policy.h). The policies themselves: compress/policy_NAME.cc;
+// Per-connection dispatch through the policy table (see policy.h); the period
+// bookkeeping the policies share: policy_row.cc. The policies themselves: compress/policy_NAME.cc;
 // parsing a policy's name: compress/grammar.cc.
 #include "compress/policy.h"
 
@@ -76,32 +76,5 @@ void policy_cap_rate(PolicyState& s, double rate_bps) noexcept {
 }
 
 uint8_t policy_on_chunk(PolicyState& s, const ChunkReport& r) noexcept { return ops_of(s).on_chunk(s, r); }
-
-bool policy_settling(PolicyState& s) noexcept {
-  if (!s.settle) return false;
-  s.settle = false;
-  return true;
-}
-
-bool policy_period_add(PolicyState& s, const ChunkReport& r, uint64_t period_ns, uint32_t min_chunks,
-                       double& rate) noexcept {
-  s.acc_chunks += 1;
-  s.acc_bytes += r.app_bytes;
-  s.acc_wire += r.wire_bytes;
-  s.acc_busy_ns += r.busy_ns;
-  s.acc_blocked_ns += r.blocked_ns;
-  s.acc_cpu_ns += r.cpu_ns;
-  s.acc_promoted += r.promoted;
-  if (s.acc_busy_ns < period_ns || s.acc_chunks < min_chunks) return false;
-  rate = static_cast<double>(s.acc_bytes) * 1e9 / static_cast<double>(s.acc_busy_ns);
-  return true;
-}
-
-void policy_period_end(PolicyState& s, uint8_t before) noexcept {
-  s.settle = s.level != before;
-  s.acc_chunks = 0;
-  s.acc_bytes = s.acc_wire = s.acc_busy_ns = s.acc_blocked_ns = s.acc_cpu_ns = 0;
-  s.acc_promoted = 0;
-}
 
 }  // namespace bonsai::compress

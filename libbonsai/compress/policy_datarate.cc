@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "compress/codec_params.h"
-#include "compress/policy.h"
+#include "compress/policy_row.h"
 
 namespace bonsai::compress {
 

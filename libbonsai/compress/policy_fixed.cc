@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The `fixed:LEVEL` policy: every chunk at the one level configured (its index in the
 // connection's level list, found by policy_parse).
-#include "compress/policy.h"
+#include "compress/policy_row.h"
 
 namespace bonsai::compress {
 namespace {

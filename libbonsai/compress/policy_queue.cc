@@ -3,7 +3,7 @@
 // the policy table (compress/policy.h).
 #include "compress/policy_queue.h"
 
-#include "compress/policy.h"
+#include "compress/policy_row.h"
 
 namespace bonsai::compress {
 namespace {

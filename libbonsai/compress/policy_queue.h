@@ -7,17 +7,10 @@
 #include <cstdint>
 
 #include "compress/codec.h"
+#include "compress/policy_queue_state.h"
 
 namespace bonsai::compress {
 
-struct QueueState {
-  uint8_t level;
-  uint8_t nlevels;
-  int prev_n;
-  double bw[kMaxLevels];             // visible bandwidth per level (EWMA, bytes/s; 0: unknown)
-  uint64_t bw_at[kMaxLevels];        // when bw[] was last updated
-  uint64_t forbidden_until[kMaxLevels];
-};
 
 void queue_init(QueueState& s, uint8_t nlevels) noexcept;
 

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "compress/calibrator.h"
+#include "compress/policy.h"
 #include "compress/tx_loop_budget.h"
 
 namespace bonsai::compress {

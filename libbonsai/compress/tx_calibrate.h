@@ -8,7 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "compress/tx_stream.h"
+#include "compress/stream_io.h"
+#include "compress/tx_state.h"
 
 namespace bonsai::compress {
 

@@ -3,6 +3,8 @@
 // why: see docs/compression-measured.md#the-mix-of-two-levels
 #include "compress/tx_mix.h"
 
+#include "compress/policy_datarate.h"
+
 namespace bonsai::compress {
 namespace {
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Putting a sender's frames on the socket (inside compress/ only: tx_stream.cc): all of
-// an iovec under the wire meter, and the send buffer that keeps the unsent tail of a
-// frame a non-blocking write took but the socket did not. No allocation.
+// Putting a sender's frames on the socket (tx_stream.cc): all of an iovec under the wire
+// meter, and the send buffer that keeps the unsent tail of a frame a non-blocking write
+// took but the socket did not; tx_flush empties it (also from the readiness calls and
+// drains, interpose/compressed/). No allocation.
 #pragma once
 #include <cstdint>
 
-#include "compress/tx_stream.h"
+#include "compress/stream_io.h"
+#include "compress/tx_state.h"
 
 namespace bonsai::compress {
 
@@ -21,5 +23,10 @@ int tx_flush_pending(TxStream& s, const IoOps& io, const WireMeter& m, int fd, i
 
 // Copies what is left of v[0..cnt) (at most one frame) into the empty send buffer.
 void tx_keep_rest(TxStream& s, const iovec* v, int cnt) noexcept;
+
+// Sends what the send buffer holds (MSG_DONTWAIT in `flags`: only what the socket
+// takes now). @return 0 once empty, EAGAIN if bytes remain, or the errno that broke
+// the stream.
+int tx_flush(TxStream& s, const IoOps& io, const WireMeter& m, int fd, int flags) noexcept;
 
 }  // namespace bonsai::compress

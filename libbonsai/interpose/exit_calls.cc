@@ -7,7 +7,6 @@
 
 #include "interpose/real.h"
 #include "interpose/process_exit.h"
-#include "runtime/limiter.h"
 
 extern "C" {
 #pragma GCC visibility push(default)

@@ -2,7 +2,7 @@
 // The library's one constructor and destructor, and the order of set-up: the objects
 // glibc's functions are looked up in (sys/next_symbol.h: lock-free lookups on
 // first use; only if they cannot be noted, the few needed where dlsym must not run are
-// resolved now, interpose/real.h BONSAI_REAL_EAGER), the limiter (runtime/limiter.h; it also runs lazily from
+// resolved now, interpose/real.h BONSAI_REAL_EAGER), the limiter (runtime/limiter_setup.h; it also runs lazily from
 // the first wrapper call: another library's constructor may call write() before ours
 // runs), then compression (interpose/compressed/compress_hooks.h). The environment is read here
 // because some workers (nginx) lose theirs later. Every exec of a service pays for
@@ -17,7 +17,8 @@
 #include "interpose/strict_calls.h"
 #include "interpose/process_exit.h"
 #include "runtime/stats_dump.h"
-#include "runtime/limiter.h"
+#include "runtime/limiter_setup.h"
+#include "runtime/limiter_state.h"
 #include "runtime/options.h"
 #include "shm/shm_attach.h"
 #include "sys/startup.h"

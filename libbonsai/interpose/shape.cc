@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "interpose/wrap.h"
+#include "runtime/fd_class.h"
 
 namespace bonsai::wrap {
 namespace {

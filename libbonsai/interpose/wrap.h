@@ -18,7 +18,11 @@
 #include <type_traits>
 
 #include "interpose/wrap_fast.h"
-#include "runtime/limiter.h"
+#include "runtime/limiter_setup.h"
+#include "runtime/protect_time.h"
+#include "runtime/ticket.h"
+#include "runtime/ticket_count.h"
+#include "runtime/ticket_pay.h"
 #include "runtime/pace.h"
 
 namespace bonsai::wrap {

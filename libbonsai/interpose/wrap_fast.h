@@ -8,7 +8,10 @@
 #include <cstdint>
 #include <sys/types.h>
 
-#include "runtime/limiter.h"
+#include "abi/calls.h"
+#include "bucket/limits_view.h"
+#include "runtime/limiter_state.h"
+#include "sys/lane_add.h"
 
 namespace bonsai::wrap {
 

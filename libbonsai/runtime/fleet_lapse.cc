@@ -4,7 +4,9 @@
 
 #include "bucket/fleet_lease.h"
 #include "log/blog.h"
-#include "runtime/limiter.h"
+#include "runtime/limiter_install.h"
+#include "runtime/limiter_state.h"
+#include "runtime/view_ring.h"
 #include "sys/word_copy.h"
 #include "sys/startup.h"
 

@@ -1,125 +1,29 @@
 // SPDX-License-Identifier: MIT
-// The limiter's slow paths (see limiter.h): the view ring, waiting and credit. Runs
-// inside the host process: no allocation, no locks, no exceptions; on anything
-// unexpected it runs unlimited and says so once. The view ring's writer (install) and
-// its readers (ticket_read_view, rule_find) stay in one file with the generation
-// protocol they share; the process's set-up is limiter_setup.cc.
-#include "runtime/limiter.h"
-
+// The ticket's slow paths (see ticket.h, ticket_pay.h, ticket_count.h): reading a view
+// slot as of one generation (the readers of view_ring.h's protocol), waiting and
+// credit, settling, a thread's counter lane, and the watch's refresh. Runs inside the
+// host process: no allocation, no locks, no exceptions; on anything unexpected it runs
+// unlimited and says so once. Installs: limiter_install.cc; the set-up: limiter_setup.cc.
 #include <pthread.h>
 
 #include "bucket/limits_carry.h"
 #include "log/blog.h"
+#include "runtime/fd_class.h"
 #include "runtime/fleet_lapse.h"
+#include "runtime/host_clock.h"
+#include "runtime/limiter_install.h"
 #include "runtime/limiter_local.h"
+#include "runtime/limiter_state.h"
+#include "runtime/ticket.h"
+#include "runtime/ticket_count.h"
+#include "runtime/ticket_pay.h"
+#include "runtime/view_ring.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
-#include "shm/shm_clock.h"
 #include "sys/cancel_cleanup.h"
 #include "sys/clock.h"
-#include "sys/startup.h"
 
 namespace bonsai {
-
-constinit Limiter g_limiter{};
-constinit thread_local ThreadState t_thread{};
-
-// The process's own (runtime/limiter_local.h).
-constinit BucketState g_local_buckets[kMaxRules]{};
-constinit ProcessCounters g_local_counters{};
-constinit ShmShares g_local_shares{};
-constinit std::atomic<unsigned> g_lanes_used{0};
-constinit ViewRing g_ring{};
-
-namespace {
-
-// Views live in a ring of slots (g_ring, runtime/limiter_local.h), each rewritten
-// under a new generation (odd while it is written, sys/word_copy.h for the words): a
-// reader holding a view across a call copies what it needs at once (Ticket::params)
-// and checks the generation, so no install, at any rate, tears what a reader uses.
-// Installs are serialised (one installer per sequence, shm_limits_fetch; the
-// constructor before that).
-
-// This process's CLOCK_MONOTONIC minus the host's (a time namespace; see
-// shm/shm_clock.h), read once per process (pid: a forked child may be in another
-// namespace). Buckets, shared ones included, run on the host clock.
-constinit std::atomic<int64_t> g_clock_offset{0};
-constinit std::atomic<int> g_clock_offset_pid{0};
-
-uint64_t clock_offset() noexcept {
-  int pid = g_limiter.pid.load(std::memory_order_relaxed);
-  if (g_clock_offset_pid.load(std::memory_order_acquire) != pid) [[unlikely]] {
-    g_clock_offset.store(timens_mono_offset_read(), std::memory_order_relaxed);
-    g_clock_offset_pid.store(pid, std::memory_order_release);
-  }
-  return static_cast<uint64_t>(g_clock_offset.load(std::memory_order_relaxed));
-}
-
-}  // namespace
-
-BONSAI_STARTUP bool limiter_install(const LimitSet& set) noexcept {
-  static constinit LimitsView next{};  // installs are serialised (see g_ring)
-  const LimitsView* prev = g_limiter.view.load(std::memory_order_acquire);
-  // The process's first install (its set-up) is built in place, in the ring's first
-  // slot, which no reader has seen: not staged in `next`, two .bss pages fewer written
-  // at every start with limits (issue #34).
-  bool first = !prev && g_ring.next_view.load(std::memory_order_relaxed) == 0;
-  LimitsView& staged = first ? g_ring.views[0] : next;
-  // A rate-only update (the same rules) keeps the table: only the parameters change.
-  if (prev && limits_same_rules(prev->set, set)) {
-    words_load(&next, prev, sizeof next);
-    next.set = set;
-    for (uint32_t r = 0; r < next.set.count; ++r) next.params[r] = bucket_params(next.set.rules[r]);
-  } else if (!limits_view_build(set, staged)) {
-    return false;
-  }
-  size_t slot = g_ring.next_view.fetch_add(1, std::memory_order_relaxed) % kViewRing;
-  LimitsView& v = g_ring.views[slot];
-  uint64_t gen = g_ring.last_gen.fetch_add(2, std::memory_order_relaxed) + 2;
-  if (&v != &staged) {
-    next.gen = gen;
-    __atomic_store_n(&v.gen, gen - 1, __ATOMIC_RELAXED);  // odd: being written (seen before the words)
-    words_store(reinterpret_cast<char*>(&v) + sizeof v.gen, reinterpret_cast<const char*>(&next) + sizeof next.gen,
-                sizeof v - sizeof v.gen);
-  }
-  __atomic_store_n(&v.gen, gen, __ATOMIC_RELEASE);
-  // This process's own buckets keep their state (bucket/limits_carry.h); a service's
-  // shared ones were carried by bonsaictl when it wrote the limits.
-  if (prev && g_limiter.buckets == g_local_buckets) {
-    static constinit LimitsView old{};
-    uint64_t g = view_gen(prev);
-    words_load(&old, prev, sizeof old);
-    if (!(g & 1) && view_gen(prev) == g) buckets_carry(old, g_local_buckets, v, g_local_buckets, mono_ns() - clock_offset());
-    else buckets_renumbered(g_local_buckets, kMaxRules);
-  }
-  g_limiter.view.store(&v, std::memory_order_release);
-  limiter_update_fast_view();
-  return true;
-}
-
-void limiter_uninstall() noexcept {
-  g_limiter.view.store(nullptr, std::memory_order_release);
-  limiter_update_fast_view();
-}
-
-BONSAI_STARTUP void limiter_update_fast_view() noexcept {
-  // Read-only (.rodata): it is never written, and 5.8 KiB of it in .data spread the
-  // pages every start writes (relocations, the constructor's globals, the loader's
-  // zeroing of the page where .bss begins) over three pages instead of one (issue #34).
-  static constexpr LimitsView unlimited = [] {
-    LimitsView v{};
-    for (auto& row : v.table.bucket_of)
-      for (auto& cell : row) cell = kNoBucket;
-    return v;
-  }();
-  const LimitsView* fast = nullptr;
-  if (g_limiter.state.load(std::memory_order_relaxed) != kUninit && !g_limiter.counters && !g_limiter.watch.seq) {
-    const LimitsView* v = g_limiter.view.load(std::memory_order_relaxed);
-    if (!v) fast = &unlimited;
-    else if (!v->table.fd_sensitive) fast = v;
-  }
-  g_limiter.fast_view.store(fast, std::memory_order_release);
-}
 
 namespace {
 
@@ -241,7 +145,6 @@ bool retime(WaitPlan* w) noexcept {
 }
 }  // namespace
 
-uint64_t limiter_clock_offset() noexcept { return clock_offset(); }
 bool limiter_same_rules(const LimitsView* a, uint64_t ga, const LimitsView* b, uint64_t gb) noexcept {
   return same_rules(a, ga, b, gb);
 }
@@ -283,7 +186,7 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept {
   const BucketParams p = t.params;
   if (p.per_call) need = 0;
   uint64_t waited = 0;
-  uint64_t offset = clock_offset();
+  uint64_t offset = limiter_clock_offset();
   uint64_t slack = g_limiter.opts.debt_ns;
   uint64_t late_seen = b.late_ns.load(std::memory_order_relaxed);  // before the take: never owes a wait
   uint64_t now = mono_ns();
@@ -322,7 +225,7 @@ double ticket_ahead(const Ticket& t) noexcept {
   if (!t.view || t.bucket >= kMaxRules) return 0;
   const BucketParams& p = t.params;
   if (p.per_call || p.depth_ns == 0) return 0;
-  uint64_t now = mono_ns() - clock_offset();
+  uint64_t now = mono_ns() - limiter_clock_offset();
   uint64_t tat = g_limiter.buckets[t.bucket].tat_ns.load(std::memory_order_relaxed);
   int64_t credit = t_thread.credit_gen == t.gen ? t_thread.credit[t.bucket] : 0;
   uint64_t prepaid = credit > 0 ? bucket_cost_ns(p, static_cast<uint64_t>(credit)) : 0;
@@ -337,12 +240,12 @@ void ticket_settle_slow(const Ticket& t) noexcept {
   if (owed <= 0) return;
   lane_add(credit, owed);
   if (share_settle_slow(t, static_cast<uint64_t>(owed))) return;
-  bucket_take_late(g_limiter.buckets[t.bucket], t.params, static_cast<uint64_t>(owed), mono_ns() - clock_offset());
+  bucket_take_late(g_limiter.buckets[t.bucket], t.params, static_cast<uint64_t>(owed), mono_ns() - limiter_clock_offset());
 }
 
 void ticket_charge_stale(const Ticket& t, int64_t units) noexcept {
   if (units > 0)
-    bucket_take_late(g_limiter.buckets[t.bucket], t.params, static_cast<uint64_t>(units), mono_ns() - clock_offset());
+    bucket_take_late(g_limiter.buckets[t.bucket], t.params, static_cast<uint64_t>(units), mono_ns() - limiter_clock_offset());
 }
 
 void thread_credit_reset(const LimitsView* v, uint64_t gen) noexcept {
@@ -362,13 +265,6 @@ unsigned thread_lane_assign() noexcept {
   t_thread.lane_plus1 = static_cast<uint8_t>(lane);
   return lane;
 }
-
-namespace {
-constinit std::atomic<bool> g_installing{false};
-}  // namespace
-
-bool limiter_install_begin() noexcept { return !g_installing.exchange(true, std::memory_order_acquire); }
-void limiter_install_end() noexcept { g_installing.store(false, std::memory_order_release); }
 
 void limiter_refresh_slow() noexcept {
   // One installer at a time: a thread that finds another installing (or a signal

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The limiter's process set-up (see limiter.h): once per process, from its
+// The limiter's process set-up (see limiter_setup.h): once per process, from its
 // environment (BONSAI_LIMITS, BONSAI_STATS, ...) or its service's segment
 // (BONSAI_SERVICE, watched for live changes), and again in a forked child. Every
 // function here runs at every start or fork of a limited program: BONSAI_STARTUP
@@ -7,7 +7,7 @@
 // tests/integration/t_startup_pages.sh). Runs inside the host process: no
 // allocation, no locks, no exceptions; on anything unexpected it runs unlimited and
 // says so once.
-#include "runtime/limiter.h"
+#include "runtime/limiter_setup.h"
 
 #include <cerrno>
 
@@ -15,9 +15,13 @@
 #include "log/blog.h"
 #include "runtime/exec_env.h"
 #include "runtime/fleet_lapse.h"
+#include "runtime/limiter_install.h"
 #include "runtime/limiter_local.h"
+#include "runtime/limiter_state.h"
+#include "runtime/protect_time.h"
 #include "runtime/stats_dump.h"
 #include "runtime/uring_guard.h"
+#include "runtime/view_ring.h"
 #include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
 #include "shm/shm_host.h"

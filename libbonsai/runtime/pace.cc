@@ -13,6 +13,7 @@
 #include "log/blog.h"
 #include "runtime/fd_class.h"
 #include "runtime/fleet_lapse.h"
+#include "runtime/host_clock.h"
 #include "sys/clock.h"
 
 namespace bonsai {

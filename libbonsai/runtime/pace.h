@@ -13,14 +13,10 @@
 #include <cstdint>
 
 #include "bucket/pace_step.h"
-#include "runtime/limiter.h"
+#include "runtime/pace_dir.h"
+#include "runtime/ticket.h"
 
 namespace bonsai {
-
-enum PaceDir : unsigned { kPaceRead = 0, kPaceWrite = 1 };
-
-// Descriptors below this have a pace slot (others wait as blocking ones, said once).
-inline constexpr int kPaceFds = 65536;
 
 // For a call on `fd` in direction `dir` whose thread credit does not cover it: a write
 // of `n` bytes (0 for a read) made in pieces of at most `chunk`. `dontwait`:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The per-descriptor state of pacing (runtime/pace.h): a descriptor's reservations (one
+// The per-descriptor state of pacing (runtime/pace.h; directions: runtime/pace_dir.h): a descriptor's reservations (one
 // per direction), whether it is held, and its epoll registration (so a held direction
 // can be taken out of the kernel's interest and put back when due). One table of
 // kPaceFds slots, mapped on first use (MAP_NORESERVE: untouched slots cost nothing), and
@@ -12,7 +12,8 @@
 #include <atomic>
 #include <cstdint>
 
-#include "runtime/pace.h"
+#include "bucket/limits_view.h"
+#include "runtime/pace_dir.h"
 #include "sys/tsan_annotate.h"
 
 namespace bonsai {

@@ -8,7 +8,10 @@
 
 #include "bucket/share.h"
 #include "log/blog.h"
-#include "runtime/limiter.h"
+#include "runtime/host_clock.h"
+#include "runtime/limiter_state.h"
+#include "runtime/ticket.h"
+#include "runtime/ticket_pay.h"
 #include "runtime/pace.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"

@@ -11,7 +11,7 @@
 
 #include "log/blog.h"
 #include "log/out_file.h"
-#include "runtime/limiter.h"
+#include "runtime/limiter_state.h"
 #include "sys/env.h"
 #include "sys/raw_syscall.h"
 #include "sys/startup.h"

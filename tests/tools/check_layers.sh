@@ -11,8 +11,9 @@
 #   base <- segment <- config <- stat <- fleet <- serve <- supervisor <- launch <- cmd <- main.cc
 #
 # each may include its own room, the rooms below and sys, abi, bucket, log, shm,
-# compress (it links those, never runtime or interpose); and bonsaictl's files form no
-# cycle (a header and its .cc taken as one file: tsort finds loops). A module's subfolder belongs to the module
+# compress (it links those, never runtime or interpose). Neither tree's files form a
+# cycle (a header and its .cc taken as one unit: tsort finds loops, each printed as
+# `A -> B -> A`, in include order). A module's subfolder belongs to the module
 # (interpose/compressed/, the compression hooks, is part of interpose) and shows the
 # rest of the library one header, its `*_hooks.h`: its other headers may be included
 # from inside the folder only (the wrappers see compress_hooks.h alone). Every quoted
@@ -67,7 +68,7 @@ module_of() {
 }
 
 bad=0
-ctl_edges=()  # "FROM TO" between bonsaictl files (X.h and X.cc as one), for the cycle check
+unit_edges=()  # "FROM TO" between units of one tree (X.h and X.cc as one), for the cycle check
 while IFS= read -r hit; do
   file=${hit%%:*}; rest=${hit#*:}; line=${rest%%:*}; text=${rest#*:}
   inc=${text#*\"}; inc=${inc%%\"*}
@@ -97,7 +98,8 @@ while IFS= read -r hit; do
       fi ;;
   esac
   case $file:$target in
-    bonsaictl/*:bonsaictl/*) [ "${file%.*}" = "${target%.*}" ] || ctl_edges+=("${file%.*} ${target%.*}") ;;
+    bonsaictl/*:bonsaictl/* | libbonsai/*:libbonsai/*)
+      [ "${file%.*}" = "${target%.*}" ] || unit_edges+=("${file%.*} ${target%.*}") ;;
   esac
   module_of "$file"; from=$REPLY
   module_of "$target"; to=$REPLY
@@ -114,17 +116,31 @@ while IFS= read -r hit; do
 done < <(grep -rn --include='*.h' --include='*.cc' --include='*.c' --include='*.hpp' --include='*.cpp' \
            -E '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' libbonsai bonsaictl tests bench 2>/dev/null)
 
-# No cycles between bonsaictl's files either (X.h with X.cc as one): tsort names a loop.
-if ((${#ctl_edges[@]})); then
-  loops=$(printf '%s\n' "${ctl_edges[@]}" | tsort 2>&1 >/dev/null)
-  if [ -n "$loops" ]; then
-    echo "bonsaictl: files that include each other (X.h and X.cc count as one):"
-    printf '%s\n' "$loops"
-    bad=1
-  fi
+# No cycle between the units of libbonsai or of bonsaictl (X.h with X.cc as one): tsort
+# names each loop it finds, its units in include order. (One edge of each loop is set
+# aside to find the next, so a tangle may show as several loops.)
+if ((${#unit_edges[@]})); then
+  loop=()
+  last_loop=""
+  flush_loop() {
+    ((${#loop[@]})) || return 0
+    local text="" u
+    for u in "${loop[@]}"; do text="$text$u -> "; done
+    text="include cycle between units (a header and its .cc count as one): $text${loop[0]}"
+    [ "$text" = "$last_loop" ] || echo "$text"
+    last_loop=$text
+    loop=()
+  }
+  while IFS= read -r line; do
+    case $line in
+      *'input contains a loop:'*) flush_loop; bad=1 ;;
+      tsort:\ *) loop+=("${line#tsort: }") ;;
+    esac
+  done < <(printf '%s\n' "${unit_edges[@]}" | sort -u | tsort 2>&1 >/dev/null)
+  flush_loop
 fi
 
 if [ "$bad" = 0 ]; then
-  echo "layers: ok (${ORDER[*]}; bonsaictl rooms: ${CTL_ORDER[*]})"
+  echo "layers: ok (${ORDER[*]}; bonsaictl rooms: ${CTL_ORDER[*]}; no include cycle between units)"
 fi
 exit "$bad"

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "compress/tx_loop_budget.h"
+#include "compress/tx_send_buffer.h"
 #include "compress_stream_util.h"
 
 using namespace bonsai::compress;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "compress/rx_stream.h"
+#include "compress/tx_send_buffer.h"
 #include "compress/tx_stream.h"
 #include "compress/wire_format.h"
 #include "compress_test_util.h"

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "runtime/fleet_lapse.h"
+#include "runtime/ticket.h"
 #include "sys/clock.h"
 
 #include "runtime_test_util.h"

@@ -14,7 +14,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/limiter.h"
+#include "runtime/ticket.h"
+#include "runtime/ticket_pay.h"
 
 #include "runtime_test_util.h"
 

@@ -3,7 +3,9 @@
 // own buckets), then each test installs the limits it needs on fresh buckets.
 #pragma once
 #include "limits_test_util.h"
-#include "runtime/limiter.h"
+#include "runtime/limiter_install.h"
+#include "runtime/limiter_setup.h"
+#include "runtime/limiter_state.h"
 
 namespace bonsai::test {
 

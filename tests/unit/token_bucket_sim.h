@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The fake-clock simulator the token_bucket tests share (token_bucket_test.cc,
-// token_bucket_clock_test.cc): callers driving a bucket the way runtime/limiter.h does,
+// token_bucket_clock_test.cc): callers driving a bucket the way the library does (runtime/ticket_pay.h),
 // in time order, with a perfect sleep. Test code only.
 #pragma once
 #include <algorithm>
@@ -25,7 +25,7 @@ inline Rule rule_of(uint64_t rate, RateUnit unit = RateUnit::Bytes, uint64_t bur
   return r;
 }
 
-// One thread of an interposed program, as runtime/limiter.h drives the bucket: a
+// One thread of an interposed program, as the library (runtime/ticket_pay.h) drives the bucket: a
 // write is paid before it moves (it refills when its credit does not cover it), a
 // read goes on any credit and a deficit it leaves is taken at once as a late charge;
 // a refill takes what is missing plus a batch and sleeps until bucket_eligible says

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/socket.h>
 
+#include "compress/tx_send_buffer.h"
 #include "compress/tx_stream.h"
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/compressed/compress_meter.h"

@@ -8,7 +8,9 @@
 
 #include "interpose/compressed/compress_meter.h"
 #include "interpose/real.h"
+#include "runtime/limiter_setup.h"
 #include "runtime/pace.h"
+#include "runtime/ticket_pay.h"
 #include "sys/clock.h"
 #include "sys/raw_syscall.h"
 

@@ -10,7 +10,7 @@
 
 #include "compress/stream_io.h"
 #include "interpose/compressed/compress_glue.h"
-#include "runtime/limiter.h"
+#include "runtime/ticket.h"
 
 namespace bonsai::compress {
 

@@ -11,6 +11,7 @@
 #include "compress/rx_stream.h"
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/compressed/compress_meter.h"
+#include "runtime/ticket_count.h"
 #include "interpose/real.h"
 
 namespace bonsai::compress {

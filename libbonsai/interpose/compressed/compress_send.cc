@@ -7,9 +7,11 @@
 #include <sys/socket.h>
 
 #include "compress/tx_loop_budget.h"
+#include "compress/tx_send_buffer.h"
 #include "compress/tx_stream.h"
 #include "interpose/compressed/compress_hooks.h"
 #include "interpose/compressed/compress_meter.h"
+#include "runtime/ticket_count.h"
 #include "interpose/real.h"
 
 namespace bonsai::compress {
