@@ -13,7 +13,7 @@ CTL=$BONSAI_BUILD/bonsaictl
 [ "$(id -u)" = 0 ] || skip "writes /var/run/cdi: run as root"
 SPEC=/var/run/cdi/${BONSAI_SHM_PREFIX}bonsai.yaml
 cleanup_hooks+=("rm -f '$SPEC'")
-cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai*; do [ -e "$f" ] && rm -f "$f"; done')
+cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai*; do [ -f "$f" ] && rm -f "$f"; done')
 cleanup_hooks+=('rm -rf /dev/shm/${BONSAI_SHM_PREFIX}bonsai-cdi.*')
 P=$BONSAI_SHM_PREFIX
 a=${P}a b=${P}b c=${P}c
