@@ -5,9 +5,9 @@
 # device V, nobody's V:u65534; Podman resolves both, and the device V is root's service
 # (the container's dd is held to root's rate and counted in root's segment), V:u65534
 # nobody's. A spec file is never overwritten for another user: `cdi generate --user
-# nobody --output ROOT'S SPEC` exits 2 and changes nothing, and root's load of nobody's
-# service rewrites nobody's spec, not root's.
-# timeout: 60
+# nobody --output ROOT'S SPEC` exits 2 and changes nothing, root's load of nobody's
+# service rewrites nobody's spec, not root's, and nobody's own load leaves root's alone.
+# timeout: 120
 . "$(dirname "$0")/lib/cdi_lib.sh"
 SPEC_N=/var/run/cdi/${BONSAI_SHM_PREFIX}nobody.yaml
 cleanup_hooks+=("rm -f '$SPEC_N'")
@@ -41,6 +41,15 @@ yaml_n 128KiB/s
 "$CTL" load "$T/nobody.yaml" > "$T/load_n.out" 2>&1 || fail "load nobody's again"
 cmp -s "$SPEC" "$T/root.before" || fail "root's load of nobody's service rewrote root's spec"
 grep -q "cdi: rewrote $SPEC_N" "$T/load_n.out" || fail "nobody's spec not rewritten: $(cat "$T/load_n.out")"
+if nobody_loads_lib; then  # nobody's own load of her service: root's spec stays
+  own=$(mktemp /tmp/bonsai-names.XXXXXX.yaml) && cleanup_hooks+=("rm -f '$own'")
+  printf 'version: 1\nservices:\n  %s:\n    limits:\n      - calls: [writes]\n        rate: 256KiB/s\n' "$V" > "$own"
+  chmod 644 "$own"
+  setpriv --reuid=65534 --regid=65534 --clear-groups env BONSAI_SHM_PREFIX="$BONSAI_SHM_PREFIX" "$CTL" load "$own" \
+    > "$T/load_own.out" 2>&1 || fail "nobody's own load: $(cat "$T/load_own.out")"
+  cmp -s "$SPEC" "$T/root.before" || fail "nobody's own load rewrote root's spec"
+  note "nobody's own load: root's spec unchanged"
+fi
 
 glibc_root bookworm
 before=$(jq_stat "$V" "d['total']['calls']['write']['bytes']")

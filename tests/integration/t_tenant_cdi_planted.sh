@@ -8,7 +8,7 @@
 # root-only file in its /dev/shm. Then root removes the segment by hand (no `bonsaictl
 # rm`, so the spec is not rewritten) and nobody puts her link at its name: the device
 # still mounts the file it was made of, never her link's target.
-# timeout: 60
+# timeout: 120
 . "$(dirname "$0")/lib/cdi_lib.sh"
 need_cmd setpriv
 as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }

@@ -11,7 +11,7 @@
 # with a ceil is held to its guaranteed rate (not unlimited), and `stat` says so.
 # Scope process: under scope service a's buckets are in a's segment, its container's to
 # rewrite, and lifting its own service's cap is the documented limit (docs/containers.md).
-# timeout: 90
+# timeout: 120
 # parallel: no (rates within 5%)
 . "$(dirname "$0")/lib/cdi_lib.sh"
 cleanup_hooks+=('rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai-host.*')
