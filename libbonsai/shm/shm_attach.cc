@@ -98,8 +98,9 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (fd == -EACCES || fd == -EPERM) {  // the segment is there; this uid may not open it
     struct stat own;
     unsigned owner = raw_fstatat(AT_FDCWD, path, own, AT_SYMLINK_NOFOLLOW) == 0 ? own.st_uid : uid;
+    long me = raw_syscall3(SYS_geteuid, 0, 0, 0);
     std::snprintf(why, cap, "service '%s': cannot open %s: permission denied (the segment belongs to uid %u, this "
-                  "process runs as uid %ld: run it as the segment's user; docs/containers.md)", service, path, owner, raw_syscall3(SYS_geteuid, 0, 0, 0));
+                  "process runs as uid %ld: run it as the segment's user; docs/containers.md)", service, path, owner, me);
     return false;
   }
   if (fd < 0)
