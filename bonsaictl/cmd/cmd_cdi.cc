@@ -24,8 +24,8 @@ int cmd_cdi(const Args& args) {
   size_t n = cdi_generate(output, notes);
   for (const auto& note : notes) fmt::print(stderr, "bonsaictl cdi: {}\n", note);
   if (output != "-")
-    fmt::print("wrote {}: {} device{} of kind {} (podman run --device {}=NAME ...)\n", output, n, n == 1 ? "" : "s",
-               kCdiKind, kCdiKind);
+    fmt::print("wrote {}: {} device{} of kind {} (podman run --device {}={} ...)\n", output, n, n == 1 ? "" : "s",
+               kCdiKind, kCdiKind, cdi_device_name("NAME"));
   return kExitOk;
 }
 
@@ -37,9 +37,13 @@ extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE]",
                              "podman run --device bonsai.dev/service=NAME IMAGE CMD runs CMD as a process\n"
                              "of the host's service NAME (the library preloaded, the service's segment and\n"
                              "the supervisor for static and Go programs mounted; docs/containers.md).\n"
-                             "--output FILE  where to write it (default /var/run/cdi/bonsai.yaml; - stdout).\n"
+                             "--output FILE  where to write it (default /var/run/cdi/bonsai.yaml; - stdout);\n"
+                             "a FILE that is not this user's and prefix's spec is never overwritten.\n"
+                             "Another user's services (--user NAME) are devices NAME:u<uid>. A segment that\n"
+                             "fails bonsaictl's checks (owner, mode, type, a link) is no device.\n"
                              "load and rm rewrite the specs it wrote in /etc/cdi and /var/run/cdi.\n"
-                             "exit status: 0 written, 1 no services or not writable, 2 usage error\n",
+                             "exit status: 0 written, 1 no services or not writable, 2 usage error or\n"
+                             "FILE another's spec\n",
                              cmd_cdi};
 
 }  // namespace bonsai::ctl

@@ -2,6 +2,7 @@
 // The CDI spec of a user's services (see cdi_spec.h, docs/containers.md).
 #include "launch/cdi_spec.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -11,14 +12,15 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <link.h>
+#include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "abi/program_kind.h"
 #include "base/diag.h"
 #include "launch/run_env.h"
-#include "segment/host_client.h"
 #include "segment/shm_client.h"
+#include "shm/shm_name.h"
 #include "segment/target_user.h"
 
 namespace bonsai::ctl {
@@ -156,25 +158,125 @@ void put_mount(std::string& y, const Mount& m, const char* indent) {
 
 std::string segment_name(const std::string& path) { return "/dev/shm/" + base_name(path); }
 
+// ---- The links a spec mounts ----
+// A device never mounts /dev/shm/NAME itself: once its owner removes that name (or if the
+// owner is another user than the spec's writer, at any time) anyone may put a symbolic
+// link or another file there, and the runtime, often root, would mount what it leads
+// to. It mounts a hard link to the very file checked, in a folder of the spec writer's
+// (link_dir): nobody else can replace an entry there, and a link names an inode, not a
+// path. The links of services gone are removed when a spec is written or refreshed.
+
+// /dev/shm/<prefix>bonsai-cdi.<euid>: on the segments' file system (a hard link cannot
+// cross one), owned by the writer, writable by it alone.
+std::string link_dir() { return fmt::format("/dev/shm/{}bonsai-cdi.{}", shm_prefix(), geteuid()); }
+
+// Opens (making it if need be) the link folder; refuses one another user made first.
+int link_dir_open() {
+  std::string dir = link_dir();
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
+    runtime_error(fmt::format("cannot make {}: {}", dir, std::strerror(errno)));
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+    struct stat lst;
+    std::string who = lstat(dir.c_str(), &lst) == 0 ? user_text(lst.st_uid) : "?";
+    if (fd >= 0) ::close(fd);
+    runtime_error(fmt::format("{} is not a folder of yours writable by you alone (made by {}); devices are mounted "
+                              "from there, so it is not used. To clear it, its owner or root removes it: rm -r {}",
+                              dir, who, dir));
+  }
+  return fd;
+}
+
+// Links `fd` (an open, checked segment) into the folder as `name`, replacing the old link.
+void link_segment(int dir_fd, int fd, const std::string& name) {
+  std::string tmp = fmt::format(".{}.{}.tmp", name, getpid());
+  std::string proc = fmt::format("/proc/self/fd/{}", fd);
+  ::unlinkat(dir_fd, tmp.c_str(), 0);
+  if (::linkat(AT_FDCWD, proc.c_str(), dir_fd, tmp.c_str(), AT_SYMLINK_FOLLOW) != 0 ||
+      ::renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    int e = errno;
+    ::unlinkat(dir_fd, tmp.c_str(), 0);
+    runtime_error(fmt::format("cannot link {} into {}: {}", name, link_dir(), std::strerror(e)));
+  }
+}
+
+// Removes the links of ctl_uid()'s services not in `keep`.
+void links_prune(int dir_fd, const std::vector<std::string>& keep) {
+  DIR* d = fdopendir(::dup(dir_fd));
+  if (!d) return;
+  std::vector<std::string> gone;
+  while (dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    std::string_view s = shm_service_of_file(n, shm_prefix(), ctl_uid());
+    if (!s.empty() && std::find(keep.begin(), keep.end(), std::string(s)) == keep.end()) gone.push_back(n);
+  }
+  closedir(d);
+  for (const auto& n : gone) ::unlinkat(dir_fd, n.c_str(), 0);
+}
+
+// The services that may be devices: those whose segment passes every check bonsaictl
+// makes before using one (Segment::open: O_NOFOLLOW, a regular file, owner ctl_uid(),
+// mode 0600, size, header): never a name alone. Each is linked (above) from the file
+// that was checked. `notes` gets the names refused and why.
+std::vector<std::string> device_services(std::vector<std::string>& notes) {
+  std::vector<std::string> out;
+  int dir_fd = -1;
+  for (const auto& s : services_list()) {
+    std::unique_ptr<Segment> seg;
+    try {
+      seg = Segment::open(s, false);
+    } catch (const CtlError& e) {
+      notes.push_back(fmt::format("no device for '{}': {}", s, e.what()));
+      continue;
+    }
+    if (dir_fd < 0) dir_fd = link_dir_open();
+    try {
+      link_segment(dir_fd, seg->fd(), base_name(seg->path()));
+    } catch (const CtlError&) {
+      ::close(dir_fd);
+      throw;
+    }
+    out.push_back(s);
+  }
+  if (dir_fd < 0 && ::access(link_dir().c_str(), F_OK) == 0) dir_fd = link_dir_open();
+  if (dir_fd >= 0) {
+    links_prune(dir_fd, out);
+    ::close(dir_fd);
+  }
+  return out;
+}
+
+// The device's name: the spec writer's own services keep theirs; another user's (root's
+// `--user NAME`) carry its uid after a colon, which no service name holds, so that the
+// same name of two users never makes two devices of one name (docs/containers.md).
+std::string device_name(const std::string& service) {
+  if (ctl_uid() == geteuid()) return service;
+  return fmt::format("{}:u{}", service, ctl_uid());
+}
+
 }  // namespace
+
+std::string cdi_device_name(const std::string& service) { return device_name(service); }
 
 std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<std::string>& notes) {
   std::vector<Mount> common = library_mounts(notes);
   std::string ctl_in;
   for (auto& m : supervisor_mounts(ctl_in, notes)) common.push_back(std::move(m));
-  // Shares (docs/shares.md): the user's host segment, if there is one.
-  std::string host = host_path();
-  if (is_file(host)) common.push_back({host, segment_name(host), true, false});
+  // Shares (docs/shares.md): the user's host segment is not mounted. It holds the borrowing
+  // state of all the user's services, which a container of one of them could rewrite; the
+  // container's processes run at their rules' guaranteed rates, without borrowing.
   std::string y = marker() + "\n";
   y += "# Written by `bonsaictl cdi generate`; `bonsaictl load` and `rm` rewrite it (docs/containers.md).\n";
   y += "cdiVersion: \"0.5.0\"\n";
   y += fmt::format("kind: {}\n", kCdiKind);
   y += "devices:\n";
   for (const auto& s : services) {
-    y += fmt::format("  - name: {}\n    containerEdits:\n      env:\n        - {}\n", q(s), q("BONSAI_SERVICE=" + s));
+    y += fmt::format("  - name: {}\n    containerEdits:\n      env:\n        - {}\n", q(device_name(s)),
+                     q("BONSAI_SERVICE=" + s));
     y += "      mounts:\n";
     std::string seg = segment_path(s);
-    put_mount(y, {seg, segment_name(seg), true, false}, "        ");
+    put_mount(y, {link_dir() + "/" + base_name(seg), segment_name(seg), true, false}, "        ");
   }
   y += "containerEdits:\n  env:\n";
   y += fmt::format("    - {}\n", q(fmt::format("LD_PRELOAD={}/$LIB/libbonsai.so", kInDir)));
@@ -225,21 +327,55 @@ void write_atomically(const std::string& path, const std::string& text) {
   }
 }
 
+// What the first line of `path` says of whose spec it is, for a refusal.
+std::string spec_whose(const std::string& path) {
+  struct stat st;
+  if (lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return "it is not a regular file";
+  FILE* f = std::fopen(path.c_str(), "re");
+  char line[512] = {};
+  bool got = f && std::fgets(line, sizeof line, f);
+  if (f) std::fclose(f);
+  std::string l = got ? std::string(line) : "";
+  const std::string head = "# bonsaictl cdi generate: ";
+  if (l.compare(0, head.size(), head) != 0) return "it is not a spec bonsaictl cdi generate wrote";
+  if (!l.empty() && l.back() == '\n') l.pop_back();
+  return "it is the spec of " + l.substr(head.size());
+}
+
+// A spec file is replaced only by the spec of the same user and prefix: one user's
+// generate (or load) never overwrites another's, nor another prefix's, nor a file it
+// did not write. Exit 2, nothing written.
+void output_check(const std::string& output) {
+  struct stat st;
+  if (lstat(output.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    runtime_error(fmt::format("cannot write {}: {}", output, std::strerror(errno)));
+  }
+  if (S_ISREG(st.st_mode) && ours(output)) return;
+  usage_error(fmt::format("{} is not the spec of {} under prefix {} ({}); not overwritten: give another --output",
+                          output, user_text(ctl_uid()), q(shm_prefix()), spec_whose(output)));
+}
+
+[[noreturn]] void no_devices(const std::string& what, const std::vector<std::string>& notes) {
+  std::string m = fmt::format("no services of {} to make devices of (see bonsaictl ls){}", user_text(ctl_uid()), what);
+  for (const auto& n : notes) m += "; " + n;
+  runtime_error(m);
+}
+
 }  // namespace
 
 size_t cdi_generate(const std::string& output, std::vector<std::string>& notes) {
-  std::vector<std::string> services = services_list();
+  if (output != "-") output_check(output);
+  std::vector<std::string> services = device_services(notes);
   if (output == "-") {
-    if (services.empty()) runtime_error(fmt::format("no services of {} to make devices of (see bonsaictl ls)",
-                                                    user_text(ctl_uid())));
+    if (services.empty()) no_devices("", notes);
     std::string y = cdi_spec_text(services, notes);
     std::fwrite(y.data(), 1, y.size(), stdout);
     return services.size();
   }
   if (services.empty()) {
     if (ours(output)) ::unlink(output.c_str());
-    runtime_error(fmt::format("no services of {} to make devices of (see bonsaictl ls); {} not written",
-                              user_text(ctl_uid()), output));
+    no_devices(fmt::format("; {} not written", output), notes);
   }
   if (size_t slash = output.rfind('/'); slash != std::string::npos && slash > 0)
     ::mkdir(output.substr(0, slash).c_str(), 0755);  // /var/run/cdi may not exist yet
@@ -277,6 +413,16 @@ std::vector<std::string> cdi_refresh() {
       } catch (const CtlError& e) {
         out.push_back(fmt::format("cannot rewrite {}: {}", f, e.what()));
       }
+    }
+  }
+  // The links of specs not tracked here (--output elsewhere, -): a removed service's goes,
+  // a replaced one's follows the new segment.
+  if (::access(link_dir().c_str(), F_OK) == 0) {
+    try {
+      std::vector<std::string> notes;
+      device_services(notes);
+    } catch (const CtlError& e) {
+      out.push_back(fmt::format("cannot refresh the links in {}: {}", link_dir(), e.what()));
     }
   }
   return out;

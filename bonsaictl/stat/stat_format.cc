@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "shm/shm_host.h"
 #include "shm/shm_slots.h"
 #include "stat/stat_fleet.h"
 #include "bucket/protect_aimd.h"
@@ -128,6 +129,7 @@ std::string stat_json(const ServiceStat& s) {
                      {"supervised_calls", p.sv_calls}, {"not_limited", not_limited(p.flags)},
                      {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
                      {"calls", calls_json(p.calls)}});
+    if (p.flags & kSlotNoHost) procs.back()["borrowing"] = false;  // no host segment (docs/shares.md)
     if (p.pid_ns) {  // a container's process (docs/containers.md)
       procs.back()["pid_ns"] = p.pid_ns;
       procs.back()["ns_pid"] = p.ns_pid;
@@ -203,6 +205,7 @@ std::string stat_table(const ServiceStat& s) {
     // Another pid namespace's (a container's): its own pid there too (--json names the namespace).
     if (p.pid_ns) marks += fmt::format(" (ns pid {}{})", p.ns_pid, p.pid_unseen ? ", namespace not visible here" : "");
     for (const auto& n : not_limited(p.flags)) marks += fmt::format(" ({}: NOT limited)", n);
+    if (p.flags & kSlotNoHost) marks += " (no host capacity: its rates, no borrowing)";
     table_rows(out, fmt::format("{} {}{}", p.pid, p.comm, marks), p.calls, rate, wire, hist, paced);
   }
   if (s.exited_processes)

@@ -52,6 +52,10 @@ bool share_lookup(const Ticket& t, ShareCache*& out) noexcept {
       if (host && !(hseq & 1) && shm_host_rule(rule.host1, cap) && share_params(rule, cap, c.p)) {
         c.shares = true;
         c.host1 = rule.host1;
+      } else if (!host && shm_attached()) {
+        // No host segment (a container's device does not mount it, docs/shares.md): the
+        // rule runs at its guaranteed rate; the slot tells `stat`, nothing else is said.
+        shm_mark_flag(kSlotNoHost);
       } else {
         BONSAI_LOG_ONCE(LogLevel::Warn,
                         "shares: a rule has a ceil but no usable host capacity (bonsaictl load a file with "

@@ -3,6 +3,7 @@
 // in the segment is checked before use; on anything wrong the caller runs unlimited.
 #include "shm/shm_attach.h"
 
+#include <cerrno>
 #include <cstdio>
 #include <ctime>
 #include <fcntl.h>
@@ -94,6 +95,14 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (fd < 0 && in_user_namespace())  // a rootless container of another user than the service's owner
     return fail(why, cap, "service '%s': cannot open %s from this user namespace (a rootless container joins "
                 "only a service of the user it runs as: docs/containers.md)", service, path);
+  if (fd == -EACCES || fd == -EPERM) {  // the segment is there; this uid may not open it
+    struct stat own;
+    unsigned owner = raw_fstatat(AT_FDCWD, path, own, AT_SYMLINK_NOFOLLOW) == 0 ? own.st_uid : uid;
+    long me = raw_syscall3(SYS_geteuid, 0, 0, 0);
+    std::snprintf(why, cap, "service '%s': cannot open %s: permission denied (the segment belongs to uid %u, this "
+                  "process runs as uid %ld: run it as the segment's user; docs/containers.md)", service, path, owner, me);
+    return false;
+  }
   if (fd < 0)
     return fail(why, cap, "service '%s': cannot open %s (start it with bonsaictl run or load)", service, path);
   struct stat st;

@@ -12,6 +12,12 @@
 
 namespace bonsai {
 
+// A ShmSlot::flags bit beside abi/shm_abi.h's kSlot*: the process has a rule with a ceil
+// but no host segment to borrow from (a container's: its device does not mount the
+// host segment, docs/containers.md), so its rules run at their guaranteed rates.
+// Shown by `stat`; said nowhere else, being the documented way of it.
+inline constexpr uint32_t kSlotNoHost = 16;
+
 // Maps /<prefix>bonsai-host.<uid> if it exists and is usable (owner, mode, size,
 // header). Idempotent; safe to call again after a failure.
 // @return true if mapped; false with `why` set (empty if it simply does not exist).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Rootless Podman (issue #47, docs/containers.md): user nobody's service, its spec
-# written by root (`cdi generate --user nobody`), and nobody's own rootless Podman (a user
+# written by root (`cdi generate --user nobody`: the device is NAME:u65534), and nobody's own rootless Podman (a user
 # namespace where nobody is root): the library and the supervisor find the segment owned
 # by the uid the host's owner maps to, and join. dd (dynamic) and busybox-static's dd
 # (as the command, through sv-exec) are held to writes=2MiB/s: 2 MiB in about 1 s each,
@@ -44,12 +44,12 @@ as_nobody() {
 as_nobody podman run --rm --rootfs "$ROOT" true > "$T/probe" 2>&1 ||
   skip "nobody cannot run rootless Podman here: $(grep -v level=warn "$T/probe" | head -n1)"
 
-as_nobody podman run --rm --device "bonsai.dev/service=$N" --rootfs "$ROOT" dd if=/dev/zero of=/dev/null bs=64k count=32 \
+as_nobody podman run --rm --device "bonsai.dev/service=$N:u65534" --rootfs "$ROOT" dd if=/dev/zero of=/dev/null bs=64k count=32 \
   > "$T/dd.out" 2>&1 || { cat "$T/dd.out" >&2; fail "rootless dd"; }
 ! grep -q '^bonsai' "$T/dd.out" || fail "rootless dd: $(grep '^bonsai' "$T/dd.out")"
 secs=$(sed -n 's/.*copied, \([0-9.]*\) s.*/\1/p' "$T/dd.out")
 check_rate "dd in a rootless container (writes=2MiB/s)" $((2 * MiB)) "$secs" $((2 * MiB)) 0.85 1.15
-as_nobody podman run --rm --device "bonsai.dev/service=$N" --rootfs "$ROOT" /run/bonsai/sv/bonsaictl sv-exec -- \
+as_nobody podman run --rm --device "bonsai.dev/service=$N:u65534" --rootfs "$ROOT" /run/bonsai/sv/bonsaictl sv-exec -- \
   "$SCR_IN/busybox" dd if=/dev/zero of=/dev/null bs=64k count=32 > "$T/bb.out" 2>&1 || { cat "$T/bb.out" >&2; fail "rootless busybox dd"; }
 ! grep -q 'WITHOUT LIMITS\|^bonsai' "$T/bb.out" || fail "rootless busybox dd: $(cat "$T/bb.out")"
 bytes=$("$CTL" stat --user nobody "$N" --json | python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["total"]["calls"]["write"]["bytes"])')

@@ -13,7 +13,8 @@ CTL=$BONSAI_BUILD/bonsaictl
 [ "$(id -u)" = 0 ] || skip "writes /var/run/cdi: run as root"
 SPEC=/var/run/cdi/${BONSAI_SHM_PREFIX}bonsai.yaml
 cleanup_hooks+=("rm -f '$SPEC'")
-cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai*; do [ -e "$f" ] && rm -f "$f"; done')
+cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai*; do [ -f "$f" ] && rm -f "$f"; done')
+cleanup_hooks+=('rm -rf /dev/shm/${BONSAI_SHM_PREFIX}bonsai-cdi.*')
 P=$BONSAI_SHM_PREFIX
 a=${P}a b=${P}b c=${P}c
 
@@ -43,7 +44,13 @@ for s in (a, b):
     has(f'- name: "{s}"')
     has(f'"BONSAI_SERVICE={s}"')
     seg = f"/dev/shm/{prefix}bonsai.{uid}.{s}"
-    has(f'hostPath: "{seg}"\n          containerPath: "{seg}"\n          options: ["bind", "rw", "nosuid", "nodev", "noexec"]')
+    link = f"/dev/shm/{prefix}bonsai-cdi.{uid}/{prefix}bonsai.{uid}.{s}"
+    has(f'hostPath: "{link}"\n          containerPath: "{seg}"\n          options: ["bind", "rw", "nosuid", "nodev", "noexec"]')
+    import os
+    if os.stat(link).st_ino != os.stat(seg).st_ino:
+        sys.exit(f"{link} is not {seg}")
+if "bonsai-host" in text:
+    sys.exit("the host segment is mounted")
 has('"LD_PRELOAD=/run/bonsai/$LIB/libbonsai.so"')
 has(f'"BONSAI_SHM_UID={uid}"')
 has(f'"BONSAI_SHM_PREFIX={prefix}"')
@@ -55,7 +62,7 @@ has('containerPath: "/run/bonsai/sv/lib/libc.so.6"')
 if text.count("- name: ") != 2:
     sys.exit("not two devices")
 PY
-note "generate -: two devices, the segments rw, the library and the supervisor ro"
+note "generate -: two devices, the segments rw (links to them), the library and the supervisor ro, no host segment"
 
 "$CTL" cdi generate --output "$SPEC" > "$T/gen.out" || fail "generate --output"
 grep -q "wrote $SPEC: 2 devices" "$T/gen.out" || fail "generate said: $(cat "$T/gen.out")"
@@ -67,6 +74,7 @@ grep -q "name: \"$c\"" "$SPEC" || fail "load did not add $c's device"
 "$CTL" rm "$a" > "$T/rm.out" || fail "rm"
 grep -q "cdi: rewrote $SPEC (2 devices)" "$T/rm.out" || fail "rm said: $(cat "$T/rm.out")"
 ! grep -q "name: \"$a\"" "$SPEC" || fail "rm left $a's device"
+[ ! -e "/dev/shm/${P}bonsai-cdi.0/${P}bonsai.0.$a" ] || fail "rm left the link to $a's segment"
 "$CTL" rm "$b" "$c" > "$T/rm2.out" || fail "rm b c"
 grep -q "cdi: removed $SPEC (no services left)" "$T/rm2.out" || fail "rm said: $(cat "$T/rm2.out")"
 [ ! -e "$SPEC" ] || fail "$SPEC left with no services"

@@ -28,7 +28,8 @@ CONF
 # which belongs to the machine's user), removed at the end with the segments.
 SPEC=/var/run/cdi/${BONSAI_SHM_PREFIX}bonsai.yaml
 cleanup_hooks+=("rm -f '$SPEC'")
-cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai*; do [ -e "$f" ] && rm -f "$f"; done')
+cleanup_hooks+=('for f in /dev/shm/${BONSAI_SHM_PREFIX}bonsai*; do [ -f "$f" ] && rm -f "$f"; done')
+cleanup_hooks+=('rm -rf /dev/shm/${BONSAI_SHM_PREFIX}bonsai-cdi.*')
 # Container names: the prefix and a number; all removed at the end.
 CN=0
 cleanup_hooks+=('for i in $(seq 1 $CN); do podman rm -f -t 0 "${BONSAI_SHM_PREFIX}c$i" > /dev/null 2>&1; done')
