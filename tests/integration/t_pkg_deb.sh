@@ -47,7 +47,7 @@ for f in /usr/bin/bonsaictl /usr/lib/"$MULTIARCH"/bonsai/libbonsai.so /usr/lib/"
 done
 dpkg-query -W -f='${Conffiles}\n' bonsai | grep -q ' /etc/bonsai/bonsai.yaml ' ||
   fail "/etc/bonsai/bonsai.yaml is not a conffile"
-[ "$(/usr/bin/bonsaictl --version)" = "bonsaictl $VERSION" ] || fail "--version: $(/usr/bin/bonsaictl --version)"
+[ "$(/usr/bin/bonsaictl --version | head -n 1)" = "bonsaictl $VERSION" ] || fail "--version: $(/usr/bin/bonsaictl --version)"
 /usr/bin/bonsaictl check /etc/bonsai/bonsai.yaml > /dev/null || fail "the shipped bonsai.yaml is invalid"
 /usr/bin/bonsaictl load > "$T/load.out" 2>&1 || fail "load without FILE (/etc/bonsai/bonsai.yaml): $(cat "$T/load.out")"
 
