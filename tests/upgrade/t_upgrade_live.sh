@@ -8,14 +8,14 @@
 # started after keep the cap (each dd >= 0.9 s) and run the new library; this build's
 # `stat` and `set` work on the old segment (after set writes=4MiB/s each dd takes ~0.5 s);
 # the counters are kept; the service prints nothing about it.
-# timeout: 150
-. "$(dirname "$0")/lib/ctl_lib.sh"
+# timeout: 60
+. "$(dirname "$0")/../integration/lib/ctl_lib.sh"
 need_cmd zstd dd
 top=$(cd "$(dirname "$0")/../.." && pwd)
 uid=$(id -u)
 
-# The previous release's library: built once under the build root (suite.sh starts it in
-# the background at idle priority; this waits for it, or builds it when run alone).
+# The previous release's library: built once under the build root (`make test` builds it
+# in the background at idle priority, before this suite runs; alone, this builds it).
 PREV=${BONSAI_PREV_LIB:-$BONSAI_BUILD/prev/libbonsai.so}
 if [ ! -f "$PREV" ]; then
   t0=$SECONDS
@@ -85,9 +85,11 @@ done
 case $versions in *'"0.3.0"'*) ;; *) fail "no process of the service ran the new library: $versions" ;; esac
 case $versions in *'"0.2.0"'*) ;; *) fail "the 0.2.0 shell is not seen: $versions" ;; esac
 wait_lines $((n + 3))
+quickest=
 for i in $((n + 2)) $((n + 3)); do
   after=$(line $i)
   [ "$after" -ge 900000 ] || fail "after the upgrade dd #$i took $after us (uncapped)"
+  [ -z "$quickest" ] || [ "$after" -lt "$quickest" ] && quickest=$after
 done
 note "2 MiB dd: $before us with 0.2.0's library, $(line $((n + 2))) and $(line $((n + 3))) us after the swap"
 
@@ -97,9 +99,12 @@ grep -q 'segment layout 14' "$T/stat.out" || fail "stat: $(cat "$T/stat.out")"
 "$CTL" set up 'writes=4MiB/s' > /dev/null || fail "set"
 m=$(wc -l < "$T/times")
 wait_lines $((m + 4))
+# ~0.5 s each; on a loaded machine every dd takes longer by the same start-up time, so the
+# bound is also relative: at most 0.8x the quickest dd at 2 MiB/s.
 for i in $((m + 2)) $((m + 3)) $((m + 4)); do
   t=$(line $i)
-  [ "$t" -ge 400000 ] && [ "$t" -le 800000 ] || fail "after set writes=4MiB/s dd #$i took $t us (want ~500000)"
+  [ "$t" -ge 400000 ] && { [ "$t" -le 700000 ] || [ "$t" -le $((quickest * 8 / 10)) ]; } ||
+    fail "after set writes=4MiB/s dd #$i took $t us (want ~500000; at 2 MiB/s $quickest)"
 done
 note "after set writes=4MiB/s: $(line $((m + 2))) $(line $((m + 3))) $(line $((m + 4))) us"
 
