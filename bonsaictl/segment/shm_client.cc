@@ -142,10 +142,11 @@ std::string segment_problem(const ShmSegment& seg, size_t file_size, size_t mapp
 
 }  // namespace
 
-std::string newer_layout_message(const std::string& path, uint32_t version) {
+std::string newer_layout_message(const std::string& path, uint32_t version, const std::string& service) {
   return fmt::format("{} was made by a newer bonsai (segment layout {}; this bonsaictl reads {}..{}): use the "
-                     "bonsaictl of that release, or upgrade bonsai; the service's processes keep their limits",
-                     path, version, kShmOldestLayout, BONSAI_ABI_VERSION);
+                     "bonsaictl of that release, or upgrade bonsai; the service's processes keep their limits. If no "
+                     "newer bonsai runs here, the segment is damaged: bonsaictl rm --force {}, then load it again",
+                     path, version, kShmOldestLayout, BONSAI_ABI_VERSION, service);
 }
 
 std::unique_ptr<Segment> Segment::open(const std::string& service, bool create, ShmScope scope) {
@@ -228,7 +229,7 @@ std::unique_ptr<Segment> Segment::from_fd(const std::string& service, const std:
     problem = shm_header_problem(*s->seg_, static_cast<size_t>(st.st_size), map_len, &s->sections_);
     version = s->seg_->header.version;
   });
-  if (problem == kShmNewerLayout) runtime_error(newer_layout_message(path, version));
+  if (problem == kShmNewerLayout) runtime_error(newer_layout_message(path, version, service));
   if (problem) s->damaged(problem);
   s->layout_ = version;
   return s;

@@ -102,7 +102,7 @@ class Segment {
 };
 
 // What bonsaictl says of a segment whose layout is newer than it reads.
-std::string newer_layout_message(const std::string& path, uint32_t version);
+std::string newer_layout_message(const std::string& path, uint32_t version, const std::string& service);
 
 // The damage report: what is wrong and how to recover (rm --force, then load/run).
 std::string damage_message(const std::string& service, const std::string& path, const std::string& what);

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <random>
 #include <vector>
 
 #include "abi/shm_abi.h"
@@ -227,4 +228,47 @@ TEST_CASE("shm names: /<prefix>bonsai.<uid>.<service>, validated both ways") {
   CHECK(shm_service_of_file("t1.bonsai.1001.video", "t1.", 1000).empty());
   CHECK(shm_service_of_file("bonsai.1000.video", "t1.", 1000).empty());
   CHECK(shm_service_of_file("t1.bonsai.1000.", "t1.", 1000).empty());
+}
+
+TEST_CASE("shm layout: random directories are accepted only in bounds") {
+  // What a tenant may write into the directory: whatever passes lies inside the span,
+  // after the directory, 64-aligned and without overlap.
+  constexpr uint64_t kSpan = kShmMadeSize + 4096;
+  std::vector<uint64_t> words(kSpan / 8);
+  auto* seg = reinterpret_cast<ShmSegment*>(words.data());
+  shm_header_init(*seg, kShmMadeSize, ShmScope::Service, 1000, "rnd", 1);
+  seg->header.size = kSpan;
+  auto* dir = reinterpret_cast<ShmSectionDir*>(reinterpret_cast<char*>(seg) + kShmDirOffset);
+  std::mt19937_64 rng(15);
+  unsigned accepted = 0;
+  for (int run = 0; run < 20000; ++run) {
+    dir->count = static_cast<uint32_t>(rng() % (kShmMaxSections + 2));
+    for (auto& e : dir->entries) {
+      e.id = static_cast<uint32_t>(rng() % 6);
+      // Offsets and sizes near the interesting edges, and anywhere.
+      uint64_t r = rng();
+      e.offset = (r & 1) ? kShmMadeSize + (rng() % 64) * 64 : (r & 2) ? rng() : rng() % (kSpan + 128);
+      e.size = (r & 4) ? 64 * (1 + rng() % 16) : (r & 8) ? ~uint64_t{0} - rng() % 1024 : rng() % 8192;
+    }
+    ShmSections sections{};
+    if (shm_header_problem(*seg, kSpan, kSpan, &sections) != nullptr) {
+      CHECK(sections.count == 0);
+      continue;
+    }
+    ++accepted;
+    REQUIRE(sections.count <= kShmMaxSections);
+    for (uint32_t i = 0; i < sections.count; ++i) {
+      const ShmSectionEntry& e = sections.entries[i];
+      CHECK(e.offset >= kShmMadeSize);
+      CHECK(e.offset % 64 == 0);
+      CHECK(e.size > 0);
+      CHECK(e.offset + e.size <= kSpan);
+      for (uint32_t j = 0; j < i; ++j) {
+        const ShmSectionEntry& f = sections.entries[j];
+        CHECK((e.offset + e.size <= f.offset || f.offset + f.size <= e.offset));
+        CHECK(e.id != f.id);
+      }
+    }
+  }
+  CHECK(accepted > 100);  // the generator reaches valid directories too
 }
