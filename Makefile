@@ -254,7 +254,7 @@ test: deps-check
 .PHONY: prev-lib test-upgrade
 prev-lib:
 	$(Q)MAKE="$(MAKE)" CXX="$(CXX)" CC="$(CC)" bash tests/golden/build_prev.sh $(B)/prev || { rc=$$?; [ $$rc = 3 ] || [ $$rc = 4 ]; }
-test-upgrade: $(LIBBONSAI) $(BONSAICTL)
+test-upgrade: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
 	BONSAI_BUILD=$(OUT) BONSAI_PREV_LIB=$(abspath $(B))/prev/libbonsai.so bash tests/upgrade/run.sh
 
 # What a suite needs built (tests/suite.sh builds them in the background).
