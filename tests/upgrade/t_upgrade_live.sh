@@ -99,13 +99,17 @@ grep -q 'segment layout 14' "$T/stat.out" || fail "stat: $(cat "$T/stat.out")"
 "$CTL" set up 'writes=4MiB/s' > /dev/null || fail "set"
 m=$(wc -l < "$T/times")
 wait_lines $((m + 4))
-# ~0.5 s each; on a loaded machine every dd takes longer by the same start-up time, so the
-# bound is also relative: at most 0.8x the quickest dd at 2 MiB/s.
+# ~0.5 s each (>= 0.4 s: still capped). A loaded machine adds its start-up time to every
+# dd, and a burst of load to some: the quickest of the three must show the doubled rate,
+# at most 0.7 s or 0.8x the quickest dd at 2 MiB/s.
+fastest=
 for i in $((m + 2)) $((m + 3)) $((m + 4)); do
   t=$(line $i)
-  [ "$t" -ge 400000 ] && { [ "$t" -le 700000 ] || [ "$t" -le $((quickest * 8 / 10)) ]; } ||
-    fail "after set writes=4MiB/s dd #$i took $t us (want ~500000; at 2 MiB/s $quickest)"
+  [ "$t" -ge 400000 ] || fail "after set writes=4MiB/s dd #$i took $t us (uncapped?)"
+  [ -z "$fastest" ] || [ "$t" -lt "$fastest" ] && fastest=$t
 done
+[ "$fastest" -le 700000 ] || [ "$fastest" -le $((quickest * 8 / 10)) ] ||
+  fail "after set writes=4MiB/s the quickest dd took $fastest us (want ~500000; at 2 MiB/s $quickest): $(tr '\n' ' ' < "$T/times")"
 note "after set writes=4MiB/s: $(line $((m + 2))) $(line $((m + 3))) $(line $((m + 4))) us"
 
 touch "$T/stop"
