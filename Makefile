@@ -247,11 +247,20 @@ test-options:
 # Every suite (tests/suite.sh): the integration tests first, several at a time, while
 # the unit, fuzz and sanitizer builds compile at idle CPU priority; then the suites that
 # keep the CPU busy, one at a time. ~15 min on 2 cores; the closing lines give each
-# suite's time. One suite alone: test-unit, test-integration, test-fuzz, test-asan, test-tsan.
+# suite's time. One suite alone: test-unit, test-integration, test-upgrade, test-fuzz, test-asan, test-tsan.
 test: deps-check
 	$(Q)$(MAKE) --no-print-directory all preload
 	$(Q)$(MAKE) --no-print-directory test-layers test-maps test-symbols test-options
 	$(Q)MAKE="$(MAKE)" B=$(B) OUT=$(OUT) bash tests/suite.sh
+
+# The previous release's library (tests/golden/build_prev.sh: from the tag v0.2.0 of this
+# clone, cached in $(B)/prev) and the tests that swap it for this build under a running
+# service (tests/upgrade/). No git history (a tarball): nothing to build, the test says so.
+.PHONY: prev-lib test-upgrade
+prev-lib:
+	$(Q)MAKE="$(MAKE)" CXX="$(CXX)" CC="$(CC)" bash tests/golden/build_prev.sh $(B)/prev || { rc=$$?; [ $$rc = 3 ] || [ $$rc = 4 ]; }
+test-upgrade: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
+	BONSAI_BUILD=$(OUT) BONSAI_PREV_LIB=$(abspath $(B))/prev/libbonsai.so bash tests/upgrade/run.sh
 
 # What a suite needs built (tests/suite.sh builds them in the background).
 .PHONY: preload unit-tests sanitizer-build

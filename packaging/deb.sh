@@ -5,6 +5,9 @@
 # with packaging/debian as its debian/. The package build reuses the objects under
 # $B_ABS (BONSAI_B for debian/rules), so only the installed bonsaictl and the man
 # pages are made anew. Then lintian, when installed: any error fails.
+# The package's version: VERSION (the release) where there is no .git; in a git clone,
+# from `git describe`: VERSION itself at a commit tagged vVERSION, else VERSION~gitN.gHASH
+# (N commits after the last tag: sorts after the previous release, before this one).
 # Env: B_ABS (absolute build root), VERSION, MAKE; DEB_KEEP=1 keeps the copy.
 set -euo pipefail
 : "${B_ABS:?}" "${VERSION:?}"
@@ -15,6 +18,22 @@ if [ "$changelog_version" != "$VERSION" ]; then
   echo "make deb: VERSION says $VERSION, packaging/debian/changelog says $changelog_version" >&2
   exit 1
 fi
+deb_version=$VERSION
+if git -C "$top" rev-parse --git-dir >/dev/null 2>&1 &&
+   described=$(git -C "$top" describe --tags --long --match 'v[0-9]*' 2>/dev/null); then
+  # vX.Y.Z-N-gHASH
+  tag=${described%-*-g*} rest=${described#"$tag"-}
+  n=${rest%%-*} hash=${rest#*-}
+  if [ "$n" = 0 ]; then
+    if [ "$tag" != "v$VERSION" ]; then
+      echo "make deb: this commit is tagged $tag but VERSION says $VERSION" >&2
+      exit 1
+    fi
+  else
+    deb_version="$VERSION~git$n.$hash"
+  fi
+fi
+echo "make deb: version $deb_version"
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 work=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-deb.XXXXXX")
 [ "${DEB_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
@@ -27,13 +46,15 @@ git ls-files -z --cached --others --exclude-standard |
   (cd "$top" && xargs -0 cp -p --parents -t "$src")
 rm -rf "$src/build" "$src/debian"
 cp -pr packaging/debian "$src/debian"
+# The stamped version on the top changelog entry of the copy (the tree's stays VERSION).
+[ "$deb_version" = "$VERSION" ] || sed -i "1s/($VERSION)/($deb_version)/" "$src/debian/changelog"
 echo "make deb: dpkg-buildpackage in $src (objects from $B_ABS)"
 (cd "$src" && BONSAI_B="$B_ABS" dpkg-buildpackage -us -uc -b) > "$work/build.log" 2>&1 || {
   tail -n 40 "$work/build.log" >&2
   echo "make deb: dpkg-buildpackage failed (log: $work/build.log)" >&2
   exit 1
 }
-deb=bonsai_${VERSION}_${arch}.deb
+deb=bonsai_${deb_version}_${arch}.deb
 mkdir -p "$B_ABS"
 mv "$work/$deb" "$B_ABS/$deb"
 echo "make deb: $B_ABS/$deb"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `make test`: every suite -- unit, integration, fuzz, ASan+UBSan and TSan (unit and
-# integration) -- in an order that fits a 2-core machine in about 15 minutes.
+# `make test`: every suite -- unit, integration, the upgrade from the previous release,
+# fuzz, ASan+UBSan and TSan (unit and integration) -- in an order that fits a 2-core
+# machine in about 15 minutes. The previous release's library (make prev-lib) is the
+# first background build: its suite runs right after the integration tests.
 #
 # The integration tests mostly wait (their programs are held to rates), so they run
 # first, several at a time (run.sh, T_JOBS), while the builds they do not need -- the
@@ -55,6 +57,7 @@ bg_build() {  # NAME MAKE-ARGS...
 rm -f "$logdir"/build-*.status "$logdir"/suite-*.log
 set -m  # the background builds in a process group of their own: stopped as one on exit
 (
+  bg_build prev prev-lib  # the previous release's library, for the upgrade suite (cached)
   bg_build unit unit-tests
   bg_build fuzz fuzz
   bg_build asan MODE=asan sanitizer-build
@@ -79,6 +82,7 @@ built() {  # NAME
 }
 
 suite integration $MAKE --no-print-directory B="$B" test-integration
+if built prev; then suite upgrade $MAKE --no-print-directory B="$B" test-upgrade; else failed+=("prev build"); fi
 if built unit; then suite unit $MAKE --no-print-directory B="$B" test-unit; else failed+=("unit build"); fi
 if built fuzz; then suite fuzz $MAKE --no-print-directory B="$B" test-fuzz; else failed+=("fuzz build"); fi
 for m in asan tsan; do

@@ -8,7 +8,9 @@
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
+#include "abi/shm_abi.h"
 #include "base/diag.h"
+#include "compress/wire_format.h"
 #include "segment/shm_client.h"
 #include "launch/sv_exec.h"
 
@@ -87,7 +89,10 @@ int ctl_main(int argc, char** argv) {
     return usage(stdout), kExitOk;
   }
   if (name == "sv-exec") return sv_exec_main(argc - 2, argv + 2);  // internal, never parsed as options
-  if (name == "version" || name == "--version") return fmt::print("bonsaictl {}\n", kVersion), kExitOk;
+  if (name == "version" || name == "--version")  // the release, then what it reads and writes (docs/upgrades.md)
+    return fmt::print("bonsaictl {}\nsegment layout {} (reads {}..{})\nwire format {} (decodes 1..{})\n", kVersion,
+                      BONSAI_ABI_VERSION, kShmOldestLayout, BONSAI_ABI_VERSION, compress::kWireVersion, compress::kWireVersion),
+           kExitOk;
   const Command* cmd = command_find(name);
   if (!cmd) {
     std::vector<std::string_view> names;

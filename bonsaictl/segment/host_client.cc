@@ -23,9 +23,19 @@
 namespace bonsai::ctl {
 namespace {
 
-bool header_ok(const ShmHost& h) {
-  return h.header.magic == kHostMagic && h.header.version == BONSAI_ABI_VERSION && h.header.size == sizeof(ShmHost) &&
-         h.header.fingerprint == host_layout_fingerprint() && h.header.uid == ctl_uid();
+// Layout 14 (0.2.0's, the base alone: written in place) or 15 on (a directory after it).
+// @return "" or what is wrong.
+std::string header_problem(const ShmHost& h, size_t file_size, size_t mapped, const std::string& path) {
+  if (const char* p = host_header_problem(h, file_size, mapped)) {
+    if (p == kShmNewerLayout)
+      return fmt::format("{} was made by a newer bonsai (layout {}; this bonsaictl reads {}..{}): use the bonsaictl "
+                         "of that release, or upgrade bonsai",
+                         path, h.header.version, kShmOldestLayout, BONSAI_ABI_VERSION);
+    return fmt::format("{} {}: remove it and load again", path, p);
+  }
+  if (h.header.uid != ctl_uid())
+    return fmt::format("{} names uid {} in its header, not {}: remove it and load again", path, h.header.uid, ctl_uid());
+  return {};
 }
 
 // Opens the segment read-write, checked (owner, mode, regular file). -1 if absent.
@@ -48,22 +58,16 @@ int host_create(const std::string& path) {
   int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) runtime_error(fmt::format("cannot create {}: {}", tmp, std::strerror(errno)));
   bool ok = (!ctl_other_user() || fchown(fd, ctl_uid(), ctl_gid()) == 0) && fchmod(fd, 0600) == 0 &&
-            ftruncate(fd, sizeof(ShmHost)) == 0;
-  void* m = ok ? mmap(nullptr, sizeof(ShmHost), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+            ftruncate(fd, kHostMadeSize) == 0;
+  void* m = ok ? mmap(nullptr, kHostMadeSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   int e = errno;
   if (m == MAP_FAILED) {
     ::close(fd);
     ::unlink(tmp.c_str());
     runtime_error(fmt::format("cannot make {}: {}", tmp, std::strerror(e)));
   }
-  auto* h = static_cast<ShmHost*>(m);
-  h->header.magic = kHostMagic;
-  h->header.version = BONSAI_ABI_VERSION;
-  h->header.uid = ctl_uid();
-  h->header.size = sizeof(ShmHost);
-  h->header.fingerprint = host_layout_fingerprint();
-  h->capacity.seq.store(2, std::memory_order_relaxed);
-  munmap(m, sizeof(ShmHost));
+  host_header_init(*static_cast<ShmHost*>(m), kHostMadeSize, ctl_uid());
+  munmap(m, kHostMadeSize);
   int rc = ::link(tmp.c_str(), path.c_str());
   ::unlink(tmp.c_str());
   if (rc == 0) return fd;
@@ -73,9 +77,10 @@ int host_create(const std::string& path) {
 
 struct Mapped {
   ShmHost* h = nullptr;
+  size_t len = 0;
   int fd = -1;
   ~Mapped() {
-    if (h) munmap(h, sizeof(ShmHost));
+    if (h) munmap(h, len);
     if (fd >= 0) ::close(fd);
   }
 };
@@ -90,12 +95,14 @@ bool host_map(Mapped& m, bool create) {
     if (!create) return false;
     runtime_error(fmt::format("{} is truncated: remove it and load again", path));
   }
-  void* p = mmap(nullptr, sizeof(ShmHost), PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
+  const size_t len = shm_map_size(static_cast<size_t>(st.st_size), sizeof(ShmHost));
+  void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, m.fd, 0);
   if (p == MAP_FAILED) runtime_error(fmt::format("cannot map {}: {}", path, std::strerror(errno)));
   m.h = static_cast<ShmHost*>(p);
-  if (!header_ok(*m.h)) {
+  m.len = len;
+  if (std::string problem = header_problem(*m.h, static_cast<size_t>(st.st_size), len, path); !problem.empty()) {
     if (!create) return false;
-    runtime_error(fmt::format("{} is damaged or of another bonsai version: remove it and load again", path));
+    runtime_error(problem);
   }
   return true;
 }

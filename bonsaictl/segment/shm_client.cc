@@ -97,16 +97,16 @@ int segment_create(const std::string& path, const std::string& service, ShmScope
     runtime_error(fmt::format("cannot give {} to {}: {}", tmp, user_text(ctl_uid()), std::strerror(e)));
   }
   if (fstat(fd, &st) == 0 && st.st_uid == ctl_uid() && S_ISREG(st.st_mode) && fchmod(fd, 0600) == 0 &&
-      ftruncate(fd, sizeof(ShmSegment)) == 0)
-    m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+      ftruncate(fd, kShmMadeSize) == 0)
+    m = mmap(nullptr, kShmMadeSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   if (m == MAP_FAILED) {
     ::close(fd);
     ::unlink(tmp.c_str());
     runtime_error(fmt::format("cannot size {}: {}", tmp, std::strerror(e)));
   }
-  shm_header_init(*static_cast<ShmSegment*>(m), scope, ctl_uid(), service.c_str(), unix_now_ns());
-  munmap(m, sizeof(ShmSegment));
+  shm_header_init(*static_cast<ShmSegment*>(m), kShmMadeSize, scope, ctl_uid(), service.c_str(), unix_now_ns());
+  munmap(m, kShmMadeSize);
   int rc = ::link(tmp.c_str(), path.c_str());
   e = errno;
   ::unlink(tmp.c_str());
@@ -121,8 +121,8 @@ int segment_create(const std::string& path, const std::string& service, ShmScope
 
 // Everything bonsaictl relies on besides the limits: header, owner recorded in it,
 // high-water mark, slot states and pids. @return "" or what is wrong.
-std::string segment_problem(const ShmSegment& seg, size_t file_size) {
-  if (const char* p = shm_header_problem(seg, file_size)) return p;
+std::string segment_problem(const ShmSegment& seg, size_t file_size, size_t mapped) {
+  if (const char* p = shm_header_problem(seg, file_size, mapped)) return p;
   if (seg.header.uid != ctl_uid()) return fmt::format("its header names uid {}, not its owner {}", seg.header.uid, ctl_uid());
   uint32_t used = seg.exited.slots_used.load(std::memory_order_relaxed);
   if (used > kMaxSlots) return fmt::format("its slot high-water mark is {} (there are {} slots)", used, kMaxSlots);
@@ -141,6 +141,13 @@ std::string segment_problem(const ShmSegment& seg, size_t file_size) {
 }
 
 }  // namespace
+
+std::string newer_layout_message(const std::string& path, uint32_t version, const std::string& service) {
+  return fmt::format("{} was made by a newer bonsai (segment layout {}; this bonsaictl reads {}..{}): use the "
+                     "bonsaictl of that release, or upgrade bonsai; the service's processes keep their limits. If no "
+                     "newer bonsai runs here, the segment is damaged: bonsaictl rm --force {}, then load it again",
+                     path, version, kShmOldestLayout, BONSAI_ABI_VERSION, service);
+}
 
 std::unique_ptr<Segment> Segment::open(const std::string& service, bool create, ShmScope scope) {
   std::string path = segment_path(service);
@@ -206,24 +213,30 @@ std::unique_ptr<Segment> Segment::from_fd(const std::string& service, const std:
     ::close(fd);
     runtime_error(damage_message(service, path, what));
   }
-  void* m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // Layout 14 is the base alone; 15 on add a directory and sections after it (bounded).
+  const size_t map_len = shm_map_size(static_cast<size_t>(st.st_size), sizeof(ShmSegment));
+  void* m = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (m == MAP_FAILED) {
     int e = errno;
     ::close(fd);
     runtime_error(fmt::format("cannot map {}: {}", path, std::strerror(e)));
   }
   std::unique_ptr<Segment> s(
-      new Segment(service, path, static_cast<ShmSegment*>(m), fd, created, st.st_dev, st.st_ino));
-  std::string problem;
+      new Segment(service, path, static_cast<ShmSegment*>(m), map_len, fd, created, st.st_dev, st.st_ino));
+  const char* problem = nullptr;
+  uint32_t version = 0;
   s->guarded([&] {
-    if (const char* p = shm_header_problem(*s->seg_, static_cast<size_t>(st.st_size))) problem = p;
+    problem = shm_header_problem(*s->seg_, static_cast<size_t>(st.st_size), map_len, &s->sections_);
+    version = s->seg_->header.version;
   });
-  if (!problem.empty()) s->damaged(problem);
+  if (problem == kShmNewerLayout) runtime_error(newer_layout_message(path, version, service));
+  if (problem) s->damaged(problem);
+  s->layout_ = version;
   return s;
 }
 
 Segment::~Segment() {
-  munmap(seg_, sizeof(ShmSegment));
+  munmap(seg_, map_len_);
   ::close(fd_);
 }
 
@@ -231,7 +244,7 @@ void Segment::damaged(const std::string& what) const { runtime_error(damage_mess
 
 void Segment::guard_begin() {
   if (lost_) damaged("the file was truncated while bonsaictl read it");
-  guarded_ = shm_guard_register(seg_, sizeof(ShmSegment));
+  guarded_ = shm_guard_register(seg_, map_len_);
 }
 
 void Segment::guard_abort() noexcept {
@@ -251,7 +264,7 @@ void Segment::check() {
   if (static_cast<uint64_t>(st.st_size) < sizeof(ShmSegment))
     damaged(fmt::format("the file is {} bytes, a segment has {} (truncated)", st.st_size, sizeof(ShmSegment)));
   std::string problem;
-  guarded([&] { problem = segment_problem(*seg_, static_cast<size_t>(st.st_size)); });
+  guarded([&] { problem = segment_problem(*seg_, static_cast<size_t>(st.st_size), map_len_); });
   if (!problem.empty()) damaged(problem);
 }
 

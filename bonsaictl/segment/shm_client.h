@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "abi/shm_abi.h"
+#include "shm/shm_check.h"
 #include "segment/target_user.h"  // whose segments: the names carry the uid
 
 namespace bonsai::ctl {
@@ -41,6 +42,10 @@ class Segment {
   const std::string& path() const { return path_; }
   bool created() const { return created_; }
   int fd() const { return fd_; }  // the open segment file (O_CLOEXEC)
+  // The segment's layout version (14: made by 0.2.0, the base alone; written in place)
+  // and its checked section directory (abi/shm_abi.h).
+  uint32_t layout() const { return layout_; }
+  const ShmSections& sections() const { return sections_; }
 
   // Checks what bonsaictl relies on before reading: the file still holds the whole
   // segment, the header, the slot table (states, pids, high-water mark).
@@ -76,14 +81,18 @@ class Segment {
 
  private:
   static std::unique_ptr<Segment> from_fd(const std::string& service, const std::string& path, int fd, bool created);
-  Segment(std::string service, std::string path, ShmSegment* seg, int fd, bool created, dev_t dev, ino_t ino)
-      : service_(std::move(service)), path_(std::move(path)), seg_(seg), fd_(fd), created_(created), dev_(dev),
-        ino_(ino) {}
+  Segment(std::string service, std::string path, ShmSegment* seg, size_t map_len, int fd, bool created, dev_t dev,
+          ino_t ino)
+      : service_(std::move(service)), path_(std::move(path)), seg_(seg), map_len_(map_len), fd_(fd),
+        created_(created), dev_(dev), ino_(ino) {}
   void guard_begin();
   void guard_end();
   void guard_abort() noexcept;
   std::string service_, path_;
   ShmSegment* seg_;
+  size_t map_len_;  // the mapping: the base, and from layout 15 its directory and sections
+  ShmSections sections_{};
+  uint32_t layout_ = 0;
   int fd_;
   bool created_;
   dev_t dev_;
@@ -91,6 +100,9 @@ class Segment {
   bool guarded_ = false;
   bool lost_ = false;  // a truncation replaced the mapping with zeros
 };
+
+// What bonsaictl says of a segment whose layout is newer than it reads.
+std::string newer_layout_message(const std::string& path, uint32_t version, const std::string& service);
 
 // The damage report: what is wrong and how to recover (rm --force, then load/run).
 std::string damage_message(const std::string& service, const std::string& path, const std::string& what);

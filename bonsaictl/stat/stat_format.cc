@@ -121,7 +121,7 @@ std::string json_dump(const Json& j) {
 
 std::string stat_json(const ServiceStat& s) {
   Json doc = {{"service", s.service}, {"scope", scope_name(s.scope)}, {"time_unix_ns", s.time_unix_ns},
-              {"limits_seq", s.limits_seq}, {"limits", limits_text(s.limits)}};
+              {"limits_seq", s.limits_seq}, {"limits", limits_text(s.limits)}, {"layout", s.layout}};
   if (s.interval_s > 0) doc["interval_s"] = static_cast<double>(static_cast<int64_t>(s.interval_s * 1000 + 0.5)) / 1000;
   Json procs = Json::array();
   for (const ProcStat& p : s.processes) {
@@ -173,6 +173,15 @@ std::string stat_table(const ServiceStat& s) {
     out += fmt::format("  WARNING: {} process{} could not be counted: all {} slots were taken when {} started\n",
                        s.uncounted_processes, s.uncounted_processes == 1 ? "" : "es", kMaxSlots,
                        s.uncounted_processes == 1 ? "it" : "they");
+  // A segment the previous release made (docs/upgrades.md): said here, once per service.
+  if (s.layout && s.layout < BONSAI_ABI_VERSION) {
+    out += fmt::format("  segment layout {} (made by bonsai 0.2.0): read and written in place; its processes keep it\n",
+                       s.layout);
+    if (s.fleet.enabled)
+      out += "  NOTE: fleet configuration written by 0.2.0 (in the segment): this release's agent serves the service "
+             "only after `bonsaictl load` with this release; until then the 0.2.0 agent, while it runs, or the last "
+             "grants and the fallback hold\n";
+  }
   auto lim = limits_text(s.limits);
   std::string joined;
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;

@@ -170,6 +170,7 @@ ServiceStat stat_snapshot(Segment& handle) {
   ShmSegment& seg = handle.seg();
   ServiceStat s;
   s.service = handle.service();
+  s.layout = handle.layout();
   s.limits = limits_read_checked(handle, s.limits_seq);
   uint32_t scope = 0;
   handle.guarded([&] {

@@ -91,6 +91,7 @@ struct ProtectStat {
 struct ServiceStat {
   std::string service;
   ShmScope scope = ShmScope::Process;
+  uint32_t layout = 0;  // the segment's layout (14: made by bonsai 0.2.0, read and written in place)
   uint64_t limits_seq = 0;
   LimitSet limits{};
   uint64_t time_unix_ns = 0;

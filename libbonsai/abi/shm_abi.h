@@ -1,7 +1,20 @@
 // SPDX-License-Identifier: MIT
 // The layout of a service's shared-memory segment (/<prefix>bonsai.<uid>.<service>),
 // shared by libbonsai (which trusts none of it) and bonsaictl (which owns it).
-// Plain fixed-size data: no pointers. Bump BONSAI_ABI_VERSION on any change.
+// Plain fixed-size data: no pointers.
+//
+// Releases read what the release before them made (docs/upgrades.md). Since layout 15 a
+// segment is the *base* -- ShmSegment below, frozen exactly as layout 14 (the release
+// 0.2.0) laid it out -- followed by a section directory (ShmSectionDir) listing whatever
+// later layouts add, each section by id, offset and size. So:
+//  - never change a structure of the base (the static_asserts at the end hold its size
+//    and fingerprint): add a section instead (a new ShmSectionId, its struct, bonsaictl
+//    lists it when it creates a segment) and bump BONSAI_ABI_VERSION; a reader uses a
+//    section only if the directory lists it with the size it expects, so older readers
+//    simply lack the feature and newer ones find it absent in older segments;
+//  - a change no older reader may ignore sets ShmSectionDir::oldest_reader to the new
+//    version: older readers then refuse the segment as "made by a newer bonsai".
+// Layout 14 segments (no directory) are read and written in place: the base is theirs.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -15,7 +28,9 @@
 #include "abi/protect_hist.h"
 #include "abi/wait_hist.h"
 
-#define BONSAI_ABI_VERSION 14 // 14: ShmSegment::protect (protected calls' durations, issue 52)
+#define BONSAI_ABI_VERSION 15 // 15: the section directory after the frozen base (ShmSectionDir);
+                              //     ShmExited::notices (was padding)
+                              // 14: ShmSegment::protect (protected calls' durations, issue 52)
                               // 13: ShmFleet namespace, expected_hosts, id_clash (issue 50)
                               // 12: ShmSegment::slot_ns (containers, issue #47)
                               // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
@@ -34,6 +49,8 @@
 namespace bonsai {
 
 inline constexpr uint64_t kShmMagic = 0x314d48534e4f4231ull;  // "1BONSHM1"
+// The oldest layout this build reads (and writes in place): the first release's, 0.2.0.
+inline constexpr uint32_t kShmOldestLayout = 14;
 inline constexpr uint32_t kMaxSlots = 1024;       // processes attached at once (the file is
                                                    // ~10 MiB, sparse: only used slots take memory)
 inline constexpr size_t kServiceNameMax = 63;      // [A-Za-z0-9_.-], not starting with '.'
@@ -80,7 +97,7 @@ struct alignas(64) ShmHeader {
   uint64_t magic;         // kShmMagic
   uint32_t version;       // BONSAI_ABI_VERSION
   uint32_t max_slots;     // kMaxSlots
-  uint64_t size;          // sizeof(ShmSegment)
+  uint64_t size;          // layout 14: sizeof(ShmSegment); 15 on: every byte it spans (base, directory, sections)
   uint64_t fingerprint;   // shm_layout_fingerprint()
   std::atomic<uint32_t> scope;  // ShmScope
   uint32_t uid;           // owner, as bonsaictl saw it
@@ -105,7 +122,8 @@ struct alignas(64) ShmExited {
   std::atomic<uint64_t> uncounted;   // processes that found every slot taken (counted nowhere)
   std::atomic<uint32_t> slots_used;  // high-water mark: slots [0, slots_used) were ever claimed;
                                      // scans stop there (untrusted: clamp to kMaxSlots)
-  uint32_t pad32_;
+  std::atomic<uint32_t> notices;     // kNotice* bits: what the library said once for the whole
+                                     // service (layout 14 wrote 0 here; frozen, any layout)
   uint64_t pad_[5];
   std::atomic<uint64_t> calls[kCallCount];
   std::atomic<uint64_t> bytes[kCallCount];
@@ -116,6 +134,10 @@ struct alignas(64) ShmExited {
   std::atomic<uint64_t> shortened[kCallCount];
   std::atomic<uint64_t> held_ns[kCallCount];
 };
+
+// ShmExited::notices: the first process of the service to meet the problem says it on
+// its stderr and sets the bit; the others stay quiet (never 40 lines a second).
+inline constexpr uint32_t kNoticeNewerLayout = 1;  // the segment is of a layout this build cannot read
 
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
 // which claimed the slot on its behalf and charges its system calls from outside.
@@ -168,6 +190,42 @@ struct ShmSegment {
   ShmSlotNs slot_ns;                // per slot: its process's pid namespace
 };
 
+// ---- The section directory (layout 15 on), right after the base ----
+inline constexpr uint64_t kShmDirMagic = 0x3152494453534e42ull;  // "BNSSDIR1"
+inline constexpr uint32_t kShmMaxSections = 15;
+// Every reader maps at most this much of a segment (the base, the directory, the sections).
+inline constexpr uint64_t kShmSpanMax = uint64_t{64} << 20;
+
+// Section ids: assigned here, never reused. A reader ignores ids it does not know.
+enum class ShmSectionId : uint32_t {
+  None = 0,  // no id: an entry with it is damage
+  // The next layout's additions get 1, 2, ... (e.g. per-tenant limits, the fleet's new state).
+};
+
+struct ShmSectionEntry {
+  uint32_t id;       // ShmSectionId
+  uint32_t flags;    // 0 (reserved)
+  uint64_t offset;   // from the start of the segment: 64-aligned, after the directory
+  uint64_t size;     // bytes: a reader uses the section only if this is the size it expects
+};
+
+// Written once by bonsaictl when it creates the segment, before the magic; untrusted
+// (the service's user can write it): readers copy it, then check the copy.
+struct alignas(64) ShmSectionDir {
+  uint64_t magic;          // kShmDirMagic
+  uint32_t oldest_reader;  // the oldest layout that may read this segment (15 while
+                           // every change only adds sections)
+  uint32_t count;          // entries in use, <= kShmMaxSections
+  ShmSectionEntry entries[kShmMaxSections];
+};
+
+// The base's size and fingerprint as layout 14 (0.2.0) made them: frozen.
+inline constexpr uint64_t kShmBaseSize = 11295168;
+inline constexpr uint64_t kShmBaseFingerprint = 0x1a4c2625002012a4ull;
+inline constexpr uint64_t kShmDirOffset = kShmBaseSize;
+// What this build's bonsaictl makes: the base, the directory, no section yet.
+inline constexpr uint64_t kShmMadeSize = kShmBaseSize + sizeof(ShmSectionDir);
+
 // ---- Layout checks (a runtime twin lives in tests/unit/shm_layout_test.cc) ----
 static_assert(std::atomic<uint64_t>::is_always_lock_free && std::atomic<uint32_t>::is_always_lock_free);
 static_assert(sizeof(ShmHeader) == 64);
@@ -192,5 +250,9 @@ static_assert(sizeof(WaitHist) % 64 == 0);
 static_assert(offsetof(ShmSegment, slot_ns) == offsetof(ShmSegment, slots) + kMaxSlots * sizeof(ShmSlot));
 static_assert(sizeof(ShmSegment) == offsetof(ShmSegment, slot_ns) + sizeof(ShmSlotNs));
 static_assert(sizeof(LimitSet) % 8 == 0, "the seqlock copies LimitSet in 64-bit words");
+static_assert(sizeof(ShmSegment) == kShmBaseSize && shm_layout_fingerprint() == kShmBaseFingerprint,
+              "the base is frozen (what 0.2.0's processes use): add a section instead (see the top of this file)");
+static_assert(offsetof(ShmSegment, exited) + offsetof(ShmExited, notices) == 6868, "the notices word never moves");
+static_assert(sizeof(ShmSectionEntry) == 24 && sizeof(ShmSectionDir) == 384 && kShmDirOffset % 64 == 0);
 
 }  // namespace bonsai

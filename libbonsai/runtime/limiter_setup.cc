@@ -135,7 +135,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
                              blog(LogLevel::Warn, "service limits changed but unusable (%s); keeping the old ones", problem);
                            }
                          }};
-    } else {
+    } else if (why[0]) {  // empty: another process of the service said it (shm_attach.h)
       blog(LogLevel::Warn, "%s; running without service limits", why);
     }
   }

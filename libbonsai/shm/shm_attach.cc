@@ -123,18 +123,38 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
     raw_close(static_cast<int>(fd));
     return fail(why, cap, "service '%s': %s is truncated or not a bonsai segment", service, path);
   }
-  void* p = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+  // The base, the directory and the sections a newer bonsai may have added (bounded).
+  const size_t map_len = shm_map_size(file_size, sizeof(ShmSegment));
+  void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
   if (p == MAP_FAILED) {
     raw_close(static_cast<int>(fd));
     return fail(why, cap, "service '%s': cannot map %s", service, path);
   }
   auto* seg = static_cast<ShmSegment*>(p);
   // From here on a truncation of the file must not kill us (SIGBUS): see shm_guard.h.
-  shm_guard_register(p, sizeof(ShmSegment));
-  if (const char* problem = shm_header_problem(*seg, file_size)) {
+  shm_guard_register(p, map_len);
+  if (const char* problem = shm_header_problem(*seg, file_size, map_len)) {
+    bool said = false;
+    uint32_t version = __atomic_load_n(&seg->header.version, __ATOMIC_RELAXED);
+    // A newer layout is said once for the whole service: the first process to meet it
+    // sets the bit in the base's notices word (frozen at the same place in every layout).
+    if (problem == kShmNewerLayout)
+      said = seg->exited.notices.fetch_or(kNoticeNewerLayout, std::memory_order_relaxed) & kNoticeNewerLayout;
+    const bool lost = shm_guard_lost(p);
     shm_guard_unregister(p);
-    munmap(p, sizeof(ShmSegment));
+    munmap(p, map_len);
     raw_close(static_cast<int>(fd));
+    if (problem == kShmNewerLayout && !lost) {
+      if (said) {
+        if (cap) why[0] = '\0';  // said already by another process of the service
+        return false;
+      }
+      std::snprintf(why, cap,
+                    "service '%s': %s was made by a newer bonsai (segment layout %u; this library reads %u..%u): "
+                    "upgrade bonsai to cap this service's processes (said once for the service)",
+                    service, path, version, kShmOldestLayout, BONSAI_ABI_VERSION);
+      return false;
+    }
     return fail(why, cap, "service '%s': %s", service, problem);
   }
   g_seg = seg;

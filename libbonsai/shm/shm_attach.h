@@ -25,7 +25,8 @@ struct ShmAttach {
 };
 
 // Maps the segment of `service` (under `prefix`, may be null) and claims a slot.
-// @return true with `out` filled; false with `why` set (one line) and nothing mapped.
+// @return true with `out` filled; false with `why` set (one line) and nothing mapped;
+// `why` is empty when the problem is one said once per service and another process said it.
 bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap) noexcept;
 
 // True once shm_attach succeeded in this process.

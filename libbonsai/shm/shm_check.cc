@@ -3,21 +3,108 @@
 #include "shm/shm_check.h"
 
 #include "abi/limit_parse.h"
+#include "sys/word_copy.h"
 
 namespace bonsai {
 
-const char* shm_header_problem(const ShmSegment& seg, size_t file_size) noexcept {
-  if (file_size < sizeof(ShmHeader)) return "segment is truncated (smaller than its header)";
+const char kShmNewerLayout[] = "segment was made by a newer bonsai";
+
+namespace {
+
+// What both kinds of segment share: a header's version, size and fingerprint against the
+// frozen base, and from layout 15 the directory right after the base.
+const char* layout_problem(const unsigned char* seg, uint32_t version, uint64_t span, uint64_t fingerprint,
+                           uint64_t base_size, uint64_t base_fp, size_t file_size, size_t mapped,
+                           ShmSections* out) noexcept {
+  if (out) out->count = 0;
+  if (version < kShmOldestLayout)
+    return "segment was made by a bonsai older than 0.2.0 (a layout no release reads): remove it and load the "
+           "service again";
+  if (version == kShmOldestLayout) {  // 0.2.0: the base alone
+    if (span != base_size || fingerprint != base_fp) return "segment layout does not match this build (bonsaictl and libbonsai differ)";
+    if (file_size < base_size || mapped < base_size) return "segment is truncated";
+    return nullptr;
+  }
+  // Layout 15 on: the base, then the directory. A layout newer than ours is readable if its
+  // directory says so; without a directory we can place, it is newer than we know.
+  const uint64_t dir_end = base_size + sizeof(ShmSectionDir);
+  if (file_size < dir_end || mapped < dir_end)
+    return version > BONSAI_ABI_VERSION ? kShmNewerLayout : "segment is truncated (no section directory)";
+  ShmSectionDir dir{};
+  words_load(&dir, seg + base_size, sizeof dir);  // a copy: the service's user may rewrite it meanwhile
+  if (dir.magic != kShmDirMagic)
+    return version > BONSAI_ABI_VERSION ? kShmNewerLayout : "segment has a damaged section directory (bad magic)";
+  if (dir.oldest_reader > BONSAI_ABI_VERSION) return kShmNewerLayout;
+  if (dir.oldest_reader < 15 || dir.oldest_reader > version)
+    return "segment has a damaged section directory (its oldest reader)";
+  if (fingerprint != base_fp) return "segment layout does not match this build (bonsaictl and libbonsai differ)";
+  if (span < dir_end || span > file_size || span > mapped || span > kShmSpanMax)
+    return "segment is truncated or its size is damaged";
+  if (dir.count > kShmMaxSections) return "segment has a damaged section directory (too many sections)";
+  for (uint32_t i = 0; i < dir.count; ++i) {
+    const ShmSectionEntry& e = dir.entries[i];
+    if (e.id == 0 || e.size == 0 || e.offset % 64 || e.offset < dir_end || e.offset > span || e.size > span - e.offset)
+      return "segment has a damaged section directory (a section out of bounds)";
+    for (uint32_t j = 0; j < i; ++j) {
+      const ShmSectionEntry& f = dir.entries[j];
+      if (f.id == e.id || (e.offset < f.offset + f.size && f.offset < e.offset + e.size))
+        return "segment has a damaged section directory (sections overlap)";
+    }
+  }
+  if (out) {
+    out->count = dir.count;
+    for (uint32_t i = 0; i < dir.count; ++i) out->entries[i] = dir.entries[i];
+  }
+  return nullptr;
+}
+
+void dir_init(unsigned char* seg, uint64_t base_size) noexcept {
+  auto* dir = reinterpret_cast<ShmSectionDir*>(seg + base_size);
+  dir->oldest_reader = 15;
+  dir->count = 0;
+  dir->magic = kShmDirMagic;
+}
+
+}  // namespace
+
+const char* shm_header_problem(const ShmSegment& seg, size_t file_size, size_t mapped, ShmSections* sections) noexcept {
+  if (sections) sections->count = 0;
+  if (file_size < sizeof(ShmHeader) || mapped < sizeof(ShmHeader)) return "segment is truncated (smaller than its header)";
   const ShmHeader& h = seg.header;
   if (h.magic != kShmMagic) return "segment has a bad magic number (not a bonsai segment)";
-  if (h.version != BONSAI_ABI_VERSION) return "segment has another layout version (bonsaictl and libbonsai differ)";
-  if (h.size != sizeof(ShmSegment) || h.fingerprint != shm_layout_fingerprint() || h.max_slots != kMaxSlots)
-    return "segment layout does not match this build (bonsaictl and libbonsai differ)";
-  if (file_size < sizeof(ShmSegment)) return "segment is truncated";
+  uint32_t version = __atomic_load_n(&h.version, __ATOMIC_RELAXED);
+  if (const char* p = layout_problem(reinterpret_cast<const unsigned char*>(&seg), version,
+                                     __atomic_load_n(&h.size, __ATOMIC_RELAXED),
+                                     __atomic_load_n(&h.fingerprint, __ATOMIC_RELAXED), kShmBaseSize,
+                                     kShmBaseFingerprint, file_size, mapped, sections))
+    return p;
+  if (h.max_slots != kMaxSlots) return "segment layout does not match this build (bonsaictl and libbonsai differ)";
   uint32_t scope = h.scope.load(std::memory_order_relaxed);
   if (scope != static_cast<uint32_t>(ShmScope::Process) && scope != static_cast<uint32_t>(ShmScope::Service))
     return "segment has an unknown scope";
   return nullptr;
+}
+
+const char* host_header_problem(const ShmHost& host, size_t file_size, size_t mapped, ShmSections* sections) noexcept {
+  if (sections) sections->count = 0;
+  if (file_size < sizeof(ShmHostHeader) || mapped < sizeof(ShmHostHeader)) return "is truncated";
+  const ShmHostHeader& h = host.header;
+  if (h.magic != kHostMagic) return "is not a bonsai host segment";
+  return layout_problem(reinterpret_cast<const unsigned char*>(&host), __atomic_load_n(&h.version, __ATOMIC_RELAXED),
+                        __atomic_load_n(&h.size, __ATOMIC_RELAXED), __atomic_load_n(&h.fingerprint, __ATOMIC_RELAXED),
+                        kHostBaseSize, kHostBaseFingerprint, file_size, mapped, sections);
+}
+
+size_t shm_map_size(size_t file_size, size_t base_size) noexcept {
+  size_t n = file_size < kShmSpanMax ? file_size : static_cast<size_t>(kShmSpanMax);
+  return n < base_size ? base_size : n;
+}
+
+uint64_t shm_section_offset(const ShmSections& sections, ShmSectionId id, uint64_t size) noexcept {
+  uint32_t n = sections.count < kShmMaxSections ? sections.count : kShmMaxSections;
+  for (uint32_t i = 0; i < n; ++i)
+    if (sections.entries[i].id == static_cast<uint32_t>(id)) return sections.entries[i].size == size ? sections.entries[i].offset : 0;
+  return 0;
 }
 
 const char* limits_problem(const LimitSet& set) noexcept {
@@ -40,12 +127,14 @@ const char* limits_problem(const LimitSet& set) noexcept {
   return nullptr;
 }
 
-void shm_header_init(ShmSegment& seg, ShmScope scope, unsigned uid, const char* service,
+void shm_header_init(ShmSegment& seg, size_t mapped, ShmScope scope, unsigned uid, const char* service,
                      uint64_t now_unix_ns) noexcept {
   ShmHeader& h = seg.header;
-  h.version = BONSAI_ABI_VERSION;
+  const bool dir = mapped >= kShmMadeSize;
+  if (dir) dir_init(reinterpret_cast<unsigned char*>(&seg), kShmBaseSize);
+  h.version = dir ? BONSAI_ABI_VERSION : kShmOldestLayout;
   h.max_slots = kMaxSlots;
-  h.size = sizeof(ShmSegment);
+  h.size = dir ? kShmMadeSize : kShmBaseSize;
   h.fingerprint = shm_layout_fingerprint();
   h.scope.store(static_cast<uint32_t>(scope), std::memory_order_relaxed);
   h.uid = uid;
@@ -57,6 +146,18 @@ void shm_header_init(ShmSegment& seg, ShmScope scope, unsigned uid, const char* 
   seg.limits.changed_unix_ns.store(now_unix_ns, std::memory_order_relaxed);
   // The magic goes last: a reader that sees it sees a complete header.
   __atomic_store_n(&h.magic, kShmMagic, __ATOMIC_RELEASE);
+}
+
+void host_header_init(ShmHost& host, size_t mapped, unsigned uid) noexcept {
+  ShmHostHeader& h = host.header;
+  const bool dir = mapped >= kHostMadeSize;
+  if (dir) dir_init(reinterpret_cast<unsigned char*>(&host), kHostBaseSize);
+  h.version = dir ? BONSAI_ABI_VERSION : kShmOldestLayout;
+  h.uid = uid;
+  h.size = dir ? kHostMadeSize : kHostBaseSize;
+  h.fingerprint = host_layout_fingerprint();
+  host.capacity.seq.store(2, std::memory_order_relaxed);
+  __atomic_store_n(&h.magic, kHostMagic, __ATOMIC_RELEASE);
 }
 
 }  // namespace bonsai

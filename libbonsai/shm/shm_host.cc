@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "shm/seqlock.h"
+#include "shm/shm_check.h"
 #include "shm/shm_fd.h"
 #include "shm/shm_guard.h"
 #include "shm/shm_name.h"
@@ -22,15 +23,6 @@ namespace {
 
 constinit std::atomic<ShmHost*> g_host{nullptr};
 constinit std::atomic<bool> g_mapping{false};
-
-const char* header_problem(const ShmHost& h, size_t file_size) {
-  if (h.header.magic != kHostMagic) return "not a bonsai host segment";
-  if (h.header.version != BONSAI_ABI_VERSION) return "made by another bonsai version";
-  if (h.header.size != sizeof(ShmHost) || file_size < sizeof(ShmHost) ||
-      h.header.fingerprint != host_layout_fingerprint())
-    return "has another layout";
-  return nullptr;
-}
 
 }  // namespace
 
@@ -57,16 +49,23 @@ bool shm_host_attach(const char* prefix, char* why, size_t cap) noexcept {
   } else if (static_cast<size_t>(st.st_size) < sizeof(ShmHost)) {
     std::snprintf(why, cap, "%s is truncated or not a bonsai host segment", path);
   } else {
-    void* p = mmap(nullptr, sizeof(ShmHost), PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+    // The base, its directory and any sections (layout 15 on; 14 is the base alone).
+    const size_t map_len = shm_map_size(static_cast<size_t>(st.st_size), sizeof(ShmHost));
+    void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
     if (p == MAP_FAILED) {
       std::snprintf(why, cap, "cannot map %s", path);
     } else {
-      shm_guard_register(p, sizeof(ShmHost));  // a truncation reads as zeros, never a SIGBUS
+      shm_guard_register(p, map_len);  // a truncation reads as zeros, never a SIGBUS
       auto* h = static_cast<ShmHost*>(p);
-      if (const char* problem = header_problem(*h, static_cast<size_t>(st.st_size))) {
-        std::snprintf(why, cap, "%s %s", path, problem);
+      if (const char* problem = host_header_problem(*h, static_cast<size_t>(st.st_size), map_len)) {
+        if (problem == kShmNewerLayout)
+          std::snprintf(why, cap, "%s was made by a newer bonsai (layout %u; this library reads %u..%u): upgrade bonsai",
+                        path, __atomic_load_n(&h->header.version, __ATOMIC_RELAXED), kShmOldestLayout,
+                        BONSAI_ABI_VERSION);
+        else
+          std::snprintf(why, cap, "%s %s", path, problem);
         shm_guard_unregister(p);
-        munmap(p, sizeof(ShmHost));
+        munmap(p, map_len);
       } else {
         g_host.store(h, std::memory_order_release);
         ok = true;

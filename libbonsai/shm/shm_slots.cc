@@ -98,6 +98,8 @@ ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* c
         slot.start_time.load(std::memory_order_relaxed) == start_time) {
       slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
       slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
+      // The library now running it: after an upgrade, another release than the forker's.
+      slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
       // Named after the program it runs now (the name from before exec was kept).
       if (comm && comm[0]) comm_copy(slot, comm);
       return &slot;

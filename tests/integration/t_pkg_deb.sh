@@ -19,7 +19,6 @@ REPO=$(cd "$(dirname "$0")/../.." && pwd)
 VERSION=$(cat "$REPO/VERSION")
 ARCH=$(dpkg-architecture -qDEB_HOST_ARCH)
 MULTIARCH=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
-DEB=$BONSAI_BUILD/bonsai_${VERSION}_${ARCH}.deb
 if dpkg-query -W -f='${Status}' bonsai 2>/dev/null | grep -q installed || [ -e /usr/bin/bonsaictl ]; then
   skip "bonsai is already installed on this machine: not touching it"
 fi
@@ -31,12 +30,20 @@ cleanup_hooks+=('dpkg -s bonsai >/dev/null 2>&1 && dpkg -P bonsai >/dev/null 2>&
 s=$(now_ns)
 mk deb > "$T/deb.log" 2>&1 || { tail -n 30 "$T/deb.log" >&2; fail "make deb failed"; }
 note "make deb: $(secs_since "$s") s"
+# The version stamped from git describe (VERSION~gitN.gHASH between tags; packaging/deb.sh).
+DEB_VERSION=$(sed -n 's/^make deb: version //p' "$T/deb.log")
+case $DEB_VERSION in
+  "$VERSION" | "$VERSION~git"[0-9]*.g[0-9a-f]*) ;;
+  *) fail "make deb stamped '$DEB_VERSION' (VERSION $VERSION)" ;;
+esac
+DEB=$BONSAI_BUILD/bonsai_${DEB_VERSION}_${ARCH}.deb
 [ -f "$DEB" ] || fail "no $DEB"
 lintian "$DEB" > "$T/lintian" 2>&1
 grep '^E:' "$T/lintian" && fail "lintian reports errors"
 note "lintian: $(grep -c '^[WI]:' "$T/lintian") warnings/infos, no error"
 
 dpkg -i "$DEB" > "$T/dpkg.log" 2>&1 || { cat "$T/dpkg.log" >&2; fail "dpkg -i failed"; }
+[ "$(dpkg-query -W -f='${Version}' bonsai)" = "$DEB_VERSION" ] || fail "installed version $(dpkg-query -W -f='${Version}' bonsai)"
 dpkg -L bonsai | while read -r f; do [ -d "$f" ] || echo "$f"; done | sort > "$T/pkg.files"
 for f in /usr/bin/bonsaictl /usr/lib/"$MULTIARCH"/bonsai/libbonsai.so /usr/lib/"$MULTIARCH"/bonsai/\$LIB/libbonsai.so \
   /usr/lib/"$MULTIARCH"/bonsai/lib/x86_64-linux-gnu/libbonsai.so /usr/lib/"$MULTIARCH"/bonsai/lib64/libbonsai.so \
@@ -47,7 +54,7 @@ for f in /usr/bin/bonsaictl /usr/lib/"$MULTIARCH"/bonsai/libbonsai.so /usr/lib/"
 done
 dpkg-query -W -f='${Conffiles}\n' bonsai | grep -q ' /etc/bonsai/bonsai.yaml ' ||
   fail "/etc/bonsai/bonsai.yaml is not a conffile"
-[ "$(/usr/bin/bonsaictl --version)" = "bonsaictl $VERSION" ] || fail "--version: $(/usr/bin/bonsaictl --version)"
+[ "$(/usr/bin/bonsaictl --version | head -n 1)" = "bonsaictl $VERSION" ] || fail "--version: $(/usr/bin/bonsaictl --version)"
 /usr/bin/bonsaictl check /etc/bonsai/bonsai.yaml > /dev/null || fail "the shipped bonsai.yaml is invalid"
 /usr/bin/bonsaictl load > "$T/load.out" 2>&1 || fail "load without FILE (/etc/bonsai/bonsai.yaml): $(cat "$T/load.out")"
 

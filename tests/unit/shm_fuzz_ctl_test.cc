@@ -116,6 +116,7 @@ struct Fixture {
   std::string service = "fz";
   std::string path;
   std::vector<unsigned char> pristine = std::vector<unsigned char>(kRegion);
+  ShmSectionDir pristine_dir{};  // the section directory after the base (layout 15)
   int fd = -1;
 
   Fixture() {
@@ -130,11 +131,13 @@ struct Fixture {
     fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
     REQUIRE(fd >= 0);
     REQUIRE(pread(fd, pristine.data(), kRegion, 0) == static_cast<ssize_t>(kRegion));
+    REQUIRE(pread(fd, &pristine_dir, sizeof pristine_dir, kShmDirOffset) == sizeof pristine_dir);
   }
   ~Fixture() { close(fd); }
   void restore() {
-    REQUIRE(ftruncate(fd, sizeof(ShmSegment)) == 0);
+    REQUIRE(ftruncate(fd, kShmMadeSize) == 0);
     REQUIRE(pwrite(fd, pristine.data(), kRegion, 0) == static_cast<ssize_t>(kRegion));
+    REQUIRE(pwrite(fd, &pristine_dir, sizeof pristine_dir, kShmDirOffset) == sizeof pristine_dir);
   }
   void put64(size_t off, uint64_t v) { REQUIRE(pwrite(fd, &v, 8, static_cast<off_t>(off)) == 8); }
   uint64_t get64(size_t off) {
@@ -229,7 +232,8 @@ TEST_CASE("ctl fuzz: random corruptions, then truncations; rm --force always wor
   }
   CHECK(runs >= 50);
   // Truncated files: refused before anything is mapped or read.
-  for (off_t size : {off_t{0}, off_t{100}, off_t{4096}, static_cast<off_t>(sizeof(ShmSegment) - 1)}) {
+  for (off_t size : {off_t{0}, off_t{100}, off_t{4096}, static_cast<off_t>(sizeof(ShmSegment) - 1),
+                      static_cast<off_t>(kShmMadeSize - 1)}) {
     f.restore();
     REQUIRE(ftruncate(f.fd, size) == 0);
     INFO("size " << size);

@@ -19,7 +19,7 @@ namespace {
 
 std::unique_ptr<ShmSegment> fresh() {
   auto seg = std::make_unique<ShmSegment>();
-  shm_header_init(*seg, ShmScope::Process, 0, "t", 0);
+  shm_header_init(*seg, sizeof *seg, ShmScope::Process, 0, "t", 0);  // the base alone: layout 14
   return seg;
 }
 
