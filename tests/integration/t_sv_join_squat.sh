@@ -13,11 +13,12 @@
 #   regular file at the socket's name makes the supervisor say so; (e) a supervisor of the
 #   same user in another pid namespace holds the rendezvous: host children do not join it
 #   (before: they did, and its notifications, pid 0, went uncharged); (f) a joiner in
-#   another pid namespace is refused by the host's supervisor, one in its own is served.
-# timeout: 60
+#   another pid namespace is refused by the host's supervisor, one in its own is served;
+#   (g) root's supervisor for nobody's segment does not serve root's same-named service.
+# timeout: 90
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static sv_squat
-need_cmd setpriv unshare python3
+need_cmd setpriv unshare
 [ "$(id -u)" = 0 ] || skip "needs root (a root squatter, user nobody's, a pid namespace)"
 chmod 755 "$T"
 S=$T/sv_static && cp "$PRE/sv_static" "$S"
@@ -35,37 +36,21 @@ wait_line() {
 
 # capped SERVICE WHAT [BEFORE [AFTER]]: the service's sh runs two static writers (2 MiB
 # each) at 4 MiB/s (scope service), BEFORE and AFTER (shell text) around them: held to
-# the cap together; stderr in $T/SERVICE.err.
+# the cap together; stderr in $T/SERVICE.err. What is asserted is the ceiling (a child
+# given away runs hundreds of times over it); the floor is low: a supervisor starting
+# each child on a machine busier than its cores is slower, never faster.
 capped() {
   local out total=0 l
   out=$("$CTL" run -s "$1" --scope service -l 'write=4MiB/s' -- sh -c \
     "${3:-}$S write $T/$1.1 2M; $S write $T/$1.2 2M${4:-}" 2> "$T/$1.err") || fail "$2: $(cat "$T/$1.err")"
   for l in $(printf '%s\n' "$out" | sed -n 's/.*secs=//p'); do total=$(awk -v a="$total" -v b="$l" 'BEGIN { print a + b }'); done
-  check_rate "$2" $((4 * MiB)) "$total" $((4 * MiB)) 0.75 1.15
+  check_rate "$2" $((4 * MiB)) "$total" $((4 * MiB)) 0.4 1.15
 }
 
 # hold NAME: shell text of a static child of the service that stays until the test
-# touches $T/NAME.stop (at most 30 s): its supervisor serves meanwhile.
-hold() { echo "$S exec /bin/sh -c 'i=0; while [ ! -e $T/$1.stop ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done'"; }
-
-# The probe: a joiner of its own (python), up to 10 s until a supervisor answers on the
-# socket (argv[1]); prints the magic it was sent, "refused" (closed without a filter)
-# or the error.
-PROBE="import socket, struct, sys, time
-end = time.time() + 10
-while True:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(3)
-    try:
-        s.connect(sys.argv[1])
-        d = s.recv(8192)
-        break
-    except Exception as e:
-        if time.time() > end:
-            print('error', e.__class__.__name__)
-            sys.exit(0)
-        time.sleep(0.05)
-print('magic=%08x' % struct.unpack('<I', d[:4])[0] if len(d) >= 8 else 'refused')"
+# touches $T/NAME.stop (at most 30 s): its supervisor serves meanwhile; $T/NAME.up once
+# it runs (its supervisor has started).
+hold() { echo "$S exec /bin/sh -c ': > $T/$1.up; i=0; while [ ! -e $T/$1.stop ] && [ \$i -lt 300 ]; do sleep 0.1; i=\$((i + 1)); done'"; }
 
 # no_conn FILE WHAT: the squatter's output shows no connection.
 no_conn() {
@@ -127,7 +112,7 @@ export BONSAI_SHM_PREFIX=${SHM_PREFIX_AT_START}d.
 mkdir -m 700 "$(rdir)"
 "$Q" stale "$(rdir)" sqd > /dev/null || fail "(d) cannot plant a stale socket"
 stale_ino=$(stat -c %i "$(rdir)/sqd")
-capped sqd "(d) a stale socket at the rendezvous" "$(hold d) & python3 -c \"$PROBE\" $(rdir)/sqd > $T/qd.probe; " \
+capped sqd "(d) a stale socket at the rendezvous" "$(hold d) & $Q probe $(rdir)/sqd > $T/qd.probe; " \
   "; touch $T/d.stop; wait"
 grep -qx "magic=$NEW_MAGIC" "$T/qd.probe" || fail "(d) the stale socket was not replaced by a live one: $(cat "$T/qd.probe")"
 [ "$(stat -c %i "$(rdir)/sqd" 2> /dev/null)" != "$stale_ino" ] || fail "(d) the stale socket is still there"
@@ -158,11 +143,26 @@ cleanup_hooks+=("kill $host 2> /dev/null")
 for _ in $(seq 1 200); do [ -S "$(rdir)/sqf" ] && break; sleep 0.05; done
 [ -S "$(rdir)/sqf" ] || fail "(f) the host's supervisor serves nothing: $(cat "$T/f.err")"
 [ "$(stat -c '%u %a' "$(rdir)")" = "0 700" ] || fail "(f) the rendezvous directory: $(stat -c '%u %a' "$(rdir)")"
-other=$(unshare --pid --fork python3 -c "$PROBE" "$(rdir)/sqf")
-same=$(python3 -c "$PROBE" "$(rdir)/sqf")
+other=$(unshare --pid --fork "$Q" probe "$(rdir)/sqf")
+same=$("$Q" probe "$(rdir)/sqf")
 note "(f) a joiner in another pid namespace: $other; in the supervisor's: $same"
 [ "$other" = refused ] || fail "(f) a joiner of another pid namespace was served: $other"
 [ "$same" = "magic=$NEW_MAGIC" ] || fail "(f) a joiner of the supervisor's pid namespace was not served: $same"
 touch "$T/f.stop"
-wait $inner $host
+
+# (g) root's process for nobody's segment (BONSAI_SHM_UID=65534: root may use it)
+# starts a supervisor for nobody's service; root's own service of the same name does not
+# join it (before: it served under root's uid, and root's children were charged to
+# nobody's 64 MiB/s).
+export BONSAI_SHM_PREFIX=${SHM_PREFIX_AT_START}g.
+"$CTL" run --user nobody -s sqg --scope service -l 'write=64MiB/s' -- true 2> "$T/g.run.err" ||
+  fail "(g) nobody's segment: $(cat "$T/g.run.err")"
+env LD_PRELOAD="$LIB" BONSAI_SERVICE=sqg BONSAI_SHM_UID=65534 BONSAI_CTL="$CTL" sh -c "$(hold g)" 2> "$T/g.err" &
+nob=$!
+cleanup_hooks+=("kill $nob 2> /dev/null")
+for _ in $(seq 1 200); do [ -e "$T/g.up" ] && break; sleep 0.05; done
+[ -e "$T/g.up" ] || fail "(g) root's static child of nobody's service did not start: $(cat "$T/g.err")"
+capped sqg "(g) root's service beside root's supervisor of nobody's same-named service"
+touch "$T/g.stop"
+wait $inner $host $nob
 exit 0

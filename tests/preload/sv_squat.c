@@ -6,6 +6,10 @@
      sv_squat path DIR NAME MAGIC SECS       makes DIR (mode 0777; kept if it exists) and
                                              listens on DIR/NAME
      sv_squat stale DIR NAME                 leaves a socket at DIR/NAME that no one listens on
+     sv_squat probe PATH                     a joiner of its own: connects to the socket PATH
+                                             (again for up to 10 s while no one listens) and
+                                             prints "magic=HEX" of the filter it is sent,
+                                             "refused" (closed without one) or "error ERRNO"
    A squatter answers every connection as a supervisor would, with a filter that lets
    every call go unnotified (header MAGIC, hex, and one instruction: return ALLOW), and
    takes the listener a joiner hands back: a joiner that trusts it runs unlimited and its
@@ -112,6 +116,34 @@ int main(int argc, char** argv) {
     say("ready");
     return 0;
   }
-  fprintf(stderr, "usage: sv_squat abstract NAME MAGIC SECS | path DIR NAME MAGIC SECS | stale DIR NAME\n");
+  if (argc >= 3 && strcmp(argv[1], "probe") == 0) {
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    if (strlen(argv[2]) >= sizeof a.sun_path) die("path too long: %s", argv[2]);
+    strcpy(a.sun_path, argv[2]);
+    double end = now_s() + 10;
+    for (;;) {
+      int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+      if (s < 0) die("socket");
+      if (connect(s, (struct sockaddr*)&a, sizeof a) == 0) {
+        uint32_t msg[2048];
+        struct pollfd p = {s, POLLIN, 0};
+        ssize_t n = poll(&p, 1, 3000) == 1 ? recv(s, msg, sizeof msg, 0) : -1;
+        if (n >= 8) printf("magic=%08x\n", msg[0]);
+        else if (n == 0) printf("refused\n");
+        else printf("error %d\n", n < 0 ? errno : 0);
+        return 0;
+      }
+      int e = errno;
+      close(s);
+      if (now_s() > end) {
+        printf("error %d\n", e);
+        return 0;
+      }
+      usleep(50000);
+    }
+  }
+  fprintf(stderr, "usage: sv_squat abstract NAME MAGIC SECS | path DIR NAME MAGIC SECS | stale DIR NAME | probe PATH\n");
   return 2;
 }
