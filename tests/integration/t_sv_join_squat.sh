@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: MIT
 # The supervisors' join rendezvous is the service owner's alone (libbonsai/abi/sv_join.h,
 # docs/limits.md "Process trees"). Someone else takes it first and hands out a filter
-# that lets every call go (lib: tests/preload/sv_squat.c, which also takes the listener a
-# joiner hands back); in every case the service's static children still run capped under
-# the service (a sh of the service runs sv_static twice: 4 MiB at 4 MiB/s) and the
-# squatter gets no connection:
+# that lets every call go (tests/preload/sv_squat.c, which also takes the listener a
+# joiner hands back, and probes a socket as a joiner would); in every case the service's
+# static children still run capped under the service (a sh of the service runs sv_static
+# twice: 4 MiB at 4 MiB/s) and the squatter gets no connection. Before the fix: (a) 115-769x
+# the cap, the squatter got both children's listeners and stderrs; (b) 625-667x, the same;
+# (e) 31-106x; (g) 16x; (c), (d), (f): nothing said, nothing replaced, nothing served.
 #   (a) root on the host binds 0.2.0's abstract name; (b) so does a rootful container on
 #   the host's network (Podman, an empty root holding sv_squat); (c) user nobody makes the
 #   owner's rendezvous directory first and listens in it: the supervisor says so;
