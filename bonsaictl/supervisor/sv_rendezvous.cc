@@ -125,11 +125,14 @@ bool sv_rendezvous_peer_ok(int sock) {
   ucred cr{};
   socklen_t cl = sizeof cr;
   if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cr, &cl) != 0 || cr.uid != geteuid() || cr.pid <= 0) return false;
+  // A process's own pid namespace never changes: looked up once (one lookup less in the
+  // joiner's round trip).
+  static struct stat self {};
+  static bool have_self = stat("/proc/self/ns/pid", &self) == 0;
   char path[48];
   std::snprintf(path, sizeof path, "/proc/%d/ns/pid", static_cast<int>(cr.pid));
-  struct stat self{}, peer{};
-  return stat("/proc/self/ns/pid", &self) == 0 && stat(path, &peer) == 0 && self.st_dev == peer.st_dev &&
-         self.st_ino == peer.st_ino;
+  struct stat peer{};
+  return have_self && stat(path, &peer) == 0 && self.st_dev == peer.st_dev && self.st_ino == peer.st_ino;
 }
 
 }  // namespace bonsai::ctl
