@@ -17,17 +17,17 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "abi/strict_mark.h"
-#include "abi/sv_join.h"
 #include "base/diag.h"
 #include "segment/shm_client.h"
+#include "segment/target_user.h"
 #include "supervisor/supervisor.h"
 #include "supervisor/sv_filter.h"
+#include "supervisor/sv_rendezvous.h"
 #include "supervisor/sv_say.h"
 #include "supervisor/sv_syscalls.h"
 #include "supervisor/sv_target.h"
@@ -106,25 +106,9 @@ bool listener_send(int sock, int fd, uint32_t mark) {
 // The supervisor process: detached from the terminal (a Ctrl-C meant for the command
 // must not take its supervisor away first), stdin/stdout closed, stderr kept for its
 // one-line complaints.
-// The service's join socket (abi/sv_join.h), listening; -1 when another supervisor of the
-// service holds the name (its programs join that one) or the name does not fit.
-int join_socket(const std::string& service) {
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, shm_prefix().c_str(), geteuid(), service.c_str());
-  if (!n) return -1;
-  int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (s < 0) return -1;
-  if (bind(s, reinterpret_cast<sockaddr*>(&a), static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0 ||
-      listen(s, 64) != 0) {
-    close(s);
-    return -1;
-  }
-  return s;
-}
-
 [[noreturn]] void supervisor_process(int sock, Answer* answer, const std::string& service, int shm_fd,
-                                     const std::vector<int>& notified, bool strict, bool serve, bool deny_io_uring) {
+                                     const std::vector<int>& notified, bool strict, bool serve, bool deny_io_uring,
+                                     unsigned owner) {
   setsid();
   prctl(PR_SET_NAME, "bonsai-sv");  // what ps and top show
   signal(SIGPIPE, SIG_IGN);
@@ -171,17 +155,27 @@ int join_socket(const std::string& service) {
     answer_give(answer, 2, e.what());
     _exit(1);
   }
-  SvServe sv{serve ? join_socket(service) : -1, deny_io_uring};
+  // The service's later static and Go children join it (abi/sv_join.h), when the
+  // segment is this user's and the rendezvous is free of what someone else put there.
+  std::string why;
+  SvRendezvous rv;
+  if (serve) rv = sv_rendezvous_open(service, shm_prefix(), owner, why);
+  if (!why.empty())
+    sv_say(fmt::format("bonsaictl supervisor ({}): {}; until then each of the service's static programs starts a "
+                       "supervisor of its own\n", service, why));
+  SvServe sv{rv.fd, deny_io_uring};
   answer->pid = getpid();
   answer_give(answer, 1, "");
   munmap(answer, sizeof *answer);
   try {
     supervise(listener, *seg, notified, strict, sv);
   } catch (const std::exception& e) {
+    sv_rendezvous_close(rv);
     sv_say(fmt::format("bonsaictl supervisor ({}): {}; the service's limited calls now fail (ENOSYS)\n", service,
                e.what()));
     _exit(1);
   }
+  sv_rendezvous_close(rv);
   _exit(0);
 }
 
@@ -235,7 +229,8 @@ void sv_launch(const SvPlan& plan) {
     pid_t sv = fork();
     if (sv == 0)
       supervisor_process(sp[1], answer, plan.service, plan.shm_fd, nrs, plan.strict_mark != 0,
-                         plan.serve && !plan.strict_mark, plan.deny_io_uring);
+                         plan.serve && !plan.strict_mark, plan.deny_io_uring,
+                         ctl_uid());  // the segment's owner (sv_exec takes BONSAI_SHM_UID's)
     _exit(sv < 0 ? 1 : 0);
   }
   close(sp[1]);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <fmt/core.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -18,6 +19,7 @@
 #include "shm/shm_guard.h"
 #include "supervisor/sv_compat.h"
 #include "supervisor/supervisor.h"
+#include "supervisor/sv_say.h"
 #include "sys/clock.h"
 
 #include <linux/seccomp.h>
@@ -85,6 +87,17 @@ void Loop::handle(const seccomp_notif& in) {
   if (timed_.in_flight()) timed_finish();
   // x32 (a strict filter notifies its data calls): not supervised here, so refused.
   if (in.data.arch == AUDIT_ARCH_X86_64 && (in.data.nr & kX32SyscallBit)) return respond_value(in.id, -ENOSYS);
+  // A task this supervisor cannot see (pid 0: of a pid namespace that is not its own nor
+  // below it) can be neither charged nor counted: its limited calls fail, never go free.
+  if (in.pid == 0) {
+    if (!said_unseen_) {
+      said_unseen_ = true;
+      sv_say(fmt::format("bonsaictl supervisor ({}): a process this supervisor cannot see (another pid "
+                         "namespace's) made a limited call: it cannot be charged, so its limited calls fail "
+                         "(EPERM)\n", seg_.service()));
+    }
+    return respond_value(in.id, -EPERM);
+  }
   // A 32-bit call (strict mode): in the 64-bit table's form from here on; its memory
   // layouts are read as 32-bit ones (compat_) and no zero-copy call is made for it.
   seccomp_notif req = in;

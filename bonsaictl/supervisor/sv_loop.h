@@ -180,6 +180,7 @@ class Loop {
   // Says once that a thread's counters or memory cannot be read, and what it is charged.
   void say_blind(const Thread& th, const char* what);
   bool said_blind_ = false;
+  bool said_unseen_ = false;  // a notification of a task it cannot see (pid 0): refused
   Thread* thread_get(int tid);
   Proc* proc_get(int tgid);
   void sweep(uint64_t now);

@@ -2,9 +2,10 @@
 // Programs that join a running supervisor (abi/sv_join.h, issue 49): the service's
 // later static and Go children hand their listeners to the supervisor already running
 // for the service instead of starting one each. The supervisor sends a connecting
-// program of its own user the filter for the limits in force, then takes its listener
-// and stderr; each listener is a tree of its own (Listener), answered on its own
-// descriptor (Held::lfd); the supervisor's messages go to the newest tree's stderr.
+// program of its own user and pid namespace (sv_rendezvous.h) the filter for the
+// limits in force, then takes its listener and stderr; each listener is a tree of its
+// own (Listener), answered on its own descriptor (Held::lfd); the supervisor's messages
+// go to the newest tree's stderr.
 #include <fcntl.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -19,6 +20,7 @@
 #include "abi/sv_join.h"
 #include "supervisor/sv_filter.h"
 #include "supervisor/sv_loop.h"
+#include "supervisor/sv_rendezvous.h"
 #include "sys/clock.h"
 
 // Linux 6.6: a notification's answer wakes the waiting thread on this CPU at once (a
@@ -109,11 +111,10 @@ void Loop::join_accept() {
   for (int k = 0; k < 16; ++k) {
     int c = ::accept4(serve_.accept_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) return;
-    ucred cr{};
-    socklen_t cl = sizeof cr;
     view_refresh();
-    // Only the supervisor's own user joins (its buckets are that user's service's).
-    bool ok = ::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.uid == ::geteuid() && join_filter() &&
+    // Only the supervisor's own user joins (its buckets are that user's service's), from
+    // its pid namespace: the calls of a process it cannot see would go uncharged.
+    bool ok = sv_rendezvous_peer_ok(c) && join_filter() &&
               ::send(c, join_bpf_.data(), join_bpf_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
                   static_cast<ssize_t>(join_bpf_.size());
     if (!ok) {

@@ -1,22 +1,39 @@
 // SPDX-License-Identifier: MIT
-// Joining a service's running supervisor (issue 49, item 9; docs/limits.md "Process
-// trees"): what bonsaictl's supervisor and the library agree on. A supervisor started
-// for a service's static or Go child (`bonsaictl sv-exec`) listens on an abstract unix
-// socket named after the service's segment. A service process about to execute another
-// static program connects to it, checks that its peer runs as its own user (or root),
-// receives the seccomp filter the supervisor built for the limits in force (classic
-// BPF, a header and its instructions in one message), loads it with a new listener,
-// sends the listener (and its stderr) back with SCM_RIGHTS and executes the program
-// itself: no exec of bonsaictl, no fork, no libseccomp in the child (~0.1 ms against
-// ~8.5 ms). When no supervisor answers, the trampoline starts one as before.
+// Joining a service's running supervisor (docs/limits.md "Process trees"): what
+// bonsaictl's supervisor and the library agree on. A supervisor started for a service's
+// static or Go child (`bonsaictl sv-exec`) listens on a unix socket named after the
+// service, in a directory of the segment owner's under /dev/shm. A service process about
+// to execute another static program connects to it, receives the seccomp filter the
+// supervisor built for the limits in force (classic BPF, a header and its instructions
+// in one message), loads it with a new listener, sends the listener (and its stderr)
+// back with SCM_RIGHTS and executes the program itself: no exec of bonsaictl, no fork,
+// no libseccomp in the child (~0.1 ms against ~8.5 ms). When no supervisor answers, the
+// trampoline starts one as before.
+//
+// Who may serve and who may join. The rendezvous is a pathname socket, never an abstract
+// name (those live in the network namespace and ignore permissions: a container on the
+// host's network could bind one first): /dev/shm/<prefix>bonsai-sv.<owner uid>.d/<service>,
+// the directory made 0700 by the server. Both sides open the directory with O_NOFOLLOW
+// and use it only if it is a directory of their own user (the owner as this user
+// namespace maps it) with no group or other bits (sv_join_dir_ok), and reach the socket
+// through that open directory (sv_join_via), never by its name again. Only the
+// segment's owner serves and joins (a process of another uid for the owner's segment,
+// root included, starts its own supervisor). The joiner hands its listener only to a
+// peer of its own uid (no root exception) in its own pid namespace; the supervisor
+// sends its filter only to a joiner of its own uid in its own pid namespace (a process
+// it cannot see would be neither charged nor counted). Anything else: the trampoline.
 // Header-only, no allocation: the library uses it after fork().
 #pragma once
+#include <sys/stat.h>
+
 #include <cstddef>
 #include <cstdint>
 
 namespace bonsai {
 
-inline constexpr uint32_t kSvJoinMagic = 0x314a5642;  // "BVJ1": a change of this protocol changes it
+// A change of this protocol (messages or rendezvous) changes it: a joiner and a
+// supervisor of different versions then never take each other's word.
+inline constexpr uint32_t kSvJoinMagic = 0x324a5642;  // "BVJ2" (pathname rendezvous)
 inline constexpr uint32_t kSvJoinMaxInsns = 512;      // the child keeps the filter on its stack
 
 struct SvJoinHeader {
@@ -24,25 +41,59 @@ struct SvJoinHeader {
   uint32_t insns;  // struct sock_filter entries that follow (8 bytes each)
 };
 
-// The socket's abstract name (without the leading NUL): "bonsai-sv." PREFIX UID "." SERVICE.
-// @return its length, 0 if it does not fit `cap` (no socket then: the trampoline's way).
-inline size_t sv_join_name(char* out, size_t cap, const char* prefix, unsigned uid, const char* service) noexcept {
-  size_t n = 0;
-  auto put = [&](const char* s) {
-    for (; s && *s; ++s) {
-      if (n >= cap) return false;
-      out[n++] = *s;
-    }
-    return true;
-  };
-  char digits[16];
+namespace detail {
+// Appends `s` at out[n]; false if it does not fit `cap`.
+inline bool sv_join_put(char* out, size_t cap, size_t& n, const char* s) noexcept {
+  for (; s && *s; ++s) {
+    if (n >= cap) return false;
+    out[n++] = *s;
+  }
+  return true;
+}
+// Appends `v` in decimal.
+inline bool sv_join_put_uint(char* out, size_t cap, size_t& n, unsigned long v) noexcept {
+  char digits[24];
   size_t d = 0;
-  do digits[d++] = static_cast<char>('0' + uid % 10); while ((uid /= 10) && d < sizeof digits);
-  char num[17];
+  do digits[d++] = static_cast<char>('0' + v % 10); while ((v /= 10) && d < sizeof digits);
+  char num[25];
   for (size_t i = 0; i < d; ++i) num[i] = digits[d - 1 - i];
   num[d] = '\0';
-  if (!put("bonsai-sv.") || !put(prefix) || !put(num) || !put(".") || !put(service)) return 0;
-  return service && *service ? n : 0;
+  return sv_join_put(out, cap, n, num);
+}
+}  // namespace detail
+
+// The rendezvous directory: "/dev/shm/" PREFIX "bonsai-sv." UID ".d", NUL-terminated.
+// `uid` is the segment's owner (BONSAI_SHM_UID), as the name of its segment carries it.
+// @return its length, 0 if it does not fit `cap` (no rendezvous then: the trampoline's way).
+inline size_t sv_join_dir(char* out, size_t cap, const char* prefix, unsigned uid) noexcept {
+  size_t n = 0;
+  if (!cap || !detail::sv_join_put(out, cap - 1, n, "/dev/shm/") || !detail::sv_join_put(out, cap - 1, n, prefix) ||
+      !detail::sv_join_put(out, cap - 1, n, "bonsai-sv.") || !detail::sv_join_put_uint(out, cap - 1, n, uid) ||
+      !detail::sv_join_put(out, cap - 1, n, ".d"))
+    return 0;
+  out[n] = '\0';
+  return n;
+}
+
+// The socket as reached through the open, checked directory `dirfd`:
+// "/proc/self/fd/" DIRFD "/" SERVICE, NUL-terminated (short whatever the prefix: it fits
+// sockaddr_un). The service is a segment's service name (no '/'): the caller checks it.
+// @return its length, 0 if there is no service or it does not fit `cap`.
+inline size_t sv_join_via(char* out, size_t cap, int dirfd, const char* service) noexcept {
+  size_t n = 0;
+  if (!cap || dirfd < 0 || !service || !*service || !detail::sv_join_put(out, cap - 1, n, "/proc/self/fd/") ||
+      !detail::sv_join_put_uint(out, cap - 1, n, static_cast<unsigned long>(dirfd)) ||
+      !detail::sv_join_put(out, cap - 1, n, "/") || !detail::sv_join_put(out, cap - 1, n, service))
+    return 0;
+  out[n] = '\0';
+  return n;
+}
+
+// Is the opened rendezvous directory (its fstat) one that `me` may use: a directory of
+// `me`'s with no group or other bits? Anything else was made by someone else (squatted
+// first) or opened up: the caller does not use it.
+inline bool sv_join_dir_ok(const struct stat& st, unsigned me) noexcept {
+  return S_ISDIR(st.st_mode) && st.st_uid == me && (st.st_mode & 077) == 0;
 }
 
 }  // namespace bonsai

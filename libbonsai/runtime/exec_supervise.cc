@@ -21,6 +21,9 @@
 #include "log/blog.h"
 #include "runtime/exec_env.h"
 #include "runtime/exec_kind.h"
+#include "shm/shm_fd.h"
+#include "shm/shm_name.h"
+#include "sys/raw_stat.h"
 #include "sys/raw_syscall.h"
 
 namespace bonsai {
@@ -146,34 +149,74 @@ struct JoinMsg {
   sock_filter insns[kSvJoinMaxInsns];
 };
 
-// Connects and receives the filter. @return the socket (moved to kJoinHandoffFd), or -1.
+// The pid namespace of `path` ("/proc/.../ns/pid"): its device and inode. false if unreadable.
+bool pid_ns_of(const char* path, dev_t& dev, ino_t& ino) noexcept {
+  struct stat st;
+  if (raw_fstatat(AT_FDCWD, path, st, 0) != 0) return false;
+  dev = st.st_dev;
+  ino = st.st_ino;
+  return true;
+}
+
+// Is the peer `pid` (as this process sees it: 0 when it cannot) in this process's pid namespace?
+bool same_pid_ns(int pid) noexcept {
+  if (pid <= 0) return false;
+  char path[48];
+  size_t n = 0;
+  if (!detail::sv_join_put(path, sizeof path - 1, n, "/proc/") ||
+      !detail::sv_join_put_uint(path, sizeof path - 1, n, static_cast<unsigned long>(pid)) ||
+      !detail::sv_join_put(path, sizeof path - 1, n, "/ns/pid"))
+    return false;
+  path[n] = '\0';
+  dev_t d1 = 0, d2 = 0;
+  ino_t i1 = 0, i2 = 0;
+  return pid_ns_of("/proc/self/ns/pid", d1, i1) && pid_ns_of(path, d2, i2) && d1 == d2 && i1 == i2;
+}
+
+// Connects to the service's rendezvous (abi/sv_join.h) and receives the filter.
+// @return the socket (moved to kJoinHandoffFd), or -1: the trampoline's way, which says
+// why when the rendezvous cannot be used (its supervisor does).
 int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
   const char* service = exec_env_kept("BONSAI_SERVICE=");
   const char* prefix = exec_env_kept("BONSAI_SHM_PREFIX=");
-  const char* owner = exec_env_kept("BONSAI_SHM_UID=");
-  unsigned long uid = 0;
+  if (!prefix) prefix = "";
+  if (!service || !shm_service_name_valid(service) || !shm_prefix_valid(prefix)) return -1;
+  // Only the segment's owner joins (as this user namespace maps it): a process of
+  // another uid, root included, starts a supervisor of its own.
+  unsigned owner = shm_owner_uid();
   unsigned euid = static_cast<unsigned>(sys(SYS_geteuid));
-  if (!service || !parse_uint(owner, 0xffffffffu, uid) || uid != euid) return -1;  // another user's segment
+  if (owner != euid && shm_uid_here(owner) != euid) return -1;
   // The hand-over descriptor must fit the soft limit, which is not changed here.
   rlimit lim{};
   if (sys(SYS_getrlimit, RLIMIT_NOFILE, reinterpret_cast<long>(&lim)) != 0 || lim.rlim_cur <= kJoinHandoffFd) return -1;
   if (sys(SYS_fcntl, kJoinHandoffFd, F_GETFD) >= 0) return -1;  // the program's own: kept for it
+  char dir[160];
+  if (!sv_join_dir(dir, sizeof dir, prefix, owner)) return -1;
+  // The directory is used only if it is this user's and closed to others (someone else
+  // may have made it first), and the socket is reached through what was checked.
+  int d = static_cast<int>(sys(SYS_openat, AT_FDCWD, reinterpret_cast<long>(dir), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (d < 0) return -1;  // none yet: no supervisor
+  struct stat st;
   sockaddr_un a{};
   a.sun_family = AF_UNIX;
-  size_t n = sv_join_name(a.sun_path + 1, sizeof a.sun_path - 1, prefix ? prefix : "", euid, service);
-  if (!n) return -1;
-  // Non-blocking: a listener that never accepts (a full backlog: another user may have
-  // bound the name first) fails the connect with EAGAIN instead of holding this exec.
+  size_t n = 0;
+  if (raw_fstat(d, st) != 0 || !sv_join_dir_ok(st, euid) || !(n = sv_join_via(a.sun_path, sizeof a.sun_path, d, service)))
+    return sys(SYS_close, d), -1;
+  // Non-blocking: a listener that never accepts (a full backlog) fails the connect with
+  // EAGAIN instead of holding this exec.
   int s = static_cast<int>(sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-  if (s < 0) return -1;
+  if (s < 0) return sys(SYS_close, d), -1;
+  long rc = sys(SYS_connect, s, reinterpret_cast<long>(&a), static_cast<long>(offsetof(sockaddr_un, sun_path) + n + 1));
+  sys(SYS_close, d);
   auto fail = [&]() { return sys(SYS_close, s), -1; };
-  if (sys(SYS_connect, s, reinterpret_cast<long>(&a), static_cast<long>(offsetof(sockaddr_un, sun_path) + 1 + n)) != 0)
-    return fail();
+  if (rc != 0) return fail();
+  // The supervisor must run as this user (no root exception) in this pid namespace:
+  // one that cannot see this program would neither charge nor count its calls.
   ucred cr{};
   socklen_t cl = sizeof cr;
   if (raw_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, reinterpret_cast<long>(&cr), reinterpret_cast<long>(&cl), 0) != 0 ||
-      (cr.uid != euid && cr.uid != 0))
-    return fail();  // not a supervisor of this user's: it gets no listener
+      cr.uid != euid || !same_pid_ns(cr.pid))
+    return fail();  // it gets no listener
   pollfd p{s, POLLIN, 0};
   if (sys(SYS_poll, reinterpret_cast<long>(&p), 1, kJoinWaitMs) != 1) return fail();
   long got = raw_syscall6(SYS_recvfrom, s, reinterpret_cast<long>(&msg), sizeof msg, MSG_DONTWAIT, 0, 0);

@@ -41,14 +41,17 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
                          SvRedirect& out) noexcept;
 
 // Joins the service's running supervisor (abi/sv_join.h) instead of starting one
-// through the trampoline (`r` from exec_supervise_plan): connects to its socket (a peer
-// of this user or root only), loads the filter it sends with a new listener and hands
-// the listener over. @return true: this process is supervised now, and `r.envp` is the
-// program's environment (BONSAI_LEAVE=1, no BONSAI_SERVICE nor BONSAI_SHM_FD, the
-// segment descriptor close-on-exec): the caller executes the program itself with it.
-// false: nothing changed (no supervisor answers, another user's segment, a descriptor
-// limit below the hand-over's, a filter too large): the trampoline's way. Only for an
-// exec made in the process itself (execve and its family, not posix_spawn).
+// through the trampoline (`r` from exec_supervise_plan): connects to its socket in the
+// segment owner's rendezvous directory (used only if it is this user's and private), to
+// a peer of this user (no root exception) in this pid namespace only, loads the filter
+// it sends with a new listener and hands the listener over. @return true: this process
+// is supervised now, and `r.envp` is the program's environment (BONSAI_LEAVE=1, no
+// BONSAI_SERVICE nor BONSAI_SHM_FD, the segment descriptor close-on-exec): the caller
+// executes the program itself with it. false: nothing changed (no supervisor answers,
+// the directory or the peer is not this user's, another user's segment, a descriptor
+// limit below the hand-over's, a filter too large): the trampoline's way, whose
+// supervisor says what is wrong with the rendezvous. Only for an exec made in the
+// process itself (execve and its family, not posix_spawn).
 bool exec_supervise_join(SvRedirect& r, const char* path) noexcept;
 
 // After the trampoline's exec failed (`err`): says so once; the caller then runs the
