@@ -21,6 +21,8 @@
 #include "fleet/fleet_publish.h"
 #include "shm/shm_name.h"
 #include "segment/shm_client.h"
+#include "config/fleet_trusted.h"
+#include "config/owned_file.h"
 #include "config/yaml_load.h"
 #include "launch/cdi_spec.h"
 
@@ -58,6 +60,12 @@ void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment
     fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: start `bonsaictl protect-agent {}`\n", file);
     return;
   }
+  std::string text;  // the agent takes its configuration only from a file of its user's (owned_file.h)
+  if (std::string why = owned_file_read(-1, abs, geteuid(), false, kMaxConfigBytes, text); !why.empty()) {
+    fmt::print(stderr, "bonsaictl load: NO PROTECT-AGENT started: {} (it takes its configuration only from its own "
+               "user's files)\n", why);
+    return;
+  }
   self[n] = '\0';
   pid_t pid = fork();
   if (pid < 0) return fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: {}\n", std::strerror(errno));
@@ -87,6 +95,21 @@ int cmd_load(const Args& args) {
     fmt::print(stderr, "bonsaictl load: {}: {} error{}; nothing was changed\n", file, diags.size(),
                diags.size() == 1 ? "" : "s");
     return kExitUsage;
+  }
+  // Agents act as this user on this user's segments only: --user with a fleet or
+  // protect: service would have them act on another user's (the file's `user:` with
+  // them is refused by the loader). The fleet's trusted configuration needs the user's
+  // own directory: checked before anything changes.
+  bool fleet_any = false, protect_any = false;
+  for (const auto& s : cfg.services) fleet_any = fleet_any || s.fleet.present, protect_any = protect_any || s.protect.present;
+  if ((fleet_any || protect_any) && ctl_other_user())
+    usage_error(fmt::format("{} has {} services: their agent serves its own user only; load it as {} (without --user); "
+                            "nothing was changed", file, fleet_any ? "fleet" : "protect", ctl_user_name()));
+  if (fleet_any) {
+    std::string why;
+    int dfd = fleet_dir_open(true, why);
+    if (dfd < 0) runtime_error(why + "; nothing was changed");
+    close(dfd);
   }
   // Phase 1: open (or create) every segment; on any failure undo the creations.
   std::vector<std::unique_ptr<Segment>> segs;

@@ -182,6 +182,8 @@ int cmd_run(const Args& args) {
     if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
   if (fleet_svc && !o.limits.empty()) usage_error("-l cannot change a fleet service's caps: edit its file");
+  if (fleet_svc && ctl_other_user())  // its agent and trusted configuration are the caller's own
+    usage_error(fmt::format("service '{}' has fleet caps: run it as its own user, not with --user", o.service));
   if (fleet_svc && o.scope == "process")
     usage_error("--scope process: a fleet service's caps hold all its processes together (scope service)");
   auto seg = Segment::open(o.service, true, scope);
