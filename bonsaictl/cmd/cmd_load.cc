@@ -21,7 +21,6 @@
 #include "fleet/fleet_publish.h"
 #include "shm/shm_name.h"
 #include "segment/shm_client.h"
-#include "config/fleet_trusted.h"
 #include "config/owned_file.h"
 #include "config/yaml_load.h"
 #include "launch/cdi_spec.h"
@@ -98,19 +97,12 @@ int cmd_load(const Args& args) {
   }
   // Agents act as this user on this user's segments only: --user with a fleet or
   // protect: service would have them act on another user's (the file's `user:` with
-  // them is refused by the loader). The fleet's trusted configuration needs the user's
-  // own directory: checked before anything changes.
+  // them is refused by the loader).
   bool fleet_any = false, protect_any = false;
   for (const auto& s : cfg.services) fleet_any = fleet_any || s.fleet.present, protect_any = protect_any || s.protect.present;
   if ((fleet_any || protect_any) && ctl_other_user())
     usage_error(fmt::format("{} has {} services: their agent serves its own user only; load it as {} (without --user); "
                             "nothing was changed", file, fleet_any ? "fleet" : "protect", ctl_user_name()));
-  if (fleet_any) {
-    std::string why;
-    int dfd = fleet_dir_open(true, why);
-    if (dfd < 0) runtime_error(why + "; nothing was changed");
-    close(dfd);
-  }
   // Phase 1: open (or create) every segment; on any failure undo the creations.
   std::vector<std::unique_ptr<Segment>> segs;
   try {
@@ -143,6 +135,7 @@ int cmd_load(const Args& args) {
   }
   // Phase 2: publish.
   bool fleet = false;
+  std::string trusted_problem;  // a fleet service's trusted configuration not written
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
@@ -152,7 +145,7 @@ int cmd_load(const Args& args) {
       sp.calls.store(s.protect.present ? s.protect.calls : 0, std::memory_order_relaxed);
       sp.target_ns.store(s.protect.present ? s.protect.p99_ns : 0, std::memory_order_relaxed);
     });
-    uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s));
+    uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s, trusted_problem));
     fleet = fleet || s.fleet.present;
     fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}{}\n", segs[i]->created() ? "created" : "updated", s.name,
                s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
@@ -174,8 +167,8 @@ int cmd_load(const Args& args) {
   // None can run (its lock squatted, it died at once): loud, exit 1 -- the services
   // would wait at their fallback with nobody leasing (issue 50).
   if (fleet) {
-    std::string msg;
-    bool ok = fleet_agent_ensure(msg);
+    std::string msg = trusted_problem;
+    bool ok = msg.empty() && fleet_agent_ensure(msg);
     if (!ok)
       runtime_error(fmt::format("the fleet services are loaded but NO FLEET AGENT serves them: {}. Until one runs they "
                                 "stay at their fallback (cap / expected_hosts)",

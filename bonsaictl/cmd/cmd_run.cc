@@ -197,8 +197,9 @@ int cmd_run(const Args& args) {
   }
   if (have_limits && !fleet_svc && host_resolve(limits))
     fmt::print(stderr, "bonsaictl run: WARNING: a ceil has no host capacity over its calls: held to its rate\n");
-  if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc));
-  else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc), limits) : limits);
+  std::string trusted_problem;  // the fleet service's trusted configuration not written: no agent serves it
+  if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc, trusted_problem));
+  else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc, trusted_problem), limits) : limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
   SvPlan plan{o.service, {}, true};  // the limits in force: what the filter notifies, whether io_uring escapes
   CallMask protect_calls = 0;
@@ -212,8 +213,8 @@ int cmd_run(const Args& args) {
   }
   seg.reset();
   if (fleet_svc) {  // no agent can run: the program is not started (issue 50), as `load` fails
-    std::string msg;
-    if (!fleet_agent_ensure(msg)) runtime_error("no fleet agent can serve the service: " + msg);
+    std::string msg = trusted_problem;
+    if (!msg.empty() || !fleet_agent_ensure(msg)) runtime_error("no fleet agent can serve the service: " + msg);
     if (!msg.empty()) fmt::print(stderr, "bonsaictl run: {}\n", msg);
   }
 

@@ -62,7 +62,7 @@ void fleet_ready_tell(int& fd, const std::string& line) {
   fd = -1;
 }
 
-LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc) {
+LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc, std::string& problem) {
   ShmFleet& f = seg.seg().fleet;
   LimitSet out = svc.limits;
   if (!svc.fleet.present) {
@@ -72,7 +72,9 @@ LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc) {
       usage_error(fmt::format("service '{}' has fleet caps: load or run it as its own user, not with --user", svc.name));
     // The agent's configuration goes where only this user can write: the segment's
     // copy below is for `stat` and the library, never read back by a privileged reader.
-    if (std::string why = fleet_trusted_write(svc, seg.fd()); !why.empty()) runtime_error(why);
+    // Not written (its directory squatted): the segment still gets its fallback, and the
+    // caller fails loudly, as when no agent can run.
+    if (std::string why = fleet_trusted_write(svc, seg.fd()); !why.empty() && problem.empty()) problem = why;
   }
   seg.guarded([&] {
     // What only the agent used (0.2.0 wrote them here): empty, so that nothing reads them.

@@ -9,7 +9,7 @@
 # of the file leaves, `other` is never served, and the real fleet keeps its lease from
 # the real Redis with a want within the trusted cap. (Before the fix: the agent
 # connected within a period and sent AUTH with the file's first line.)
-# timeout: 60
+# timeout: 90
 . "$(dirname "$0")/lib/fleet_lib.sh"
 need_cmd g++
 
