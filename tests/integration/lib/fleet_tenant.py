@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # A tenant of a fleet service, and the listener it points root's agent at
 # (t_tenant_fleet.sh). Two roles:
-#   listen PORT LOG SECS       accept on 127.0.0.1:PORT for SECS; LOG gets one line per
-#                              connection and, at the end, "bytes N" and the bytes seen
+#   listen PORT LOG SECS       accept on 127.0.0.1:PORT for SECS at most; LOG gets a line
+#                              per connection ("connection N") and per read ("recv N
+#                              BYTES"), each flushed at once (the test may kill it)
 #   forge SEG OFFSETS SECS STORE PASSWORD_FILE
 #                              rewrite SEG's fleet block (OFFSETS: fleet_offsets' words)
 #                              every 20 ms for SECS: enabled 1, period 50 ms, the store,
@@ -39,10 +40,9 @@ def listen(port, log, secs):
                     if not got:
                         conns.remove(c); c.close(); continue
                     data += got
+                    out.write("recv %d %r\n" % (len(got), got[:2000])); out.flush()
                     try: c.send(b"+OK\r\n")
                     except OSError: pass
-        out.write("bytes %d\n" % len(data))
-        out.write("data %r\n" % data[:2000])
 
 def forge(seg, offsets, secs, store, pwfile):
     off = dict(w.split("=") for w in offsets.split())
