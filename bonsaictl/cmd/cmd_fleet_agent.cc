@@ -13,6 +13,7 @@
 #include <fmt/core.h>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <thread>
@@ -101,9 +102,11 @@ std::map<std::string, FleetTrusted> wanted(const std::map<std::string, FleetTrus
     say_once(said, name + " (trusted)", r < 0 ? why : "");
     if (r == 1) out.emplace(name, std::move(t));
   }
-  // 0.2.0 kept the configuration in the segment: such a service is said, not served.
+  // 0.2.0 kept the configuration in the segment: such a service is said, not served
+  // (each segment looked at once: a mapping per segment per second is not free).
+  static std::set<std::string> looked;
   for (const auto& name : services_list()) {
-    if (out.count(name)) continue;
+    if (out.count(name) || !looked.insert(name).second || looked.size() > 100'000) continue;
     bool flag = false;
     try {
       auto seg = Segment::open(name, false);
@@ -245,7 +248,7 @@ extern const Command kCmdFleetAgent{
     "It serves the fleet services `load` and `run` wrote into that directory (never a\n"
     "segment because it says fleet). `run` and `load` start one when none runs.\n"
     "  -c FILE        serve FILE's fleet services, configured by FILE (which must be the\n"
-    "                 agent's user's, not writable by group or others)\n"
+    "                 agent's user's or root's, not writable by group or others)\n"
     "  --host-id ID   this host's name in the fleet (default: the hostname)\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 another agent holds the lock or its\n"
     "directory is not the user's own (squatted), 2 usage\n",

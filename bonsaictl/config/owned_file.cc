@@ -15,8 +15,12 @@ namespace bonsai::ctl {
 
 std::string owned_problem(const std::string& path, uid_t uid, unsigned mode, uid_t owner, bool private_mode) {
   unsigned bad = private_mode ? 0077u : 0022u;
-  if (uid == owner && !(mode & bad)) return {};
-  if (uid != owner)
+  // A configuration file root owns is as safe as the user's own (root can change
+  // anything anyway): /etc/bonsai/bonsai.yaml for a user's agent. A private file (a
+  // password) must be the user's.
+  bool owner_ok = uid == owner || (!private_mode && uid == 0);
+  if (owner_ok && !(mode & bad)) return {};
+  if (!owner_ok)
     return fmt::format("{} belongs to {}, not to {} (the user that acts on it): another user could change it; "
                        "chown it to {}{}", path, user_text(uid), user_text(owner), user_text(owner),
                        private_mode ? " and chmod 600 it" : "");

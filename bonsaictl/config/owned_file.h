@@ -21,18 +21,21 @@ namespace bonsai::ctl {
 int owned_dir_open(const std::string& dir, uid_t owner, bool create, std::string& why);
 
 // Reads the regular file `name` (openat(dirfd, ...) when dirfd >= 0, else the path)
-// whole, at most `max_bytes`, refusing a symlink, a file not owned by `owner`, or one
+// whole, at most `max_bytes`, refusing a symlink, a file not owned by `owner` (or root,
+// unless `private_mode`), or one
 // that group or others may write (`private_mode`: any group or other bit). @return ""
 // with `text` filled, or why not (one line). `errno_out`: the open's errno (ENOENT: absent).
 std::string owned_file_read(int dirfd, const std::string& name, uid_t owner, bool private_mode, size_t max_bytes,
                             std::string& text, int* errno_out = nullptr);
 
-// What is wrong with (uid, mode) for a file `path` that must be `owner`'s, not writable by
-// group or others (and with `private_mode` no group or other bit at all): "" or one line.
+// What is wrong with (uid, mode) for a file `path` that must be `owner`'s (or root's,
+// unless `private_mode`), not writable by group or others (and with `private_mode` no
+// group or other bit at all): "" or one line.
 std::string owned_problem(const std::string& path, uid_t uid, unsigned mode, uid_t owner, bool private_mode);
 
-// yaml_load_file for an agent: the file must be the effective user's, not writable by
-// group or others, no symlink (read through the descriptor those checks were made on).
+// yaml_load_file for an agent: the file must be the effective user's (or root's), not
+// writable by group or others, no symlink (read through the descriptor those checks
+// were made on).
 Config yaml_load_owned(const std::string& path, std::vector<Diag>& diags);
 
 }  // namespace bonsai::ctl
