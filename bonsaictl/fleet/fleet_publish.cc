@@ -66,7 +66,12 @@ LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc, std::string& prob
   ShmFleet& f = seg.seg().fleet;
   LimitSet out = svc.limits;
   if (!svc.fleet.present) {
-    fleet_trusted_remove(svc.name);  // no longer a fleet service: the agent leaves it
+    // No longer a fleet service: the agent leaves it. Only the file written for this very
+    // segment: another user's service of the same name (`user:`) is not this one.
+    FleetTrusted old;
+    std::string why;
+    if (fleet_trusted_read(svc.name, old, why) == 1 && fleet_trusted_matches(old, seg.fd()))
+      fleet_trusted_remove(svc.name);
   } else {
     if (ctl_other_user())  // the agent serves its own user's services only
       usage_error(fmt::format("service '{}' has fleet caps: load or run it as its own user, not with --user", svc.name));
