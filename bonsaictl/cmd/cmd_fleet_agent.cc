@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // `bonsaictl fleet-agent [-c FILE] [--host-id ID]` (issue 37, docs/fleet.md): the one
 // process per host namespace (BONSAI_SHM_PREFIX and uid, held by a lock file) that
-// talks to Redis. It serves every fleet service of the namespace, found by scanning
-// the segments (with -c: only FILE's fleet services), each on its own period.
+// talks to Redis. It serves the fleet services of the trusted configuration `load` and
+// `run` keep in the user's own directory (config/fleet_trusted.h), or with -c those of
+// FILE (a file of the agent's user nobody else can write), each on its own period --
+// never a segment because its fleet flag is set: segments are their tenants' to write.
 #include <atomic>
 #include <cerrno>
 #include <csignal>
@@ -11,16 +13,18 @@
 #include <fmt/core.h>
 #include <algorithm>
 #include <map>
+#include <set>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <thread>
-#include <unistd.h>
 #include <unistd.h>
 
 #include "cmd/commands.h"
 #include "fleet/fleet_agent.h"
 #include "fleet/fleet_publish.h"
 #include "sys/clock.h"
+#include "config/fleet_trusted.h"
+#include "config/owned_file.h"
 #include "config/yaml_load.h"
 
 namespace bonsai::ctl {
@@ -76,26 +80,75 @@ std::string agent_token() {
   return fmt::format("{:016x}{:016x}", v[0], v[1]);
 }
 
-// The namespace's fleet services now: (name -> open segment) for those not served yet.
-void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const std::vector<std::string>& only,
-            const std::string& host_id, const std::string& token) {
-  for (auto it = served.begin(); it != served.end();) {
-    bool keep = it->second->segment().file_state() == FileState::Same;
-    if (keep) it->second->segment().guarded([&] { keep = it->second->segment().seg().fleet.enabled.load() == 1; });
-    it = keep ? std::next(it) : served.erase(it);
+// Says `what` about `name` once (until it changes; "" clears it).
+void say_once(std::map<std::string, std::string>& said, const std::string& name, const std::string& what) {
+  auto& last = said[name];
+  if (last == what) return;
+  last = what;
+  if (!what.empty()) fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name, what);
+}
+
+// The fleet services to serve now: FILE's (`only`, -c) or the trusted files'.
+std::map<std::string, FleetTrusted> wanted(const std::map<std::string, FleetTrusted>& only,
+                                           std::map<std::string, std::string>& said) {
+  if (!only.empty()) return only;
+  std::map<std::string, FleetTrusted> out;
+  std::string why;
+  std::vector<std::string> names = fleet_trusted_list(why);
+  say_once(said, "(trusted configuration)", why);
+  for (const auto& name : names) {
+    FleetTrusted t;
+    int r = fleet_trusted_read(name, t, why);
+    say_once(said, name + " (trusted)", r < 0 ? why : "");
+    if (r == 1) out.emplace(name, std::move(t));
   }
+  // 0.2.0 kept the configuration in the segment: such a service is said, not served
+  // (each segment looked at once: a mapping per segment per second is not free).
+  static std::set<std::string> looked;
   for (const auto& name : services_list()) {
-    if (served.count(name) || (!only.empty() && std::find(only.begin(), only.end(), name) == only.end())) continue;
+    if (out.count(name) || !looked.insert(name).second || looked.size() > 100'000) continue;
+    bool flag = false;
     try {
       auto seg = Segment::open(name, false);
+      seg->guarded([&] { flag = seg->seg().fleet.enabled.load(std::memory_order_relaxed) == 1; });
+    } catch (const CtlError&) {
+    }
+    say_once(said, name + " (untrusted)",
+             flag ? fmt::format("its segment says it has fleet caps, but {} holds no trusted configuration for it: not "
+                                "served (a segment is its tenants' to write); `bonsaictl load` its file again (0.2.0 "
+                                "kept the configuration in the segment)", fleet_dir())
+                  : "");
+  }
+  return out;
+}
+
+// The services served now: those no longer wanted, whose segment is gone or replaced,
+// or whose trusted configuration changed (a new `load`) are dropped; new ones opened.
+void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const std::map<std::string, FleetTrusted>& only,
+            const std::string& host_id, const std::string& token, std::map<std::string, std::string>& said) {
+  std::map<std::string, FleetTrusted> want = wanted(only, said);
+  for (auto it = served.begin(); it != served.end();) {
+    auto w = want.find(it->first);
+    bool keep = w != want.end() && w->second.text == it->second->trusted().text &&
+                it->second->segment().file_state() == FileState::Same;
+    it = keep ? std::next(it) : served.erase(it);
+  }
+  for (auto& [name, t] : want) {
+    if (served.count(name)) continue;
+    if (access(segment_path(name).c_str(), F_OK) != 0) continue;  // not loaded (yet) on this host
+    try {
+      auto seg = Segment::open(name, false);  // the agent's own uid's (no --user): checked owner and mode
       seg->check();
-      bool fleet = false;
-      seg->guarded([&] { fleet = seg->seg().fleet.enabled.load(std::memory_order_acquire) == 1; });
-      if (!fleet) continue;
-      fmt::print(stderr, "bonsaictl fleet-agent: serving {} as host '{}'\n", name, host_id);
-      served.emplace(name, std::make_unique<FleetService>(std::move(seg), host_id, token));
+      if (!fleet_trusted_matches(t, seg->fd())) {
+        say_once(said, name, "its segment is not the one `load`/`run` wrote the trusted configuration for (removed "
+                             "and made again?): not served; `load` its file again");
+        continue;
+      }
+      say_once(said, name, "");
+      fmt::print(stderr, "bonsaictl fleet-agent: serving {} as host '{}' (store {})\n", name, host_id, t.fleet.store);
+      served.emplace(name, std::make_unique<FleetService>(std::move(seg), t, host_id, token));
     } catch (const CtlError& e) {
-      fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name, e.what());
+      say_once(said, name, e.what());
     }
   }
 }
@@ -110,17 +163,24 @@ int cmd_fleet_agent(const Args& args) {
     else if (args[i] == "--exit-when-idle") exit_idle = true;
     else usage_error(fmt::format("fleet-agent: unknown argument '{}'", args[i]));
   }
+  // Segments and the trusted configuration are the agent's own user's; root serving
+  // another user's (--user) would act on what that user wrote as root.
+  if (ctl_other_user())
+    fleet_ready_tell(ready, "the fleet agent serves its own user's services: run it as that user"),
+    usage_error("fleet-agent serves its own user's services: run it as that user (bonsai-fleet-agent@USER), not "
+                "with --user");
   if (host_id.empty()) host_id = hostname_id();
   if (!host_id_ok(host_id))
     fleet_ready_tell(ready, fmt::format("bad host id '{}' (give the agent --host-id)", host_id)),
     usage_error(fmt::format("bad --host-id '{}' (1-{} of A-Z a-z 0-9 . - _ :)", host_id, kFleetHostIdMax - 1));
-  std::vector<std::string> only;
+  std::map<std::string, FleetTrusted> only;
   if (!file.empty()) {
+    // Taken only from a file of the agent's own user that nobody else can write.
     std::vector<Diag> diags;
-    Config cfg = yaml_load_file(file, diags);
+    Config cfg = yaml_load_owned(file, diags);
     if (!diags.empty()) return diags_print(diags), kExitUsage;
     for (const auto& s : cfg.services)
-      if (s.fleet.present) only.push_back(s.name);
+      if (s.fleet.present) only.emplace(s.name, fleet_trusted_of(s));
     if (only.empty()) usage_error(fmt::format("{} has no service with 'fleet:'", file));
   }
   std::string holder, why;
@@ -148,11 +208,12 @@ int cmd_fleet_agent(const Args& args) {
              fleet_lock_path());
   fleet_ready_tell(ready, "ok");
   std::map<std::string, std::unique_ptr<FleetService>> served;
+  std::map<std::string, std::string> said;
   uint64_t next_scan = 0, idle_since = mono_ns();
   while (!g_stop.load()) {
     uint64_t now = mono_ns();
     if (now >= next_scan) {
-      rescan(served, only, host_id, token);
+      rescan(served, only, host_id, token, said);
       next_scan = now + kRescanNs;
       if (!served.empty()) idle_since = now;
       else if (exit_idle && now - idle_since > kIdleExitNs) break;
@@ -184,8 +245,10 @@ extern const Command kCmdFleetAgent{
     "leases the host's share of every fleet cap from Redis and sets the host's limits\n"
     "to it. Runs in the foreground; one per namespace (BONSAI_SHM_PREFIX and user),\n"
     "held by a lock file in a directory only the user can write (/dev/shm/...bonsai-fleet.UID.d).\n"
-    "`run` and `load` start one when none runs.\n"
-    "  -c FILE        serve only FILE's fleet services (default: every one found)\n"
+    "It serves the fleet services `load` and `run` wrote into that directory (never a\n"
+    "segment because it says fleet). `run` and `load` start one when none runs.\n"
+    "  -c FILE        serve FILE's fleet services, configured by FILE (which must be the\n"
+    "                 agent's user's or root's, not writable by group or others)\n"
     "  --host-id ID   this host's name in the fleet (default: the hostname)\n"
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 another agent holds the lock or its\n"
     "directory is not the user's own (squatted), 2 usage\n",

@@ -21,6 +21,7 @@
 #include "fleet/fleet_publish.h"
 #include "shm/shm_name.h"
 #include "segment/shm_client.h"
+#include "config/owned_file.h"
 #include "config/yaml_load.h"
 #include "launch/cdi_spec.h"
 
@@ -58,6 +59,12 @@ void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment
     fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: start `bonsaictl protect-agent {}`\n", file);
     return;
   }
+  std::string text;  // the agent takes its configuration only from a file of its user's (owned_file.h)
+  if (std::string why = owned_file_read(-1, abs, geteuid(), false, kMaxConfigBytes, text); !why.empty()) {
+    fmt::print(stderr, "bonsaictl load: NO PROTECT-AGENT started: {} (it takes its configuration only from its own "
+               "user's files)\n", why);
+    return;
+  }
   self[n] = '\0';
   pid_t pid = fork();
   if (pid < 0) return fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: {}\n", std::strerror(errno));
@@ -88,6 +95,14 @@ int cmd_load(const Args& args) {
                diags.size() == 1 ? "" : "s");
     return kExitUsage;
   }
+  // Agents act as this user on this user's segments only: --user with a fleet or
+  // protect: service would have them act on another user's (the file's `user:` with
+  // them is refused by the loader).
+  bool fleet_any = false, protect_any = false;
+  for (const auto& s : cfg.services) fleet_any = fleet_any || s.fleet.present, protect_any = protect_any || s.protect.present;
+  if ((fleet_any || protect_any) && ctl_other_user())
+    usage_error(fmt::format("{} has {} services: their agent serves its own user only; load it as {} (without --user); "
+                            "nothing was changed", file, fleet_any ? "fleet" : "protect", ctl_user_name()));
   // Phase 1: open (or create) every segment; on any failure undo the creations.
   std::vector<std::unique_ptr<Segment>> segs;
   try {
@@ -120,6 +135,7 @@ int cmd_load(const Args& args) {
   }
   // Phase 2: publish.
   bool fleet = false;
+  std::string trusted_problem;  // a fleet service's trusted configuration not written
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
@@ -129,7 +145,7 @@ int cmd_load(const Args& args) {
       sp.calls.store(s.protect.present ? s.protect.calls : 0, std::memory_order_relaxed);
       sp.target_ns.store(s.protect.present ? s.protect.p99_ns : 0, std::memory_order_relaxed);
     });
-    uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s));
+    uint64_t seq = segs[i]->write_limits(fleet_publish(*segs[i], s, trusted_problem));
     fleet = fleet || s.fleet.present;
     fmt::print("{} {}: scope {}, {} limit{} (limits #{}){}{}\n", segs[i]->created() ? "created" : "updated", s.name,
                s.scope == ShmScope::Service ? "service" : "process", s.limits.count, s.limits.count == 1 ? "" : "s", seq,
@@ -151,8 +167,8 @@ int cmd_load(const Args& args) {
   // None can run (its lock squatted, it died at once): loud, exit 1 -- the services
   // would wait at their fallback with nobody leasing (issue 50).
   if (fleet) {
-    std::string msg;
-    bool ok = fleet_agent_ensure(msg);
+    std::string msg = trusted_problem;
+    bool ok = msg.empty() && fleet_agent_ensure(msg);
     if (!ok)
       runtime_error(fmt::format("the fleet services are loaded but NO FLEET AGENT serves them: {}. Until one runs they "
                                 "stay at their fallback (cap / expected_hosts)",

@@ -24,6 +24,7 @@
 #include "abi/limit_parse.h"
 #include "bucket/protect_aimd.h"
 #include "cmd/commands.h"
+#include "config/owned_file.h"
 #include "config/yaml_load.h"
 #include "segment/protect_owner.h"
 #include "segment/shm_client.h"
@@ -269,8 +270,12 @@ int cmd_protect_agent(const Args& args) {
     }
   }
   if (file.empty()) usage_error("protect-agent needs a FILE");
+  // It rewrites the squeezed services' limits: as its own user, in its own user's
+  // segments, from a file only that user can write.
+  if (ctl_other_user())
+    usage_error("protect-agent serves its own user's services: run it as that user, not with --user");
   std::vector<Diag> diags;
-  Config cfg = yaml_load_file(file, diags);
+  Config cfg = yaml_load_owned(file, diags);
   if (!diags.empty()) {
     diags_print(diags);
     return kExitUsage;

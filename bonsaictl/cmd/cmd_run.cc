@@ -182,6 +182,8 @@ int cmd_run(const Args& args) {
     if (std::string w = preload_warning(path); !w.empty()) fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
 
   if (fleet_svc && !o.limits.empty()) usage_error("-l cannot change a fleet service's caps: edit its file");
+  if (fleet_svc && ctl_other_user())  // its agent and trusted configuration are the caller's own
+    usage_error(fmt::format("service '{}' has fleet caps: run it as its own user, not with --user", o.service));
   if (fleet_svc && o.scope == "process")
     usage_error("--scope process: a fleet service's caps hold all its processes together (scope service)");
   auto seg = Segment::open(o.service, true, scope);
@@ -195,8 +197,9 @@ int cmd_run(const Args& args) {
   }
   if (have_limits && !fleet_svc && host_resolve(limits))
     fmt::print(stderr, "bonsaictl run: WARNING: a ceil has no host capacity over its calls: held to its rate\n");
-  if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc));
-  else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc), limits) : limits);
+  std::string trusted_problem;  // the fleet service's trusted configuration not written: no agent serves it
+  if (fleet_svc) seg->write_limits(fleet_publish(*seg, *fleet_svc, trusted_problem));
+  else if (have_limits) seg->write_limits(file_svc ? (fleet_publish(*seg, *file_svc, trusted_problem), limits) : limits);
   if (!o.scope.empty() || !o.file.empty()) seg->set_scope(scope);
   SvPlan plan{o.service, {}, true};  // the limits in force: what the filter notifies, whether io_uring escapes
   CallMask protect_calls = 0;
@@ -210,8 +213,8 @@ int cmd_run(const Args& args) {
   }
   seg.reset();
   if (fleet_svc) {  // no agent can run: the program is not started (issue 50), as `load` fails
-    std::string msg;
-    if (!fleet_agent_ensure(msg)) runtime_error("no fleet agent can serve the service: " + msg);
+    std::string msg = trusted_problem;
+    if (!msg.empty() || !fleet_agent_ensure(msg)) runtime_error("no fleet agent can serve the service: " + msg);
     if (!msg.empty()) fmt::print(stderr, "bonsaictl run: {}\n", msg);
   }
 

@@ -3,11 +3,17 @@
 // period, an optional password file, namespace and expected host count (issue 50),
 // each checked with its line and column. With
 // it the service's limits are caps of the whole fleet, and its scope is `service`.
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
 #include <fmt/core.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "abi/fleet_abi.h"
 #include "abi/limit_parse.h"
 #include "config/fleet_store.h"
+#include "config/owned_file.h"
 #include "config/yaml_load.h"
 
 namespace bonsai::ctl {
@@ -59,7 +65,7 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
       if (text.empty() || text[0] != '/' || text.size() >= kFleetPathMax)
         diags.push_back(diag_at(file, v.Mark(), fmt::format("bad password_file '{}' (an absolute path, at most {} bytes)",
                                                             text, kFleetPathMax - 1)));
-      else out.password_file = text;
+      else out.password_file = text, out.password_mark = v.Mark();
     } else {
       std::string_view hint = closest_word(key, kKeys);
       diags.push_back(diag_at(file, kv.first.Mark(),
@@ -72,6 +78,27 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
   if (!out.store.empty() && fleet_store_parse(out.store, s).empty() && !s.user.empty() && out.password_file.empty())
     diags.push_back(diag_at(file, node["store"].Mark(),
                             fmt::format("store user '{}' needs password_file (AUTH {} PASSWORD)", s.user, s.user)));
+}
+
+void fleet_files_check(const Config& cfg, std::vector<Diag>& diags) {
+  for (const auto& s : cfg.services) {
+    const std::string& path = s.fleet.password_file;
+    if (!s.fleet.present || path.empty()) continue;
+    // As the agent will open it: no symlink followed, the owner and mode of what was opened.
+    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+    std::string why;
+    struct stat st {};
+    if (fd < 0)
+      why = errno == ELOOP ? fmt::format("password_file {} is a symbolic link: name the file itself", path)
+                           : fmt::format("password_file {}: {} (the fleet agent reads its first line for AUTH)", path,
+                                         std::strerror(errno));
+    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+      why = fmt::format("password_file {} is not a regular file", path);
+    else if (std::string p = owned_problem(path, st.st_uid, st.st_mode, geteuid(), true); !p.empty())
+      why = "password_file " + p + " (the fleet agent runs as the user who loads the file)";
+    if (fd >= 0) close(fd);
+    if (!why.empty()) diags.push_back(diag_at(cfg.file, s.fleet.password_mark, why));
+  }
 }
 
 }  // namespace bonsai::ctl

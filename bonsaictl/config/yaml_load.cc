@@ -265,6 +265,13 @@ struct Loader {
         unknown_key(kv.first, fmt::format("service '{}'", svc.name), kKeys);
       }
     }
+    // The agents (fleet-agent, protect-agent) run as the user who loads the file and act
+    // on that user's segments only: a service of another user would be acted on as the
+    // loader, in the loader's segments (or never served).
+    if (!svc.user.empty() && (svc.fleet.present || svc.protect.present))
+      error(svc.user_mark, fmt::format("service '{}' has 'user: {}' and '{}:': its agent runs as the user who loads "
+                                       "the file and serves that user's services only; load it as {} (without "
+                                       "'user:')", svc.name, svc.user, svc.fleet.present ? "fleet" : "protect", svc.user));
     // A fleet cap is one host's share of the cap, for all its processes together.
     if (svc.fleet.present) {
       if (scope_given && svc.scope == ShmScope::Process)
@@ -349,7 +356,10 @@ Config yaml_load_file(const std::string& path, std::vector<Diag>& diags) {
   };
   std::string text;
   if (std::string why = yaml_file_read(path, kMaxConfigBytes, text); !why.empty()) return fail(std::move(why));
-  return yaml_load_string(text, path, diags);
+  size_t before = diags.size();
+  cfg = yaml_load_string(text, path, diags);
+  if (diags.size() == before) fleet_files_check(cfg, diags);
+  return cfg;
 }
 
 }  // namespace bonsai::ctl

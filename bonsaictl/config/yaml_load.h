@@ -32,6 +32,7 @@ struct FleetConfig {
   std::string store;          // redis://HOST:PORT | redis+unix:///PATH (bonsaictl/config/fleet_store.h)
   uint32_t period_ms = kFleetPeriodDefaultMs;
   std::string password_file;  // "" : no AUTH
+  YAML::Mark password_mark;   // of password_file's value (checked on disk by yaml_load_file)
   std::string fleet_namespace;  // `namespace:` (issue 50): "" the shared default (keys bonsai:fleet:{SERVICE}:...)
   uint32_t expected_hosts = 0;  // `expected_hosts:`: the fallback before any grant is cap / this (0: the whole cap)
 };
@@ -105,6 +106,11 @@ void shares_check(Config& cfg, std::vector<Diag>& diags);
 // has a limit to lower and neither fleet caps nor ceilings (which would undo a lowered
 // rate); floors are at most their rates. Problems go to `diags`.
 void protect_check(const Config& cfg, std::vector<Diag>& diags);
+
+// Fleet (yaml_fleet.cc): every `password_file` exists, is a regular file (no symlink) of
+// the caller's user (the agent's: `load` starts it) with no group or other bits.
+// Problems go to `diags` at the path's line and column. Only for files read from disk.
+void fleet_files_check(const Config& cfg, std::vector<Diag>& diags);
 
 // ---- pieces shared with yaml_compression.cc, yaml_fleet.cc (diag_at: yaml_strict.h) ----
 void compression_load(const YAML::Node& node, const std::string& file, CompressionConfig& out,

@@ -107,6 +107,9 @@ void protect_check(const Config& cfg, std::vector<Diag>& diags) {
       }
       if (s.protect.present)
         err(fmt::format("service '{}' is protected itself: a protected service is never squeezed", name));
+      else if (!s.user.empty() && s.user != p.user)
+        err(fmt::format("service '{}' has 'user: {}': the protect-agent acts on its own user's services only "
+                        "(load each user's protected services as that user)", name, s.user));
       else if (s.limits.count == 0) {
         if (!earlier) err(fmt::format("service '{}' has no limits: there is no cap to lower", name));
       } else if (s.fleet.present)

@@ -17,38 +17,27 @@ namespace {
 uint64_t units_of(const CallTotals& t, RateUnit u) { return u == RateUnit::Calls ? t.calls : t.bytes; }
 }  // namespace
 
-FleetService::FleetService(std::unique_ptr<Segment> seg, std::string host_id, std::string token)
-    : seg_(std::move(seg)), host_id_(std::move(host_id)), token_(std::move(token)) {
+FleetService::FleetService(std::unique_ptr<Segment> seg, FleetTrusted trusted, std::string host_id, std::string token)
+    : seg_(std::move(seg)), trusted_(std::move(trusted)), host_id_(std::move(host_id)), token_(std::move(token)) {
   ShmFleet& f = seg_->seg().fleet;
+  for (uint32_t r = 0; r < trusted_.rules.count; ++r) {
+    caps_[r] = trusted_.rules.rules[r].rate;
+    fallback_[r] = fleet_fallback_rate(caps_[r], 0, trusted_.fleet.expected_hosts);
+  }
+  uint64_t most = mono_ns() + kFleetLeasePeriods * uint64_t{trusted_.fleet.period_ms} * 1'000'000;
   seg_->guarded([&] {
     f.agent_pid.store(static_cast<int32_t>(getpid()), std::memory_order_relaxed);
     size_t n = host_id_.size() < kFleetHostIdMax - 1 ? host_id_.size() : kFleetHostIdMax - 1;
     for (size_t i = 0; i < kFleetHostIdMax; ++i) f.host_id[i] = i < n ? host_id_[i] : '\0';
     expiry_ns_ = f.lease_expiry_ns.load(std::memory_order_relaxed);  // a restarted agent's predecessor's lease
   });
+  if (expiry_ns_ > most) expiry_ns_ = most;  // untrusted: no lease runs longer than one the agent gives
 }
 
 void FleetService::say(const std::string& what) {
   if (what == said_) return;
   said_ = what;
   if (!what.empty()) fmt::print(stderr, "bonsaictl fleet-agent: {}: {}\n", name(), what);
-}
-
-// The rules in force and the fleet caps, which must match rule for rule.
-bool FleetService::read_rules(LimitSet& rules, std::array<uint64_t, kMaxRules>& caps) {
-  uint64_t seq = 0;
-  bool ok = false;
-  seg_->guarded([&] { ok = seqlock_read(seg_->seg().limits, rules, seq, 1000); });
-  if (!ok || rules.count > kMaxRules) return say("cannot read the limits in force (a writer died mid-change?)"), false;
-  bool caps_ok = true;
-  seg_->guarded([&] {
-    for (uint32_t r = 0; r < kMaxRules; ++r) caps[r] = seg_->seg().fleet.cap[r].load(std::memory_order_relaxed);
-  });
-  for (uint32_t r = 0; r < rules.count; ++r) caps_ok = caps_ok && caps[r] > 0 && caps[r] <= kMaxRate;
-  if (!caps_ok || rules.count == 0)
-    return say("its fleet caps do not match its limits (a `bonsaictl set` on a fleet service? `load` its file again)"),
-           false;
-  return true;
 }
 
 // Units moved so far per rule, live processes and exited ones together (the counters
@@ -75,36 +64,34 @@ void FleetService::usage_read(const LimitSet& rules, std::array<uint64_t, kMaxRu
 }
 
 void FleetService::step(uint64_t now_ns) {
-  ShmFleet& f = seg_->seg().fleet;
-  uint32_t period_ms = 0;
-  std::string store, password_file, fleet_ns;
-  seg_->guarded([&] {
-    period_ms = f.period_ms.load(std::memory_order_relaxed);
-    store.assign(f.store, strnlen(f.store, kFleetStoreMax));
-    password_file.assign(f.password_file, strnlen(f.password_file, kFleetPathMax));
-    fleet_ns.assign(f.fleet_namespace, strnlen(f.fleet_namespace, kFleetNamespaceMax));
-  });
-  for (char c : fleet_ns)  // untrusted: a namespace `load` would refuse is not used as a key
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
-      return say("its fleet namespace in the segment is damaged (`load` its file again)");
-  if (period_ms < 50 || period_ms > 10'000) period_ms = 250;  // untrusted: the default
+  // Everything that decides where the agent connects, what it sends and what it asks
+  // for is the trusted configuration's (checked when it was read, config/fleet_trusted.h).
+  const uint32_t period_ms = trusted_.fleet.period_ms;
+  const std::string& store = trusted_.fleet.store;
+  const std::string& password_file = trusted_.fleet.password_file;
+  const std::string& fleet_ns = trusted_.fleet.fleet_namespace;
   uint64_t period_ns = uint64_t{period_ms} * 1'000'000;
   next_ns_ = next_ns_ && now_ns < next_ns_ + period_ns ? next_ns_ + period_ns : now_ns + period_ns;
 
-  LimitSet rules{};
-  std::array<uint64_t, kMaxRules> caps{}, total{};
-  if (!read_rules(rules, caps)) return;
+  ShmFleet& f = seg_->seg().fleet;
+  const LimitSet& rules = trusted_.rules;
+  const std::array<uint64_t, kMaxRules>& caps = caps_;
+  std::array<uint64_t, kMaxRules> total{};
   usage_read(rules, total);
   std::array<uint64_t, kMaxRules> used{};
   for (uint32_t r = 0; r < rules.count; ++r) {
     used[r] = primed_ && total[r] > last_total_[r] ? total[r] - last_total_[r] : 0;
     last_total_[r] = total[r];
+    // The counters are the tenant's to write: what it reports used is at most what a
+    // period of the whole cap lets through, twice (a burst), so a forged count cannot
+    // make this host owe, or report, without bound.
+    uint64_t cap_period = caps[r] / 1000 * period_ms + caps[r] % 1000 * period_ms / 1000;
+    if (used[r] > 2 * cap_period + 1) used[r] = 2 * cap_period + 1;
     if (lapsed_) lapse_used_[r] += used[r];
   }
   primed_ = true;
 
-  uint32_t live = 0;
-  seg_->guarded([&] { live = f.live_hosts.load(std::memory_order_relaxed); });
+  uint32_t live = live_;
   std::vector<std::string> args{host_id_, token_, std::to_string(period_ns / 1000), std::to_string(rules.count)};
   std::array<uint64_t, kMaxRules> want{}, repay{};
   for (uint32_t r = 0; r < rules.count; ++r) {
@@ -117,6 +104,7 @@ void FleetService::step(uint64_t now_ns) {
     uint64_t ahead = tat > now && tat - now < 10 * period_ns ? tat - now : 0;
     uint64_t backlog = static_cast<uint64_t>(static_cast<double>(ahead) * static_cast<double>(rules.rules[r].rate) / 1e9);
     want[r] = fleet_want(demand_[r], {used[r], backlog, granted_[r], cap_period, fleet_min_want(cap_period, live)});
+    if (want[r] > cap_period) want[r] = cap_period;  // never more than a period of the trusted cap
     repay[r] = fleet_repay_step(owed_[r], owed_start_[r]);
     for (uint64_t v : {caps[r], want[r], used[r], repay[r]}) args.push_back(std::to_string(v));
   }
@@ -151,8 +139,7 @@ void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMa
   ShmFleet& f = seg_->seg().fleet;
   if (lapsed_) {  // back from an outage: what was used beyond the fallback is owed
     for (uint32_t i = 0; i < rules.count; ++i) {
-      uint64_t fb = 0;
-      seg_->guarded([&] { fb = f.fallback[i].load(std::memory_order_relaxed); });
+      uint64_t fb = fallback_[i];  // the agent's own, not the segment's (a tenant's to rewrite)
       owed_[i] += fleet_lapse_excess(lapse_used_[i], fb ? fb : caps[i], now_ns - lapse_start_ns_);
       owed_start_[i] = owed_[i];
       lapse_used_[i] = 0;
@@ -166,14 +153,16 @@ void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMa
     if (grant.rules[i].rate > caps[i]) grant.rules[i].rate = caps[i];
   }
   expiry_ns_ = fleet_lease_expiry(now_ns, period_ns);
+  live_ = r.live;
+  for (uint32_t i = 0; i < rules.count; ++i) fallback_[i] = fleet_fallback_rate(caps[i], r.live, trusted_.fleet.expected_hosts);
   seg_->guarded([&] {
     // The expiry before the limits: a process that sees the new limits sees the new lease.
     f.lease_expiry_ns.store(expiry_ns_, std::memory_order_release);
     f.live_hosts.store(r.live, std::memory_order_relaxed);
     f.id_clash.store(r.clash ? 1 : 0, std::memory_order_relaxed);
-    uint32_t expected = f.expected_hosts.load(std::memory_order_relaxed);
     for (uint32_t i = 0; i < rules.count; ++i) {
-      f.fallback[i].store(fleet_fallback_rate(caps[i], r.live, expected), std::memory_order_relaxed);
+      f.cap[i].store(caps[i], std::memory_order_relaxed);  // the library bounds its fallback by it
+      f.fallback[i].store(fallback_[i], std::memory_order_relaxed);
       f.grant[i].store(r.granted[i], std::memory_order_relaxed);
       f.fleet_used[i].store(r.fleet_used[i], std::memory_order_relaxed);
       f.owed[i].store(owed_[i], std::memory_order_relaxed);

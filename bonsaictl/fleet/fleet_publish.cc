@@ -15,37 +15,25 @@
 #include <unistd.h>
 
 #include "bucket/fleet_lease.h"
+#include "config/fleet_trusted.h"
 #include "sys/clock.h"
 
 namespace bonsai::ctl {
 
-std::string fleet_lock_dir() { return fmt::format("/dev/shm/{}bonsai-fleet.{}.d", shm_prefix(), ctl_uid()); }
+std::string fleet_lock_dir() { return fleet_dir(); }
 std::string fleet_lock_path() { return fleet_lock_dir() + "/lock"; }
 
 int fleet_lock_open(std::string& why) {
-  std::string dir = fleet_lock_dir();
-  if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return why = fmt::format("cannot create {}: {}", dir, std::strerror(errno)), -1;
-  // O_NOFOLLOW and fstat on what was opened: no window between the check and the use.
-  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dfd < 0)
-    return why = fmt::format("{} is not a directory ({}): someone put it there in the fleet agent's way; remove it "
-                             "(as root) and try again",
-                             dir, std::strerror(errno)),
-           -1;
+  // The directory's owner, mode and type checked on what was opened (owned_file.h): no
+  // window between the check and the use; another user cannot have made it.
+  int dfd = fleet_dir_open(true, why);
+  if (dfd < 0) return -1;
   uid_t me = geteuid();
-  struct stat st {};
-  if (fstat(dfd, &st) != 0 || st.st_uid != me || (st.st_mode & 0077)) {
-    why = fmt::format("{} belongs to uid {} with mode {:04o}, not to uid {} with mode 0700: another user may have made "
-                      "it to squat the fleet agent's lock; remove it (as root) and try again",
-                      dir, st.st_uid, st.st_mode & 07777, me);
-    close(dfd);
-    return -1;
-  }
   int fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   int err = errno;
   close(dfd);
   if (fd < 0) return why = fmt::format("cannot open {}: {}", fleet_lock_path(), std::strerror(err)), -1;
+  struct stat st {};
   if (fstat(fd, &st) != 0 || st.st_uid != me || !S_ISREG(st.st_mode)) {
     close(fd);
     return why = fmt::format("{} is not a file of uid {}: remove it and try again", fleet_lock_path(), me), -1;
@@ -74,10 +62,32 @@ void fleet_ready_tell(int& fd, const std::string& line) {
   fd = -1;
 }
 
-LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc) {
+LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc, std::string& problem) {
   ShmFleet& f = seg.seg().fleet;
   LimitSet out = svc.limits;
+  if (!svc.fleet.present) {
+    // No longer a fleet service: the agent leaves it. Only the file written for this very
+    // segment: another user's service of the same name (`user:`) is not this one.
+    FleetTrusted old;
+    std::string why;
+    if (fleet_trusted_read(svc.name, old, why) == 1 && fleet_trusted_matches(old, seg.fd()))
+      fleet_trusted_remove(svc.name);
+  } else {
+    if (ctl_other_user())  // the agent serves its own user's services only
+      usage_error(fmt::format("service '{}' has fleet caps: load or run it as its own user, not with --user", svc.name));
+    // The agent's configuration goes where only this user can write: the segment's
+    // copy below is for `stat` and the library, never read back by a privileged reader.
+    // Not written (its directory squatted): the segment still gets its fallback, and the
+    // caller fails loudly, as when no agent can run.
+    if (std::string why = fleet_trusted_write(svc, seg.fd()); !why.empty() && problem.empty()) problem = why;
+  }
   seg.guarded([&] {
+    // What only the agent used (0.2.0 wrote them here): empty, so that nothing reads them.
+    for (size_t i = 0; i < kFleetStoreMax; ++i) f.store[i] = '\0';
+    for (size_t i = 0; i < kFleetPathMax; ++i) f.password_file[i] = '\0';
+    for (size_t i = 0; i < kFleetNamespaceMax; ++i) f.fleet_namespace[i] = '\0';
+    f.period_ms.store(0, std::memory_order_relaxed);
+    f.expected_hosts.store(0, std::memory_order_relaxed);
     if (!svc.fleet.present) {
       f.enabled.store(0, std::memory_order_relaxed);
       f.lease_expiry_ns.store(0, std::memory_order_release);  // no lease: the limits apply as written
@@ -85,25 +95,18 @@ LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc) {
       return;
     }
     uint32_t live = f.live_hosts.load(std::memory_order_relaxed);
-    f.expected_hosts.store(svc.fleet.expected_hosts, std::memory_order_relaxed);
+    if (live > kFleetExpectedHostsMax) live = 0;  // untrusted: as if none were known
     for (uint32_t r = 0; r < kMaxRules; ++r) {
       uint64_t cap = r < svc.limits.count ? svc.limits.rules[r].rate : 0;
       uint64_t fb = cap ? fleet_fallback_rate(cap, live, svc.fleet.expected_hosts) : 0;
-      f.cap[r].store(cap, std::memory_order_relaxed);
+      f.cap[r].store(cap, std::memory_order_relaxed);  // the library bounds its fallback by it
       f.fallback[r].store(fb, std::memory_order_relaxed);
       if (r < out.count) out.rules[r].rate = fb;
     }
-    auto copy = [](char* dst, size_t cap, const std::string& s) {
-      for (size_t i = 0; i < cap; ++i) dst[i] = i < s.size() && i + 1 < cap ? s[i] : '\0';
-    };
-    copy(f.store, kFleetStoreMax, svc.fleet.store);
-    copy(f.password_file, kFleetPathMax, svc.fleet.password_file);
-    copy(f.fleet_namespace, kFleetNamespaceMax, svc.fleet.fleet_namespace);
-    f.period_ms.store(svc.fleet.period_ms, std::memory_order_relaxed);
     // New rules: a lease of the old ones no longer applies; the agent's next grant does.
     f.lease_expiry_ns.store(0, std::memory_order_release);
     f.state.store(static_cast<uint32_t>(FleetState::Waiting), std::memory_order_relaxed);
-    f.enabled.store(1, std::memory_order_release);
+    f.enabled.store(1, std::memory_order_release);  // for `stat`: the agent goes by the trusted file
   });
   return out;
 }

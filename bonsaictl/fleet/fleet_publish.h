@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What `run` and `load` do for a service's `fleet:` (issue 37): write the fleet block
-// (store, period, caps) into its segment, publish the starting limits (the fallback:
+// What `run` and `load` do for a service's `fleet:` (issue 37): keep its configuration
+// where only the user can write (the agent's), the caps in its segment, publish the starting limits (the fallback:
 // the cap / the hosts last seen live, or / expected_hosts), and start a fleet agent for
 // the namespace when none holds its lock.
 #pragma once
@@ -23,10 +23,15 @@ std::string fleet_lock_path();
 // that says what to do).
 int fleet_lock_open(std::string& why);
 
-// Writes `svc`'s fleet block (or clears it when the service has none) and @return the
-// limits to publish: the caps as they are, or, for a fleet service, at the fallback
-// rate (cap / the hosts last seen live; before any grant cap / expected_hosts).
-LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc);
+// Writes `svc`'s trusted fleet configuration (config/fleet_trusted.h; removes it when
+// the service has no `fleet:`) and its segment's fleet block -- the flag, the caps and
+// the fallback, which the library reads; the store, password file, namespace, period
+// and expected hosts empty: nothing a privileged reader takes from a segment -- and
+// @return the limits to publish: the caps as they are, or, for a fleet service, at the
+// fallback rate (cap / the hosts last seen live; before any grant cap / expected_hosts).
+// A trusted file that cannot be written sets `problem` (if empty): no agent will serve
+// the service, the caller fails (exit 1). A fleet service with --user is a usage error.
+LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc, std::string& problem);
 
 // Starts `bonsaictl fleet-agent --exit-when-idle` in the background (its own session,
 // output to /dev/null) unless an agent holds the namespace's lock, and waits (up to

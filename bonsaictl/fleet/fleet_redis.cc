@@ -14,6 +14,7 @@
 
 #include "fleet/fleet_script.h"
 #include "config/fleet_store.h"
+#include "config/owned_file.h"
 
 namespace bonsai::ctl {
 
@@ -28,16 +29,29 @@ timeval tv_of(uint64_t ns) {
   return timeval{static_cast<time_t>(ns / 1'000'000'000), static_cast<suseconds_t>(ns % 1'000'000'000 / 1000)};
 }
 
-// The password: the file's first line (at most 512 bytes), the file not readable by others.
+// The password: the file's first line (at most 512 bytes). The file must be the agent's
+// user's with no group or other bits, opened without following a symlink and checked on
+// what was opened: the agent sends its first line to the store, so a file another user
+// can write or point it at would choose what the agent sends, or leak a file it can read.
 std::string password_read(const std::string& path, std::string& why) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return why = fmt::format("cannot open password_file {}: {}", path, std::strerror(errno)), "";
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return why = errno == ELOOP ? fmt::format("password_file {} is a symbolic link: refused (name the file itself)", path)
+                                : fmt::format("cannot open password_file {}: {}", path, std::strerror(errno)),
+           "";
   struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return why = fmt::format("password_file {} is not a regular file", path), "";
+  }
+  if (std::string p = owned_problem(path, st.st_uid, st.st_mode, geteuid(), true); !p.empty()) {
+    ::close(fd);
+    return why = fmt::format("password_file {}: refused, nothing sent", p), "";
+  }
   char buf[513];
-  ssize_t n = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) ? read(fd, buf, sizeof buf - 1) : -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
   ::close(fd);
-  if (n < 0) return why = fmt::format("cannot read password_file {} (a regular file)", path), "";
-  if (st.st_mode & 0077) return why = fmt::format("password_file {} is readable by others (chmod 600 it)", path), "";
+  if (n < 0) return why = fmt::format("cannot read password_file {}", path), "";
   std::string pw(buf, static_cast<size_t>(n));
   if (size_t nl = pw.find_first_of("\r\n"); nl != std::string::npos) pw.resize(nl);
   if (pw.empty()) why = fmt::format("password_file {} is empty", path);
@@ -72,6 +86,12 @@ std::string RedisConn::ensure(const std::string& store, const std::string& passw
   password_file_ = password_file;
   FleetStore s;
   if (std::string p = fleet_store_parse(store, s); !p.empty()) return p;
+  std::string pw;  // read before connecting: a refused file means no connection at all
+  if (!password_file.empty()) {
+    std::string why;
+    pw = password_read(password_file, why);
+    if (!why.empty()) return why;
+  }
   timeval tv = tv_of(timeout_ns);
   ctx_ = s.unix_path.empty() ? redisConnectWithTimeout(s.host.c_str(), s.port, tv)
                              : redisConnectUnixWithTimeout(s.unix_path.c_str(), tv);
@@ -83,8 +103,6 @@ std::string RedisConn::ensure(const std::string& store, const std::string& passw
   redisSetTimeout(ctx_, tv);
   if (!password_file.empty()) {
     std::string why;
-    std::string pw = password_read(password_file, why);
-    if (!why.empty()) return close(), why;
     // An ACL user (redis://USER@HOST:PORT, issue 50): AUTH USER PASSWORD; else the default user's.
     Reply r(static_cast<redisReply*>(
         s.user.empty() ? redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())

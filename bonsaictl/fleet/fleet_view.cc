@@ -11,8 +11,8 @@
 #include "base/diag.h"
 #include "fleet/fleet_redis.h"
 #include "fleet/fleet_script.h"
+#include "config/fleet_trusted.h"
 #include "segment/shm_client.h"
-#include "stat/stat_snapshot.h"
 #include "stat/stat_text.h"
 
 namespace bonsai::ctl {
@@ -29,21 +29,24 @@ uint64_t to_u64(const std::string& s) {
 }  // namespace
 
 int stat_fleet_view(const std::string& service, bool json) {
-  auto seg = Segment::open(service, false);
-  ServiceStat st = stat_snapshot(*seg);
-  const FleetStat& f = st.fleet;
-  if (!f.enabled) runtime_error(fmt::format("service '{}' has no fleet: in its configuration", service));
-  std::string password_file, fleet_ns;
-  seg->guarded([&] {
-    const ShmFleet& b = seg->seg().fleet;
-    password_file.assign(b.password_file, strnlen(b.password_file, kFleetPathMax));
-    fleet_ns.assign(b.fleet_namespace, strnlen(b.fleet_namespace, kFleetNamespaceMax));
-  });
-  for (char c : fleet_ns)
-    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
-      runtime_error("the fleet namespace in the segment is damaged (`load` its file again)");
+  // It connects and sends a password as the caller: the store, the password file and the
+  // namespace come from the caller's own trusted configuration, never from the segment.
+  if (ctl_other_user())
+    usage_error("stat --fleet connects to the service's store as you: run it as the service's user, not with --user");
+  FleetTrusted t;
+  std::string bad;
+  int got = fleet_trusted_read(service, t, bad);
+  if (got < 0) runtime_error(bad);
+  if (got == 0)
+    runtime_error(fmt::format("service '{}' has no trusted fleet configuration in {} (no 'fleet:' in its file, or "
+                              "loaded by bonsai 0.2.0: `load` its file again)", service, fleet_dir()));
+  const std::string& password_file = t.fleet.password_file;
+  const std::string& fleet_ns = t.fleet.fleet_namespace;
+  const std::string ns_text = fleet_ns.empty() ? "default" : fleet_ns;
+  const std::string& store = t.fleet.store;
+  const uint32_t period_ms = t.fleet.period_ms;
   RedisConn redis;
-  if (std::string why = redis.ensure(f.store, password_file, 1'000'000'000); !why.empty()) runtime_error(why);
+  if (std::string why = redis.ensure(store, password_file, 1'000'000'000); !why.empty()) runtime_error(why);
   std::string p = fleet_key_prefix(fleet_ns, service);
   std::vector<std::string> now, live;
   if (std::string why = redis.command({"TIME"}, now); !why.empty() || now.size() != 2) runtime_error("TIME: " + why);
@@ -54,10 +57,10 @@ int stat_fleet_view(const std::string& service, bool json) {
   std::vector<std::string> clash_kv;
   if (std::string why = redis.command({"HGETALL", p + "clash"}, clash_kv); !why.empty()) runtime_error(why);
   std::map<std::string, uint64_t> clash;
-  uint64_t clash_window_us = uint64_t{f.period_ms} * 30'000;  // as the script's (fleet_script.cc)
+  uint64_t clash_window_us = uint64_t{period_ms} * 30'000;  // as the script's (fleet_script.cc)
   for (size_t i = 0; i + 1 < clash_kv.size(); i += 2)
     if (uint64_t at = to_u64(clash_kv[i + 1]); now_us >= at && now_us - at < clash_window_us) clash[clash_kv[i]] = at;
-  size_t rules = f.rules.size();
+  size_t rules = t.rules.count;
   // per rule: host -> want, used
   std::vector<std::map<std::string, std::pair<uint64_t, uint64_t>>> per(rules);
   for (size_t r = 0; r < rules; ++r) {
@@ -71,12 +74,12 @@ int stat_fleet_view(const std::string& service, bool json) {
         (what[0] == 'w' ? per[r][kv[i]].first : per[r][kv[i]].second) = to_u64(kv[i + 1]);
     }
   }
-  double per_s = f.period_ms ? 1000.0 / f.period_ms : 0;
-  nlohmann::ordered_json doc = {{"service", service}, {"namespace", f.fleet_namespace}, {"store", f.store},
-                                {"period_ms", f.period_ms}, {"live_hosts", live.size() / 2}, {"host_id_clashes", clash.size()}};
+  double per_s = period_ms ? 1000.0 / period_ms : 0;
+  nlohmann::ordered_json doc = {{"service", service}, {"namespace", ns_text}, {"store", store},
+                                {"period_ms", period_ms}, {"live_hosts", live.size() / 2}, {"host_id_clashes", clash.size()}};
   auto hosts = nlohmann::ordered_json::array();
   std::string table = fmt::format("fleet {} (namespace {}) via {}: {} live host{}, period {} ms\n", service,
-                                  f.fleet_namespace, f.store, live.size() / 2, live.size() / 2 == 1 ? "" : "s", f.period_ms);
+                                  ns_text, store, live.size() / 2, live.size() / 2 == 1 ? "" : "s", period_ms);
   if (!clash.empty())
     table += fmt::format("  HOST ID CLASH: {} host id{} used by two agents or more (marked CLASH): give each host its own "
                          "--host-id\n", clash.size(), clash.size() == 1 ? "" : "s");
@@ -106,9 +109,10 @@ int stat_fleet_view(const std::string& service, bool json) {
   doc["hosts"] = std::move(hosts);
   auto rs = nlohmann::ordered_json::array();
   for (size_t r = 0; r < rules; ++r) {
-    rs.push_back({{"cap", f.rules[r].cap}, {"used_per_s", static_cast<uint64_t>(total[r])}});
-    table += fmt::format("  rule r{}: fleet cap {}/s, used {}/s together\n", r + 1,
-                         human_bytes(static_cast<double>(f.rules[r].cap)), human_bytes(total[r]));
+    uint64_t cap = t.rules.rules[r].rate;
+    rs.push_back({{"cap", cap}, {"used_per_s", static_cast<uint64_t>(total[r])}});
+    table += fmt::format("  rule r{}: fleet cap {}/s, used {}/s together\n", r + 1, human_bytes(static_cast<double>(cap)),
+                         human_bytes(total[r]));
   }
   doc["rules"] = std::move(rs);
   if (json) fmt::print("{}\n", doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));

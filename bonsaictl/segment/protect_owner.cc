@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // See protect_owner.h.
 #include "segment/protect_owner.h"
+#include "segment/target_user.h"
 
 #include <cerrno>
 #include <csignal>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace bonsai::ctl {
@@ -59,16 +61,21 @@ bool protect_agent_alive(uint32_t pid, uint64_t start) noexcept {
   if (pid == 0 || pid > 0x3fffffff) return false;  // untrusted: no pid, or no valid one
   auto p = static_cast<pid_t>(pid);
   if (kill(p, 0) != 0 && errno != EPERM) return false;
-  if (start != 0) {
-    uint64_t now = proc_start_ticks(p);
-    return now == 0 || now == start;  // no /proc (or hidden): the live pid is all we know
-  }
+  // The pair is the segment's, which its tenants can write: a live process claimed there
+  // keeps another agent away only when it is a protect-agent of this very user, started
+  // when the pair says. Without /proc (or hidden) the live pid is all there is to know.
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d", static_cast<int>(p));
+  struct stat st {};
+  if (stat(path, &st) != 0) return true;
+  if (st.st_uid != ctl_uid()) return false;  // the segments' user's (`stat --user` looks at another's)
+  if (start != 0 && proc_start_ticks(p) != start) return false;
   char cmd[4096];
   ssize_t n = proc_read(p, "cmdline", cmd, sizeof cmd);
-  if (n < 0) return true;
+  if (n < 0) return false;
   for (ssize_t i = 0; i < n; ++i)
     if (cmd[i] == '\0') cmd[i] = ' ';
-  return std::strstr(cmd, "protect-agent") != nullptr;
+  return std::strstr(cmd, " protect-agent ") != nullptr || (n > 14 && std::strcmp(cmd + n - 14, " protect-agent") == 0);
 }
 
 }  // namespace bonsai::ctl

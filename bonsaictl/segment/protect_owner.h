@@ -11,9 +11,11 @@ namespace bonsai::ctl {
 // The start time of `pid` (/proc/PID/stat field 22, clock ticks since boot); 0 if unknown.
 uint64_t proc_start_ticks(pid_t pid) noexcept;
 
-// Whether the agent that wrote (pid, start) into a segment still runs: the pid is alive
-// and started at `start`; for a segment that has no start (0, an agent of an earlier
-// build), its command line names protect-agent. Without /proc: the pid is alive.
+// Whether the agent that wrote (pid, start) into a segment still runs: the pid is alive,
+// a process of the segments' user (ctl_uid) whose command line names protect-agent, and
+// (unless `start` is 0, an agent of an earlier build) started at `start`. The pair is
+// untrusted (a tenant can write any live pid there): anything else is no agent. Without
+// /proc: the pid is alive.
 bool protect_agent_alive(uint32_t pid, uint64_t start) noexcept;
 
 }  // namespace bonsai::ctl

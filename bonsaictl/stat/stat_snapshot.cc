@@ -21,6 +21,7 @@
 #include "shm/shm_slots.h"
 #include "sys/clock.h"
 #include "segment/shm_client.h"
+#include "config/fleet_trusted.h"
 
 namespace bonsai::ctl {
 
@@ -39,13 +40,8 @@ FleetStat fleet_snapshot(const ShmFleet& f, uint32_t rules, uint64_t mono_now) {
   FleetStat s;
   s.enabled = f.enabled.load(std::memory_order_acquire) == 1;
   if (!s.enabled) return s;
-  s.store = fleet_text(f.store, kFleetStoreMax);
   s.host_id = fleet_text(f.host_id, kFleetHostIdMax);
-  s.fleet_namespace = fleet_text(f.fleet_namespace, kFleetNamespaceMax);
-  if (s.fleet_namespace.empty()) s.fleet_namespace = "default";
-  s.expected_hosts = f.expected_hosts.load(std::memory_order_relaxed);
   s.id_clash = f.id_clash.load(std::memory_order_relaxed) == 1;
-  s.period_ms = f.period_ms.load(std::memory_order_relaxed);
   s.live_hosts = f.live_hosts.load(std::memory_order_relaxed);
   s.agent_pid = f.agent_pid.load(std::memory_order_relaxed);
   uint64_t exp = f.lease_expiry_ns.load(std::memory_order_acquire);
@@ -60,6 +56,22 @@ FleetStat fleet_snapshot(const ShmFleet& f, uint32_t rules, uint64_t mono_now) {
                        f.want[r].load(std::memory_order_relaxed), f.fallback[r].load(std::memory_order_relaxed),
                        f.fleet_used[r].load(std::memory_order_relaxed), f.owed[r].load(std::memory_order_relaxed)});
   return s;
+}
+// The store, namespace, period and expected hosts: the trusted configuration's (the
+// agent's, config/fleet_trusted.h); the segment no longer holds them.
+void fleet_trusted_show(const std::string& service, FleetStat& s) {
+  FleetTrusted t;
+  std::string why;
+  int got = fleet_trusted_read(service, t, why);
+  s.fleet_namespace = "default";
+  if (got != 1) {
+    s.store = got == 0 ? "(no trusted configuration: `load` its file again)" : "(unusable: " + why + ")";
+    return;
+  }
+  s.store = t.fleet.store;
+  if (!t.fleet.fleet_namespace.empty()) s.fleet_namespace = t.fleet.fleet_namespace;
+  s.period_ms = t.fleet.period_ms;
+  s.expected_hosts = t.fleet.expected_hosts;
 }
 }  // namespace
 
@@ -236,6 +248,7 @@ ServiceStat stat_snapshot(Segment& handle) {
     }
   });
   handle.guarded([&] { s.fleet = fleet_snapshot(seg.fleet, s.limits.count, s.mono_ns); });
+  if (s.fleet.enabled) fleet_trusted_show(handle.service(), s.fleet);
   handle.guarded([&] {
     const ShmProtect& p = seg.protect;
     s.protect.calls = p.calls.load(std::memory_order_relaxed) & ~(kCallCount >= 64 ? 0 : ~CallMask{0} << (kCallCount % 64));

@@ -10,14 +10,16 @@
 . "$(dirname "$0")/lib/ctl_lib.sh"
 
 good=$T/good.yaml
-cat > "$good" <<'EOC'
+printf 'pw\n' > "$T/redis.pass"
+chmod 600 "$T/redis.pass"
+cat > "$good" <<EOC
 version: 1
 services:
   web:
     fleet:
       store: redis://127.0.0.1:6390
       period: 100ms
-      password_file: /etc/bonsai/redis.pass
+      password_file: $T/redis.pass
     limits:
       - calls: [write]
         rate: 8MiB/s

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Which protect-agent serves a service (issue 52): a pid in a segment counts as a live
-// agent only if that pid started when the agent did (a dead agent's pid may be reused),
-// or, for a segment with no start time, if its command line names protect-agent.
+// agent only if it is a process of the segments' user whose command line names
+// protect-agent and, with a start time, that pid started then (a dead agent's pid may be
+// reused; a tenant may write any live pid there, issue 58).
 #include <catch2/catch.hpp>
 
 #include <csignal>
@@ -18,7 +19,7 @@ TEST_CASE("protect_owner: a pid is the agent only with its start time") {
   pid_t self = getpid();
   uint64_t start = proc_start_ticks(self);
   REQUIRE(start > 0);
-  CHECK(protect_agent_alive(static_cast<uint32_t>(self), start));
+  CHECK_FALSE(protect_agent_alive(static_cast<uint32_t>(self), start));      // live, started then, but no agent
   CHECK_FALSE(protect_agent_alive(static_cast<uint32_t>(self), start + 1));  // the pid reused by another
   CHECK_FALSE(protect_agent_alive(static_cast<uint32_t>(self), 0));          // no start: the cmdline is unit_tests
   CHECK_FALSE(protect_agent_alive(0, start));
@@ -59,19 +60,22 @@ void reap(pid_t child) {
 }
 }  // namespace
 
-TEST_CASE("protect_owner: without a start time, the command line must name protect-agent") {
+TEST_CASE("protect_owner: the command line must name protect-agent, and the start time match") {
   const char* sleeper[] = {"sleep", "10", nullptr};
   pid_t other = spawn("/bin/sleep", sleeper, "sleep");
   REQUIRE(other > 0);
   uint64_t s = proc_start_ticks(other);
   CHECK(s > 0);
   CHECK_FALSE(protect_agent_alive(static_cast<uint32_t>(other), 0));  // `sleep 10`: not an agent
-  CHECK(protect_agent_alive(static_cast<uint32_t>(other), s));        // its own start: it is the one
+  CHECK_FALSE(protect_agent_alive(static_cast<uint32_t>(other), s));  // nor with its own start (a tenant's claim)
   reap(other);
   // A shell whose arguments name protect-agent (as `bonsaictl protect-agent FILE` does).
   const char* agent[] = {"sh", "-c", "sleep 10; :", "protect-agent", nullptr};
   pid_t like = spawn("/bin/sh", agent, "sh");
   REQUIRE(like > 0);
   CHECK(protect_agent_alive(static_cast<uint32_t>(like), 0));
+  uint64_t ls = proc_start_ticks(like);
+  CHECK(protect_agent_alive(static_cast<uint32_t>(like), ls));
+  CHECK_FALSE(protect_agent_alive(static_cast<uint32_t>(like), ls + 1));  // started at another time: another process
   reap(like);
 }
