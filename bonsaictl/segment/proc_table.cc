@@ -30,6 +30,11 @@ uint64_t boot_ticks() {
 ProcTable::ProcTable() {
   self_ = proc_self_pidns();
   whole_ = self_ == kInitPidNs;
+}
+
+void ProcTable::scan() const {
+  if (scanned_) return;
+  scanned_ = true;
   read_tick_ = boot_ticks();
   DIR* d = opendir("/proc");
   if (!d) return;  // nothing seen: nothing proved dead
@@ -45,7 +50,7 @@ ProcTable::ProcTable() {
   closedir(d);
 }
 
-void ProcTable::add(int pid, uint64_t start) {
+void ProcTable::add(int pid, uint64_t start) const {
   ours_[pid] = start;
   uint32_t ns = proc_pidns(pid);  // 0: another user's (its link is not ours to read)
   int levels[kNsLevels];
@@ -64,7 +69,23 @@ void ProcTable::add(int pid, uint64_t start) {
   }
 }
 
+bool ProcTable::ours_start(int pid, uint64_t& start) const {
+  start = 0;
+  if (!scanned_) {
+    if (auto it = direct_.find(pid); it != direct_.end()) return start = it->second, true;
+    if (direct_.size() < kDirectReads) {
+      if (proc_status(pid, start) != ProcStatus::Alive) start = 0;
+      direct_.emplace(pid, start);
+      return true;
+    }
+    scan();
+  }
+  if (auto it = ours_.find(pid); it != ours_.end()) start = it->second;
+  return true;
+}
+
 bool ProcTable::alive_anywhere(int pid, uint64_t start) const {
+  scan();
   auto [b, e] = any_.equal_range(pid);
   for (auto it = b; it != e; ++it)
     if (start == kAnyStart || it->second == start) return true;
@@ -85,9 +106,14 @@ SlotProc ProcTable::judge(uint32_t ns, int pid, uint64_t start, int& here) const
     }
     return alive_anywhere(pid, kAnyStart) ? SlotProc::Unknown : SlotProc::Dead;
   }
-  if (ours) {
-    auto it = ours_.find(pid);
-    if (it != ours_.end() && it->second == start) {
+  uint64_t now = 0;
+  if (ours && ours_start(pid, now) && now == start) {
+    here = pid;
+    return SlotProc::Alive;
+  }
+  scan();
+  if (ours) {  // past kDirectReads pids the pass answers
+    if (auto it = ours_.find(pid); it != ours_.end() && it->second == start) {
       here = pid;
       return SlotProc::Alive;
     }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
-// The processes bonsaictl can see, from one pass over /proc: each by our pid, by (its
-// pid namespace, its pid there), and by its pid at every level of its NSpid line. A
-// segment's readers (stat, top, serve, ls, rm, set --wait) judge every slot against one
-// table per look: a slot names its process by (pid namespace, pid, start time), all
-// of it written by whoever maps the segment, so a tenant's 1,024 slots cost one pass,
-// and a slot is taken for dead only when no reading of it finds a live process.
+// The processes bonsaictl can see, from at most one pass over /proc: each by our pid,
+// by (its pid namespace, its pid there), and by its pid at every level of its NSpid
+// line. A segment's readers (stat, top, serve, ls, rm, set --wait) judge every slot of
+// a look against one table: a slot names its process by (pid namespace, pid, start
+// time), all of it written by whoever maps the segment, so a tenant's 1,024 slots cost
+// one pass, and a slot is taken for dead only when no reading of it finds a live
+// process. The pass is made when first needed: a look at slots of our namespace whose
+// processes are alive reads /proc/PID/stat once per distinct pid (up to kDirectReads).
 #pragma once
 #include <cstdint>
 #include <unordered_map>
@@ -16,8 +18,10 @@ namespace bonsai::ctl {
 
 class ProcTable {
  public:
-  // Reads /proc once (a few system calls per process, none per slot).
+  // Reads nothing yet: /proc/PID/stat for the first kDirectReads distinct pids of our
+  // namespace asked about, the whole of /proc (once) for anything else.
   ProcTable();
+  static constexpr size_t kDirectReads = 64;
 
   // The verdict on a slot of pid namespace `ns` (0: taken as ours), pid `pid` there,
   // start time `start` (kAnyStart: a claim in progress). Alive: that namespace's `pid`
@@ -41,16 +45,20 @@ class ProcTable {
     uint64_t start;  // /proc/PID/stat start time
   };
   static SlotProc judge_fn(void* ctx, uint32_t ns, int pid, uint64_t start, int& here) noexcept;
-  void add(int pid, uint64_t start);
+  void scan() const;  // the pass over /proc, once
+  void add(int pid, uint64_t start) const;
+  bool ours_start(int pid, uint64_t& start) const;  // our pid's start time (0: gone)
   bool alive_anywhere(int pid, uint64_t start) const;
 
   uint32_t self_ = 0;
-  bool whole_ = false;      // we are in the initial pid namespace: every process is visible
-  uint64_t read_tick_ = 0;  // clock ticks after boot when the pass began
-  std::unordered_map<int, uint64_t> ours_;       // our pid -> start time
-  std::unordered_map<uint64_t, Proc> inner_;     // (pid namespace << 32 | pid there) -> process
-  std::unordered_multimap<int, uint64_t> any_;   // its pid at any NSpid level -> start time
-  std::unordered_set<uint32_t> seen_ns_;         // namespaces with a process visible here
+  bool whole_ = false;  // we are in the initial pid namespace: every process is visible
+  mutable bool scanned_ = false;
+  mutable uint64_t read_tick_ = 0;  // clock ticks after boot when the pass began
+  mutable std::unordered_map<int, uint64_t> direct_;      // our pid -> start time (0: gone), read alone
+  mutable std::unordered_map<int, uint64_t> ours_;        // our pid -> start time
+  mutable std::unordered_map<uint64_t, Proc> inner_;      // (pid namespace << 32 | pid there) -> process
+  mutable std::unordered_multimap<int, uint64_t> any_;    // its pid at any NSpid level -> start time
+  mutable std::unordered_set<uint32_t> seen_ns_;          // namespaces with a process visible here
 };
 
 }  // namespace bonsai::ctl
