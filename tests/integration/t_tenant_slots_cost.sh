@@ -10,7 +10,7 @@
 # per claim (it read it once per forged slot, twice per start), and says "no free slot"
 # a few times in all, not once per process; `stat` reads /proc once, not once per slot,
 # and reclaims none of the forged slots (they may be live host processes).
-# timeout: 120
+# timeout: 180
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3 strace
 
@@ -23,9 +23,9 @@ loop() {  # SERVICE: ms for N execs of /bin/true under the service
   echo $(((t1 - t0) / 1000000))
 }
 
-"$CTL" run -s c -l 'write=1GiB/s' -- sleep 60 &
+"$CTL" run -s c -l 'write=1GiB/s' -- sleep 600 &
 cp=$!
-"$CTL" run -s f -l 'write=1GiB/s' -- sleep 60 &
+"$CTL" run -s f -l 'write=1GiB/s' -- sleep 600 &
 anchor=$!
 cleanup_hooks+=("kill $cp $anchor 2>/dev/null")
 wait_attached f 1

@@ -8,7 +8,7 @@
 # to take the slot for a dead container's and reclaim it: the process vanished from the
 # accounting. With the namespace put back, `stat` names the host pid again; once the
 # process is gone its slot is reclaimed, its bytes counted once.
-# timeout: 60
+# timeout: 150
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3
 
@@ -17,7 +17,7 @@ import os, time
 fd = os.open("/dev/null", os.O_WRONLY)
 for _ in range(16):
     os.write(fd, b"x" * 65536)
-time.sleep(60)' &
+time.sleep(600)' &
 p=$!
 cleanup_hooks+=("kill $p 2>/dev/null")
 wait_attached l 1
@@ -48,9 +48,9 @@ check_kept "a namespace no process has (second look)"
 kill -0 $p || fail "the writer died"
 
 if command -v unshare > /dev/null; then
-  unshare --pid --fork --mount-proc sleep 60 &
+  unshare --pid --fork --kill-child --mount-proc sleep 600 &
   u=$!
-  cleanup_hooks+=("kill $u 2>/dev/null")
+  cleanup_hooks+=("kill -KILL $u 2>/dev/null")  # unshare --fork ignores SIGTERM; its child dies with it
   other=""
   for _ in $(seq 50); do
     for c in $(pgrep -P $u) $u; do
