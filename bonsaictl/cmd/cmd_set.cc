@@ -7,10 +7,12 @@
 #include <chrono>
 #include <fmt/core.h>
 #include <iostream>
+#include <memory>
 #include <thread>
 
 #include "abi/limit_parse.h"
 #include "segment/host_client.h"
+#include "segment/proc_table.h"
 #include "cmd/commands.h"
 #include "config/limits_merge.h"
 #include "shm/shm_proc.h"
@@ -49,15 +51,16 @@ struct WaitResult {
 // cancelled in a wait leaves the count. Dead processes' slots are reclaimed on the way.
 WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
   ShmSegment& seg = handle.seg();
-  uint64_t t0 = mono_ns(), last_reclaim = 0;
+  uint64_t t0 = mono_ns(), last_read = 0;
+  std::unique_ptr<ProcTable> procs;
   for (;;) {
     WaitResult r;
+    // The processes, read again every 100 ms: one pass over /proc for every slot.
     uint64_t now = mono_ns();
-    bool reclaim = last_reclaim == 0 || now - last_reclaim > 20'000'000;
-    if (reclaim) last_reclaim = now;
+    bool reclaim = !procs || now - last_read > 100'000'000;
+    if (reclaim) procs = std::make_unique<ProcTable>(), last_read = now;
     handle.guarded([&] {
-      if (reclaim) slots_reclaim_dead(seg, true);  // a dead container is not behind
-      uint32_t self_ns = proc_self_pidns();
+      if (reclaim) slots_reclaim(seg, procs->slot_judge());  // a dead container is not behind
       unsigned end = slots_scan_end(seg);
       for (unsigned i = 0; i < end; ++i) {
         const ShmSlot& s = seg.slots[i];
@@ -69,7 +72,7 @@ WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
           ++r.behind;
           // A container's process by our pid for it (issue #47); its own pid if we cannot see it.
           int pid = s.pid.load(std::memory_order_relaxed), here = 0;
-          if (proc_of_slot(self_ns, seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed), pid,
+          if (procs->judge(seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed), pid,
                            s.start_time.load(std::memory_order_relaxed), here) == SlotProc::Alive)
             pid = here;
           r.behind_pids.push_back(pid);

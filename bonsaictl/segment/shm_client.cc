@@ -18,6 +18,7 @@
 
 #include "bucket/limits_carry.h"
 #include "base/diag.h"
+#include "segment/proc_table.h"
 #include "shm/seqlock.h"
 #include "shm/shm_check.h"
 #include "shm/shm_fd.h"
@@ -302,8 +303,9 @@ void Segment::set_scope(ShmScope scope) {
 unsigned Segment::live_processes() {
   check();
   unsigned n = 0;
+  ProcTable procs;  // containers' processes too (docs/containers.md), one pass for every slot
   guarded([&] {
-    slots_reclaim_dead(*seg_, true);  // containers' too (issue #47)
+    slots_reclaim(*seg_, procs.slot_judge());
     unsigned end = slots_scan_end(*seg_);
     for (unsigned i = 0; i < end; ++i)
       if (seg_->slots[i].state.load(std::memory_order_acquire) == static_cast<uint32_t>(SlotState::Live)) ++n;

@@ -76,7 +76,7 @@ class Segment {
   // @return the new limits sequence number.
   uint64_t write_limits(const LimitSet& set);
   void set_scope(ShmScope scope);
-  // Live processes attached (dead ones are reclaimed first).
+  // Live processes attached (dead ones are reclaimed first; a slot not proved dead counts).
   unsigned live_processes();
 
  private:

@@ -11,10 +11,12 @@
 #include <cstring>
 #include <fmt/core.h>
 #include <thread>
+#include <unordered_map>
 
 #include "abi/fleet_abi.h"
 #include "abi/limit_parse.h"
 #include "shm/seqlock.h"
+#include "segment/proc_table.h"
 #include "segment/protect_owner.h"
 #include "shm/shm_check.h"
 #include "shm/shm_proc.h"
@@ -185,9 +187,11 @@ ServiceStat stat_snapshot(Segment& handle) {
   s.layout = handle.layout();
   s.limits = limits_read_checked(handle, s.limits_seq);
   uint32_t scope = 0;
+  ProcTable procs;  // one pass over /proc for every slot, however many a tenant wrote
+  std::unordered_map<int, bool> uring;  // per process, not per slot naming it
   handle.guarded([&] {
-    slots_reclaim_dead(seg);  // our namespace's; other namespaces' below, as they are named
-    uint32_t self_ns = proc_self_pidns();
+    slots_reclaim(seg, procs.slot_judge());
+    uint32_t self_ns = procs.self_ns();
     scope = seg.header.scope.load(std::memory_order_relaxed);
     s.time_unix_ns = unix_now_ns();
     s.mono_ns = mono_ns();
@@ -199,25 +203,28 @@ ServiceStat stat_snapshot(Segment& handle) {
       int slot_pid = slot.pid.load(std::memory_order_relaxed);
       p.pid = slot_pid;
       p.start_time = slot.start_time.load(std::memory_order_relaxed);
-      // A container's process (another pid namespace): named by our pid for it.
-      if (uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed); ns && ns != self_ns) {
-        p.pid_ns = ns;
+      uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed);
+      int here = 0;
+      SlotProc st = procs.judge(ns, slot_pid, p.start_time, here);
+      if (st == SlotProc::Dead) continue;  // gone since the reclaim above (or reclaimed by another)
+      // A container's process (another pid namespace): named by our pid for it. A slot
+      // that no reading proves to be a process of ours is named by its own pid alone.
+      if ((ns && ns != self_ns) || st == SlotProc::Unknown) {
+        p.pid_ns = ns ? ns : self_ns;
         p.ns_pid = slot_pid;
-        int here = 0;
-        SlotProc st = proc_of_slot(self_ns, ns, slot_pid, p.start_time, here);
-        if (st == SlotProc::Dead) {  // a dead container's process (the reclaim above left it: one scan)
-          slot_release(seg, slot);
-          continue;
-        }
-        if (st == SlotProc::Alive) p.pid = here;
-        else p.pid_unseen = true;
       }
+      if (st == SlotProc::Alive) p.pid = here;
+      else p.pid_unseen = true;
       p.limits_seq = slot.seen_seq.load(std::memory_order_acquire);
       char comm[sizeof slot.comm];
       for (size_t k = 0; k < sizeof comm; ++k) comm[k] = __atomic_load_n(&slot.comm[k], __ATOMIC_RELAXED);
       p.comm = comm_text(comm, sizeof comm);
       p.flags = slot.flags.load(std::memory_order_relaxed);
-      if (!(p.flags & kSlotUring) && !p.pid_unseen && proc_has_uring(p.pid)) p.flags |= kSlotUring;
+      if (!(p.flags & kSlotUring) && !p.pid_unseen) {
+        auto [it, fresh] = uring.try_emplace(p.pid, false);
+        if (fresh) it->second = proc_has_uring(p.pid);
+        if (it->second) p.flags |= kSlotUring;
+      }
       p.supervised = p.flags & kSlotSupervised;
       p.sv_calls = slot.sv_calls.load(std::memory_order_relaxed);
       p.lib_version = slot.lib_version.load(std::memory_order_relaxed);

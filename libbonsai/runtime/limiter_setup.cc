@@ -25,6 +25,7 @@
 #include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
 #include "shm/shm_host.h"
+#include "shm/shm_slots.h"
 #include "sys/atfork.h"
 #include "sys/raw_syscall.h"
 #include "sys/startup.h"
@@ -115,7 +116,11 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
           !shm_host_attach(given, host_why, sizeof host_why) && host_why[0])
         blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
       fleet_lapse_attach(att.fleet);
-      if (!att.counters) blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted", service);
+      // Said by the service's 1st, 2nd, 4th... such process: a table held full (forged
+      // slots too) is not a line on every start's stderr; `bonsaictl stat` counts them all.
+      if (!att.counters && slot_claim_failure_is_news())
+        blog(LogLevel::Warn, "service '%s': no free slot; this process is not counted (bonsaictl stat counts "
+             "every such process)", service);
       limiter_uninstall();
       if (att.limits_problem) blog(LogLevel::Warn, "service '%s': %s; running unlimited", service, att.limits_problem);
       else if (limiter_install(att.limits)) shm_mark_seen(att.limits_seq);

@@ -51,7 +51,7 @@ ShmSlot* claim_for(int pid, uint64_t seen_seq) {
   // Our own name without /proc (a start of every service member pays for this).
   if (prctl(PR_GET_NAME, comm) != 0) proc_comm(pid, comm, sizeof comm);
   comm[sizeof comm - 1] = '\0';
-  return slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns());
+  return slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns(), shm_kept_fd());
 }
 
 // Is this process in a user namespace other than the initial one (its uid_map is not the

@@ -31,18 +31,18 @@ inline constexpr uint32_t kInitPidNs = 0xEFFFFFFCu;
 // The inode of this process's pid namespace (/proc/self/ns/pid), or 0 if unknown.
 uint32_t proc_self_pidns() noexcept;
 
-// The process that is pid `ns_pid` in pid namespace `ns` and started at `start_time`,
-// as a pid of our own namespace: the /proc/PID whose ns/pid is `ns` and whose NSpid
-// line ends in `ns_pid`. `ns_seen` is set when any process of `ns` is visible here (then
-// a miss means the process is gone). A scan of /proc: bonsaictl's and reclaim's, never
-// a fast path. @return the pid, or 0 if not found.
-int proc_host_pid(uint32_t ns, int ns_pid, uint64_t start_time, bool& ns_seen) noexcept;
+// The pid namespace of process `pid` of our /proc (the inode of /proc/PID/ns/pid), or 0
+// if unknown (another user's process: the link is the owner's and root's to read).
+uint32_t proc_pidns(int pid) noexcept;
 
-// A slot's process as seen from here (`self`: proc_self_pidns()): `slot_ns` its
-// namespace (0: unknown, taken as ours). State of the answer: Alive with `pid` set to our pid for it; Dead (gone); or
-// Unknown (another namespace we cannot see into: a container's process looking at the
-// host's slots, a sibling container; never reclaimed, never signalled).
+// The "NSpid:" line of /proc/PID/status: the process's pid in each pid namespace from
+// /proc's down to its own (the last). Fills up to `cap` of them into `out`.
+// @return how many the line holds (> cap: the first cap were filled), 0 if unreadable.
+unsigned proc_nspid(int pid, int* out, unsigned cap) noexcept;
+
+// What a reader makes of the process a slot names (shm_slots.h SlotJudge): Alive with
+// our pid for it; Dead, proved gone; Unknown (a namespace we cannot see into, or a
+// process alive under another reading of the slot: never reclaimed, never named as ours).
 enum class SlotProc { Alive, Dead, Unknown };
-SlotProc proc_of_slot(uint32_t self, uint32_t slot_ns, int slot_pid, uint64_t start_time, int& pid) noexcept;
 
 }  // namespace bonsai

@@ -2,7 +2,10 @@
 // Slot claim, release and reclaim (see shm_slots.h).
 #include "shm/shm_slots.h"
 
+#include <cstddef>
+
 #include "shm/shm_proc.h"
+#include "sys/raw_syscall.h"
 
 // Set from the file VERSION by the Makefile; 0 ("unknown") in a build without it.
 #ifndef BONSAI_VERSION_CODE
@@ -52,8 +55,8 @@ void slots_used_cover(ShmSegment& seg, unsigned i) {
 // Scans from the first slot: free slots are taken lowest first, so the slots in use
 // stay packed below the high-water mark and the file's untouched tail takes no memory.
 ShmSlot* claim_free(ShmSegment& seg, int pid, uint32_t pid_ns, uint64_t start_time, const char* comm,
-                    uint64_t seen_seq, uint64_t now_unix_ns) {
-  for (unsigned i = 0; i < kMaxSlots; ++i) {
+                    uint64_t seen_seq, uint64_t now_unix_ns, unsigned from = 0) {
+  for (unsigned i = from; i < kMaxSlots; ++i) {
     ShmSlot& slot = seg.slots[i];
     uint32_t expected = st(SlotState::Free);
     if (slot.state.load(std::memory_order_relaxed) != expected) continue;
@@ -76,6 +79,97 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint32_t pid_ns, uint64_t start_ti
   return nullptr;
 }
 
+// Our namespace's processes by /proc/PID/stat: each distinct pid read once (a table of
+// forged slots naming one pid costs one read), at most `budget` reads (then Unknown).
+constexpr unsigned kPidCache = 8;
+struct OwnNsCache {
+  uint32_t self;
+  unsigned budget;
+  unsigned n = 0, next = 0;
+  int pid[kPidCache] = {};
+  uint64_t start[kPidCache] = {};  // 0: gone
+};
+
+SlotProc own_ns_judge(void* ctx, uint32_t ns, int pid, uint64_t start, int& here) noexcept {
+  auto& c = *static_cast<OwnNsCache*>(ctx);
+  if (pid <= 0 || (ns != 0 && ns != c.self)) return SlotProc::Unknown;  // not ours to look up
+  uint64_t now = 0;
+  bool cached = false;
+  for (unsigned k = 0; k < c.n && !cached; ++k)
+    if (c.pid[k] == pid) now = c.start[k], cached = true;
+  if (!cached) {
+    if (c.budget == 0) return SlotProc::Unknown;
+    --c.budget;
+    if (proc_status(pid, now) != ProcStatus::Alive) now = 0;
+    unsigned k = c.n < kPidCache ? c.n++ : c.next++ % kPidCache;
+    c.pid[k] = pid;
+    c.start[k] = now;
+  }
+  if (now == 0 || (start != kAnyStart && start != now)) return SlotProc::Dead;
+  here = pid;
+  return SlotProc::Alive;
+}
+
+// Takes slot `i` from state `from` to Folding if it still names (pid, start, ns) as
+// judged: a slot released and claimed again meanwhile is another process's, left alone.
+bool take_for_reclaim(ShmSegment& seg, unsigned i, uint32_t from, int pid, uint64_t start, uint32_t ns) {
+  ShmSlot& slot = seg.slots[i];
+  uint32_t expected = from;
+  if (!slot.state.compare_exchange_strong(expected, st(SlotState::Folding), std::memory_order_acq_rel)) return false;
+  if (slot.pid.load(std::memory_order_relaxed) == pid && slot.start_time.load(std::memory_order_relaxed) == start &&
+      seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed) == ns)
+    return true;
+  slot.state.store(from, std::memory_order_release);
+  return false;
+}
+
+// What a claim reads of each slot: its identity. Read with pread() on the segment's
+// descriptor where the caller has one: a slot touched through the mapping costs a page
+// fault and a page-table entry in every new process (a claim runs in every fork child
+// and after every exec), and a tenant can make all 1,024 slots look taken; a pread
+// copies 16 bytes. Values are hints: every decision is checked again on the mapping.
+struct SlotHead {
+  uint32_t state;
+  int32_t pid;
+  uint64_t start;
+  uint32_t ns;
+};
+
+class SlotHeads {
+ public:
+  SlotHeads(ShmSegment& seg, int fd, unsigned end) : seg_(seg), fd_(fd) {
+    if (fd_ < 0) return;
+    long want = static_cast<long>(end * sizeof ns_[0]);
+    if (end && raw_syscall4(SYS_pread64, fd_, reinterpret_cast<long>(ns_), want,
+                            static_cast<long>(offsetof(ShmSegment, slot_ns))) != want)
+      fd_ = -1;  // not the file we think: read the mapping
+  }
+  SlotHead at(unsigned i) const {
+    if (fd_ >= 0) {
+      struct {
+        uint32_t state;
+        int32_t pid;
+        uint64_t start;
+      } raw{};
+      long off = static_cast<long>(offsetof(ShmSegment, slots) + i * sizeof(ShmSlot));
+      if (raw_syscall4(SYS_pread64, fd_, reinterpret_cast<long>(&raw), sizeof raw, off) == sizeof raw)
+        return SlotHead{raw.state, raw.pid, raw.start, ns_[i]};
+      return SlotHead{st(SlotState::Folding), 0, 0, 0};  // unreadable: skipped
+    }
+    const ShmSlot& slot = seg_.slots[i];
+    return SlotHead{slot.state.load(std::memory_order_acquire), slot.pid.load(std::memory_order_relaxed),
+                    slot.start_time.load(std::memory_order_relaxed),
+                    seg_.slot_ns.pid_ns[i].load(std::memory_order_relaxed)};
+  }
+
+ private:
+  ShmSegment& seg_;
+  int fd_;
+  uint32_t ns_[kMaxSlots];
+};
+
+constinit std::atomic<bool> g_failure_news{false};
+
 }  // namespace
 
 uint32_t slot_version_code() noexcept { return BONSAI_VERSION_CODE; }
@@ -86,31 +180,60 @@ unsigned slots_scan_end(const ShmSegment& seg) noexcept {
 }
 
 ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
-                    uint64_t now_unix_ns) noexcept {
+                    uint64_t now_unix_ns, int fd) noexcept {
   // `pid` is a pid of the claimer's namespace (a container's own pids): recorded with it.
   uint32_t ns = proc_self_pidns();
   unsigned end = slots_scan_end(seg);
-  for (unsigned i = 0; i < end; ++i) {  // after exec: same process, same slot, counts go on
-    ShmSlot& slot = seg.slots[i];
-    if (slot.state.load(std::memory_order_acquire) == st(SlotState::Live) &&
-        slot.pid.load(std::memory_order_relaxed) == pid &&
-        seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed) == ns &&
-        slot.start_time.load(std::memory_order_relaxed) == start_time) {
-      slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
-      slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
-      // The library now running it: after an upgrade, another release than the forker's.
-      slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
-      // Named after the program it runs now (the name from before exec was kept).
-      if (comm && comm[0]) comm_copy(slot, comm);
-      return &slot;
+  SlotHeads heads(seg, fd, end);
+  // One pass: our own slot (after exec: same process, same slot, counts go on), else the
+  // lowest free one, else one that a few reads of /proc prove dead.
+  OwnNsCache cache{ns, kClaimProbes};
+  unsigned free_at = kMaxSlots, dead_at = kMaxSlots;
+  SlotHead dead{};
+  for (unsigned i = 0; i < end; ++i) {
+    SlotHead h = heads.at(i);
+    if (h.state == st(SlotState::Live) && h.pid == pid && h.ns == ns && h.start == start_time) {
+      ShmSlot& slot = seg.slots[i];
+      if (slot.state.load(std::memory_order_acquire) == st(SlotState::Live) &&
+          slot.pid.load(std::memory_order_relaxed) == pid &&
+          seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed) == ns &&
+          slot.start_time.load(std::memory_order_relaxed) == start_time) {
+        slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
+        slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
+        // The library now running it: after an upgrade, another release than the forker's.
+        slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
+        // Named after the program it runs now (the name from before exec was kept).
+        if (comm && comm[0]) comm_copy(slot, comm);
+        return &slot;
+      }
+    }
+    if (free_at < kMaxSlots || dead_at < kMaxSlots) continue;
+    if (h.state == st(SlotState::Free)) {
+      free_at = i;
+    } else if ((h.state == st(SlotState::Live) || h.state == st(SlotState::Claiming)) && h.pid > 0) {
+      int here = 0;
+      uint64_t start = h.state == st(SlotState::Live) ? h.start : kAnyStart;
+      if (own_ns_judge(&cache, h.ns, h.pid, start, here) == SlotProc::Dead) dead_at = i, dead = h;
     }
   }
-  if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns)) return s;
-  if (slots_reclaim_dead(seg))
-    if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns)) return s;
-  seg.exited.uncounted.fetch_add(1, std::memory_order_relaxed);  // `stat` says so
+  // Free slots are taken lowest first, past the high-water mark only when none is below it.
+  if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns, free_at < end ? free_at : end))
+    return s;
+  if (dead_at < kMaxSlots && take_for_reclaim(seg, dead_at, dead.state, dead.pid, dead.start, dead.ns)) {
+    ShmSlot& slot = seg.slots[dead_at];
+    if (dead.state == st(SlotState::Live)) {
+      fold_counters(seg, slot.counters);
+      seg.exited.processes.fetch_add(1, std::memory_order_relaxed);
+    }
+    slot_free(slot);
+    if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns, dead_at)) return s;
+  }
+  uint64_t before = seg.exited.uncounted.fetch_add(1, std::memory_order_relaxed);  // `stat` says so
+  g_failure_news.store(((before + 1) & before) == 0, std::memory_order_relaxed);
   return nullptr;
 }
+
+bool slot_claim_failure_is_news() noexcept { return g_failure_news.load(std::memory_order_relaxed); }
 
 bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
   uint32_t expected = st(SlotState::Live);
@@ -121,38 +244,39 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
   return true;
 }
 
-unsigned slots_reclaim_dead(ShmSegment& seg, bool other_ns) noexcept {
+unsigned slots_reclaim(ShmSegment& seg, const SlotJudge& judge, unsigned max, unsigned first) noexcept {
   unsigned n = 0;
   unsigned end = slots_scan_end(seg);
-  uint32_t self = proc_self_pidns();
-  for (unsigned i = 0; i < end; ++i) {
+  if (end == 0) return 0;
+  first %= end;
+  for (unsigned k = 0; k < end && n < max; ++k) {
+    unsigned i = first + k < end ? first + k : first + k - end;
     ShmSlot& slot = seg.slots[i];
     uint32_t s = slot.state.load(std::memory_order_acquire);
     if (s != st(SlotState::Live) && s != st(SlotState::Claiming)) continue;
+    uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed);
     int pid = slot.pid.load(std::memory_order_relaxed);
     if (pid <= 0) continue;  // a claim in progress has not written its pid yet
-    // Another pid namespace's pid is not ours to look up in our /proc (a container's 1
-    // is not our init): proc_of_slot maps it, or says it cannot see that namespace.
-    uint32_t ns = seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed);
-    if (!other_ns && ns != 0 && ns != self) continue;
+    uint64_t start = slot.start_time.load(std::memory_order_relaxed);
+    // Claiming: the claimer died while claiming, or is still at it (its start time may
+    // not be written yet): any process of that pid keeps it. Nothing to fold.
     int here = 0;
+    if (judge.judge(judge.ctx, ns, pid, s == st(SlotState::Live) ? start : kAnyStart, here) != SlotProc::Dead)
+      continue;
+    if (!take_for_reclaim(seg, i, s, pid, start, ns)) continue;
     if (s == st(SlotState::Live)) {
-      if (proc_of_slot(self, ns, pid, slot.start_time.load(std::memory_order_relaxed), here) != SlotProc::Dead)
-        continue;
-      n += slot_release(seg, slot) ? 1 : 0;
-    } else {  // died while claiming (its start time may not be written yet): nothing to fold
-      if (ns != 0 && ns != self) continue;  // cannot tell without its start time: its claim finishes, or a
-                                            // later reclaim finds it Live and dead
-      uint64_t start;
-      if (proc_status(pid, start) == ProcStatus::Alive) continue;
-      uint32_t expected = s;
-      if (slot.state.compare_exchange_strong(expected, st(SlotState::Folding), std::memory_order_acq_rel)) {
-        slot_free(slot);
-        ++n;
-      }
+      fold_counters(seg, slot.counters);
+      seg.exited.processes.fetch_add(1, std::memory_order_relaxed);
     }
+    slot_free(slot);
+    ++n;
   }
   return n;
+}
+
+unsigned slots_reclaim_dead(ShmSegment& seg) noexcept {
+  OwnNsCache cache{proc_self_pidns(), kMaxSlots};
+  return slots_reclaim(seg, SlotJudge{own_ns_judge, &cache});
 }
 
 void slot_wait_enter(ShmSlot* slot) noexcept {

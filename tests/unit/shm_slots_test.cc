@@ -5,6 +5,8 @@
 #include <catch2/catch.hpp>
 
 #include <memory>
+#include <string>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -109,11 +111,14 @@ TEST_CASE("slots: a full segment reclaims a dead slot for a newcomer, else refus
   uint64_t start;
   REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
   for (unsigned i = 0; i < kMaxSlots; ++i) REQUIRE(slot_claim(*seg, getpid(), start + 1 + i, "x", 0, 0));
-  // Every slot names our pid with a wrong start time: all are reclaimable.
+  // Every slot names our pid with a wrong start time: all are reclaimable, and a claim
+  // takes one (one read of /proc for them all), the next claim another.
   ShmSlot* s = slot_claim(*seg, getpid(), start, "new", 0, 0);
   REQUIRE(s);
+  CHECK(seg->exited.processes.load() == 1);
+  CHECK(live(*seg) == kMaxSlots);
+  CHECK(slots_reclaim_dead(*seg) == kMaxSlots - 1);
   CHECK(live(*seg) == 1);
-  CHECK(seg->exited.processes.load() == kMaxSlots);
   // Now fill every slot with live identities (ours, adopted) - only one real process exists,
   // so fake a full table with Claiming slots of a live pid: never reclaimed.
   for (auto& slot : seg->slots)
@@ -121,7 +126,36 @@ TEST_CASE("slots: a full segment reclaims a dead slot for a newcomer, else refus
   CHECK(seg->exited.uncounted.load() == 0);
   CHECK(slot_claim(*seg, dead_pid(), 1, "late", 0, 0) == nullptr);
   CHECK(seg->exited.uncounted.load() == 1);  // stat says so (issue 8: >256 silently uncounted)
+  CHECK(slot_claim_failure_is_news());       // the 1st, 2nd, 4th... say so; not the 3rd
+  CHECK(slot_claim(*seg, dead_pid(), 1, "late", 0, 0) == nullptr);
+  CHECK(slot_claim_failure_is_news());
+  CHECK(slot_claim(*seg, dead_pid(), 1, "late", 0, 0) == nullptr);
+  CHECK_FALSE(slot_claim_failure_is_news());
+  CHECK(slot_claim(*seg, dead_pid(), 1, "late", 0, 0) == nullptr);
+  CHECK(slot_claim_failure_is_news());
   CHECK(slots_scan_end(*seg) == kMaxSlots);
+}
+
+TEST_CASE("slots: a claim in a full table reclaims one slot, not every dead one") {
+  auto seg = fresh();
+  uint64_t start;
+  REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
+  // Every slot a different pid past PID_MAX_LIMIT (never alive): the claim proves the
+  // first it probes dead, folds that one and leaves the rest to bonsaictl's readers.
+  for (unsigned i = 0; i < kMaxSlots; ++i) {
+    ShmSlot& slot = seg->slots[i];
+    slot.pid.store(static_cast<int>(5'000'000 + i));
+    slot.start_time.store(start);
+    slot.state.store(static_cast<uint32_t>(SlotState::Live));
+  }
+  seg->exited.slots_used.store(kMaxSlots);
+  ShmSlot* s = slot_claim(*seg, getpid(), start, "n", 0, 0);
+  REQUIRE(s);
+  CHECK(seg->exited.processes.load() == 1);
+  CHECK(live(*seg) == kMaxSlots);
+  CHECK(slots_reclaim_dead(*seg) == kMaxSlots - 1);
+  CHECK(live(*seg) == 1);
+  CHECK(s->state.load() == static_cast<uint32_t>(SlotState::Live));
 }
 
 TEST_CASE("slots: scans stop at the high-water mark, which is untrusted") {
@@ -162,39 +196,56 @@ TEST_CASE("slots: waiting threads are counted, never below zero, and cleared on 
   CHECK(s->waiting.load() == 0);
 }
 
-TEST_CASE("slots: a pid of another pid namespace is never looked up as ours (issue #47)") {
+TEST_CASE("slots: a claim's reclaim looks up its own pid namespace's slots only") {
   auto seg = fresh();
   uint32_t self = proc_self_pidns();
   REQUIRE(self != 0);
-  uint64_t start, init_start;
+  uint64_t start;
   REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
-  // Our own pid, found through the namespace scan as through our /proc.
-  bool seen = false;
-  CHECK(proc_host_pid(self, getpid(), start, seen) == getpid());
-  CHECK(seen);
-  CHECK(proc_host_pid(self, getpid(), start + 1, seen) == 0);  // another start time: not it
-  int here = 0;
-  CHECK(proc_of_slot(self, self, getpid(), start, here) == SlotProc::Alive);
-  CHECK(here == getpid());
   // A claim records our namespace.
   ShmSlot* mine = slot_claim(*seg, getpid(), start, "me", 2, 1);
   REQUIRE(mine);
   CHECK(seg->slot_ns.pid_ns[slot_index(*seg, *mine)].load() == self);
-  // A container's pid 1 (its namespace gone): not our init, whose start time it even has.
-  if (proc_status(1, init_start) == ProcStatus::Alive) {
-    ShmSlot* ours = slot_claim(*seg, 1, init_start, "init", 2, 1);  // our own pid 1: alive
-    ShmSlot* theirs = slot_claim(*seg, 1, init_start + 7, "dd", 2, 1);
-    REQUIRE((ours && theirs));
-    seg->slot_ns.pid_ns[slot_index(*seg, *theirs)].store(12345);  // no process has this namespace
-    theirs->start_time.store(init_start);
-    CHECK(proc_of_slot(self, 12345, 1, init_start, here) ==
-          (self == kInitPidNs ? SlotProc::Dead : SlotProc::Unknown));
-    CHECK(slots_reclaim_dead(*seg) == 0);  // a claim's reclaim leaves other namespaces to bonsaictl
-    CHECK(slots_reclaim_dead(*seg, true) == (self == kInitPidNs ? 1u : 0u));
-    CHECK(ours->state.load() == static_cast<uint32_t>(SlotState::Live));
-  }
-  CHECK(mine->state.load() == static_cast<uint32_t>(SlotState::Live));
+  // Another namespace's pid (dead here): not ours to look up.
+  ShmSlot* theirs = slot_claim(*seg, dead_pid(), 12345, "dd", 2, 1);
+  REQUIRE(theirs);
+  seg->slot_ns.pid_ns[slot_index(*seg, *theirs)].store(12345);
+  CHECK(slots_reclaim_dead(*seg) == 0);
+  CHECK(theirs->state.load() == static_cast<uint32_t>(SlotState::Live));
   // A slot is adopted after exec only by the same pid in the same namespace.
   seg->slot_ns.pid_ns[slot_index(*seg, *mine)].store(12345);
   CHECK(slot_claim(*seg, getpid(), start, "me", 2, 1) != mine);
+  CHECK(mine->state.load() == static_cast<uint32_t>(SlotState::Live));
+}
+
+TEST_CASE("slots: a claim reads the slots through the segment's descriptor when it has one") {
+  int fd = memfd_create("seg", MFD_CLOEXEC);
+  REQUIRE(fd >= 0);
+  REQUIRE(ftruncate(fd, sizeof(ShmSegment)) == 0);
+  void* m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  REQUIRE(m != MAP_FAILED);
+  auto* seg = static_cast<ShmSegment*>(m);
+  shm_header_init(*seg, ShmScope::Process, 0, "t", 0);
+  uint64_t start;
+  REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
+  ShmSlot* other = slot_claim(*seg, getpid(), start + 1, "old", 2, 1, fd);  // a dead one (another start)
+  ShmSlot* s = slot_claim(*seg, getpid(), start, "me", 2, 1, fd);
+  REQUIRE((other && s));
+  CHECK(slot_index(*seg, *s) == 1);
+  CHECK(slot_claim(*seg, getpid(), start, "exec", 3, 1, fd) == s);  // adopted after exec
+  CHECK(std::string(s->comm) == "exec");
+  // Every slot taken: the dead one (our pid, another start time) is reclaimed and taken.
+  for (unsigned i = 2; i < kMaxSlots; ++i) {
+    seg->slots[i].pid.store(getpid()), seg->slots[i].start_time.store(start);
+    seg->slots[i].state.store(static_cast<uint32_t>(SlotState::Live));
+  }
+  seg->exited.slots_used.store(kMaxSlots);
+  ShmSlot* again = slot_claim(*seg, getpid(), start + 2, "new", 2, 1, fd);
+  CHECK(again == other);
+  CHECK(seg->exited.processes.load() == 1);
+  again->start_time.store(start);  // now every slot names a live process
+  CHECK(slot_claim(*seg, getpid(), start + 3, "late", 2, 1, fd) == nullptr);  // live ones are kept
+  CHECK(seg->exited.uncounted.load() == 1);
+  munmap(m, sizeof(ShmSegment));
+  close(fd);
 }
