@@ -73,8 +73,10 @@ struct alignas(64) ShmShares {
 // of its /proc/self/ns/pid, written by the claimer before the slot goes Live; 0 if it
 // could not tell. A slot's pid is a pid in that namespace: a container's process has
 // its own pids (its first is 1), so a reader in another namespace maps (namespace,
-// pid) to a pid of its own (shm/shm_proc.h proc_host_pid) before it checks, names or
-// signals the process. Apart from the slots: the slots' first cache line is full.
+// pid) to a pid of its own (bonsaictl's segment/proc_table.h, one table a look) before
+// it names the process; the claimer writes all of it, so nothing here proves a process
+// is a host process (docs/containers.md "Host pids"). Apart from the slots: the slots'
+// first cache line is full.
 struct alignas(64) ShmSlotNs {
   std::atomic<uint32_t> pid_ns[kMaxSlots];
 };
