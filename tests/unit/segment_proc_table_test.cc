@@ -65,7 +65,7 @@ TEST_CASE("proc table: our process, a reused pid, a rewritten namespace") {
 
 TEST_CASE("proc table: reclaim spares a live process whose slot names another namespace") {
   auto seg = std::make_unique<ShmSegment>();
-  shm_header_init(*seg, ShmScope::Process, 0, "t", 0);
+  shm_header_init(*seg, sizeof(ShmSegment), ShmScope::Process, 0, "t", 0);
   uint64_t start;
   REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
   ShmSlot* mine = slot_claim(*seg, getpid(), start, "me", 2, 1);

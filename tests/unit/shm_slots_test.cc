@@ -225,7 +225,7 @@ TEST_CASE("slots: a claim reads the slots through the segment's descriptor when 
   void* m = mmap(nullptr, sizeof(ShmSegment), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   REQUIRE(m != MAP_FAILED);
   auto* seg = static_cast<ShmSegment*>(m);
-  shm_header_init(*seg, ShmScope::Process, 0, "t", 0);
+  shm_header_init(*seg, sizeof(ShmSegment), ShmScope::Process, 0, "t", 0);
   uint64_t start;
   REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
   ShmSlot* other = slot_claim(*seg, getpid(), start + 1, "old", 2, 1, fd);  // a dead one (another start)
