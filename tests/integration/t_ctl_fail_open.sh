@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Fail open (issue 3): with BONSAI_SERVICE naming a missing, garbage, truncated,
-# wrong-version or world-readable segment, a program runs unlimited and unharmed
+# newer-layout or world-readable segment, a program runs unlimited and unharmed
 # (exit 0, all its data) and the library says so in exactly one stderr line.
 # timeout: 30
 . "$(dirname "$0")/lib/ctl_lib.sh"
@@ -33,9 +33,21 @@ under garbage "magic"
 truncate -s 4096 "$(seg_file short)"
 under short "truncated"
 
+# A layout no reader of this build may use (version 99, its section directory's oldest
+# reader 99; the directory follows the 11,295,168-byte base): refused as newer.
 "$CTL" run -s oldver -l 'write=1MiB/s' -- true || fail "run true"
 printf '\x63\x00\x00\x00' | dd of="$(seg_file oldver)" bs=1 seek=8 conv=notrunc status=none  # version := 99
-under oldver "version"
+printf '\x63\x00\x00\x00' | dd of="$(seg_file oldver)" bs=1 seek=$((11295168 + 8)) conv=notrunc status=none
+under oldver "newer bonsai"
+# A newer layout that only added sections (its directory says this build may read it):
+# used, capped, nothing said.
+"$CTL" run -s addver -l 'write=4MiB/s' -- true || fail "run true"
+printf '\x63\x00\x00\x00' | dd of="$(seg_file addver)" bs=1 seek=8 conv=notrunc status=none  # version := 99
+start=$(now_ns)
+env LD_PRELOAD="$PRELOAD" BONSAI_SERVICE=addver dd if=/dev/zero of="$T/out" bs=64k count=128 status=none 2> "$T/err" ||
+  fail "addver: dd failed: $(cat "$T/err")"
+check_between "addver: seconds for 8 MiB at 4 MiB/s" "$(secs_since "$start")" 1.5 4
+grep -q bonsai "$T/err" && fail "addver: the library spoke of a readable newer layout: $(cat "$T/err")"
 
 "$CTL" run -s open -l 'write=1MiB/s' -- true || fail "run true"
 chmod 644 "$(seg_file open)"

@@ -9,6 +9,7 @@
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog strict_probe
 P=$PRE/strict_probe
+have_ia32 || skip "this kernel runs no 32-bit ABI (int \$0x80 is killed: no IA32 emulation)"
 CAP=$((4 * MiB))
 N=$((6 * MiB))
 head -c $N /dev/zero > "$T/src"

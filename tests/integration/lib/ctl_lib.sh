@@ -79,3 +79,10 @@ build_gocat_dyn() {
   GOCAT_DYN=$BONSAI_BUILD/go/gocat_dyn
   go_build_gocat "$GOCAT_DYN" 1 "-linkmode=external -buildid=" && file -L "$GOCAT_DYN" | grep -q "dynamically linked"
 }
+
+# Can this kernel run the 32-bit ABI from a 64-bit program (`int $0x80`)? A kernel built
+# without IA32 emulation, or booted with ia32_emulation=0, kills such a call with
+# SIGSEGV: the tests of the 32-bit ABI then have nothing to hold.
+have_ia32() {
+  "$PRE/strict_probe" int80 "$T/ia32.probe" 1 > /dev/null 2>&1
+}

@@ -3,7 +3,8 @@
 # A tenant writing its service's segment (docs/containers.md: a container with the
 # device maps it read-write), as the t_tenant_slots* tests attack with it. The layout
 # is found in the file itself, the way a tenant with the headers would know it: the
-# pid namespaces' table is the file's last 4 KiB (kMaxSlots u32), the slots precede
+# pid namespaces' table is the base's last 4 KiB (kMaxSlots u32; the base is the whole
+# file in layout 14 and ends at the section directory from layout 15), the slots precede
 # it; the slot of an anchor process (the segment's first claim, slot 0) gives where
 # they start, and the exited block is the 64-byte line reading
 # (processes=EXITED, uncounted=0, a high-water mark, zeros) before them.
@@ -23,8 +24,22 @@ K_MAX_SLOTS = 1024
 LIVE = 2
 
 
+def base_end(m, size):
+    """Where the layout-14 base ends: the file's end for layout 14, else the section
+    directory (its magic "BNSSDIR1" on a 64-byte line) that follows the base."""
+    version = struct.unpack_from("<I", m, 8)[0]
+    if version <= 14:
+        return size
+    at = m.find(b"BNSSDIR1")
+    while at >= 0 and at % 64:
+        at = m.find(b"BNSSDIR1", at + 1)
+    if at < 0:
+        sys.exit("tenant_slots: layout %d without its section directory" % version)
+    return at
+
+
 def layout(m, size, anchor, exited):
-    ns_off = size - 4 * K_MAX_SLOTS
+    ns_off = base_end(m, size) - 4 * K_MAX_SLOTS
     head = struct.pack("<Ii", LIVE, anchor)
     slots_off = m.find(head)
     while slots_off >= 0 and slots_off % 64:
