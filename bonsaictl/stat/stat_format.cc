@@ -173,6 +173,10 @@ std::string stat_table(const ServiceStat& s) {
     out += fmt::format("  WARNING: {} process{} could not be counted: all {} slots were taken when {} started\n",
                        s.uncounted_processes, s.uncounted_processes == 1 ? "" : "es", kMaxSlots,
                        s.uncounted_processes == 1 ? "it" : "they");
+  if (!s.layout_damage.empty())
+    out += fmt::format("  WARNING: its section directory was written over ({}): caps and counters are kept (the base), "
+                       "later sections are not used; a process of the service (or its container) wrote it\n",
+                       s.layout_damage);
   // A segment the previous release made (docs/upgrades.md): said here, once per service.
   if (s.layout && s.layout < BONSAI_ABI_VERSION) {
     out += fmt::format("  segment layout {} (made by bonsai 0.2.0): read and written in place; its processes keep it\n",

@@ -185,6 +185,7 @@ ServiceStat stat_snapshot(Segment& handle) {
   ServiceStat s;
   s.service = handle.service();
   s.layout = handle.layout();
+  if (handle.sections().damage) s.layout_damage = handle.sections().damage;
   s.limits = limits_read_checked(handle, s.limits_seq);
   uint32_t scope = 0;
   ProcTable procs;  // one pass over /proc for every slot, however many a tenant wrote

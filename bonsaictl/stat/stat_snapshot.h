@@ -92,6 +92,7 @@ struct ServiceStat {
   std::string service;
   ShmScope scope = ShmScope::Process;
   uint32_t layout = 0;  // the segment's layout (14: made by bonsai 0.2.0, read and written in place)
+  std::string layout_damage;  // its section directory damaged (the base used alone): why
   uint64_t limits_seq = 0;
   LimitSet limits{};
   uint64_t time_unix_ns = 0;

@@ -16,7 +16,7 @@ namespace {
 const char* layout_problem(const unsigned char* seg, uint32_t version, uint64_t span, uint64_t fingerprint,
                            uint64_t base_size, uint64_t base_fp, size_t file_size, size_t mapped,
                            ShmSections* out) noexcept {
-  if (out) out->count = 0;
+  if (out) out->count = 0, out->damage = nullptr;
   if (version < kShmOldestLayout)
     return "segment was made by a bonsai older than 0.2.0 (a layout no release reads): remove it and load the "
            "service again";
@@ -32,24 +32,38 @@ const char* layout_problem(const unsigned char* seg, uint32_t version, uint64_t 
     return version > BONSAI_ABI_VERSION ? kShmNewerLayout : "segment is truncated (no section directory)";
   ShmSectionDir dir{};
   words_load(&dir, seg + base_size, sizeof dir);  // a copy: the service's user may rewrite it meanwhile
-  if (dir.magic != kShmDirMagic)
-    return version > BONSAI_ABI_VERSION ? kShmNewerLayout : "segment has a damaged section directory (bad magic)";
-  if (dir.oldest_reader > BONSAI_ABI_VERSION) return kShmNewerLayout;
-  if (dir.oldest_reader < 15 || dir.oldest_reader > version)
-    return "segment has a damaged section directory (its oldest reader)";
   if (fingerprint != base_fp) return "segment layout does not match this build (bonsaictl and libbonsai differ)";
-  if (span < dir_end || span > file_size || span > mapped || span > kShmSpanMax)
-    return "segment is truncated or its size is damaged";
-  if (dir.count > kShmMaxSections) return "segment has a damaged section directory (too many sections)";
-  for (uint32_t i = 0; i < dir.count; ++i) {
+  // A layout this build knows needs nothing of the directory to use the base, which holds
+  // everything layout 14 had: a directory damaged by the service's user (a tenant can
+  // write it) costs that service its later sections only, never its caps or its counters.
+  const bool known = version <= BONSAI_ABI_VERSION;
+  const char* damage = nullptr;
+  if (dir.magic != kShmDirMagic) {
+    if (!known) return kShmNewerLayout;
+    damage = "bad magic";
+  } else if (dir.oldest_reader > BONSAI_ABI_VERSION) {
+    return kShmNewerLayout;
+  } else if (dir.oldest_reader < 15 || dir.oldest_reader > version) {
+    damage = "its oldest reader";
+  }
+  if (!damage && (span < dir_end || span > file_size || span > mapped || span > kShmSpanMax)) {
+    if (!known) return "segment is truncated or its size is damaged";
+    damage = "the segment's size";
+  }
+  if (!damage && dir.count > kShmMaxSections) damage = "too many sections";
+  for (uint32_t i = 0; !damage && i < dir.count; ++i) {
     const ShmSectionEntry& e = dir.entries[i];
     if (e.id == 0 || e.size == 0 || e.offset % 64 || e.offset < dir_end || e.offset > span || e.size > span - e.offset)
-      return "segment has a damaged section directory (a section out of bounds)";
-    for (uint32_t j = 0; j < i; ++j) {
+      damage = "a section out of bounds";
+    for (uint32_t j = 0; !damage && j < i; ++j) {
       const ShmSectionEntry& f = dir.entries[j];
-      if (f.id == e.id || (e.offset < f.offset + f.size && f.offset < e.offset + e.size))
-        return "segment has a damaged section directory (sections overlap)";
+      if (f.id == e.id || (e.offset < f.offset + f.size && f.offset < e.offset + e.size)) damage = "sections overlap";
     }
+  }
+  if (damage) {
+    if (!known) return "segment has a damaged section directory";
+    if (out) out->damage = damage;  // the base alone: said by bonsaictl, no section used
+    return nullptr;
   }
   if (out) {
     out->count = dir.count;
@@ -68,7 +82,7 @@ void dir_init(unsigned char* seg, uint64_t base_size) noexcept {
 }  // namespace
 
 const char* shm_header_problem(const ShmSegment& seg, size_t file_size, size_t mapped, ShmSections* sections) noexcept {
-  if (sections) sections->count = 0;
+  if (sections) sections->count = 0, sections->damage = nullptr;
   if (file_size < sizeof(ShmHeader) || mapped < sizeof(ShmHeader)) return "segment is truncated (smaller than its header)";
   const ShmHeader& h = seg.header;
   if (h.magic != kShmMagic) return "segment has a bad magic number (not a bonsai segment)";
@@ -86,7 +100,7 @@ const char* shm_header_problem(const ShmSegment& seg, size_t file_size, size_t m
 }
 
 const char* host_header_problem(const ShmHost& host, size_t file_size, size_t mapped, ShmSections* sections) noexcept {
-  if (sections) sections->count = 0;
+  if (sections) sections->count = 0, sections->damage = nullptr;
   if (file_size < sizeof(ShmHostHeader) || mapped < sizeof(ShmHostHeader)) return "is truncated";
   const ShmHostHeader& h = host.header;
   if (h.magic != kHostMagic) return "is not a bonsai host segment";

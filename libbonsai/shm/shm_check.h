@@ -21,6 +21,9 @@ namespace bonsai {
 struct ShmSections {
   uint32_t count;
   ShmSectionEntry entries[kShmMaxSections];
+  // Set when a segment of a layout this build knows has a damaged directory (its user
+  // wrote over it): the base is used alone, no section (bonsaictl says so); nullptr else.
+  const char* damage = nullptr;
 };
 
 // The problem string for a segment made by a newer bonsai than this build reads (the

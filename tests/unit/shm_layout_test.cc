@@ -157,10 +157,17 @@ TEST_CASE("shm layout: a segment no reader of this build may use says it was mad
   CHECK(shm_header_problem(*seg, sizeof(Made), sizeof(Made)) == kShmNewerLayout);
   made->dir.magic = 0;  // a newer directory this build cannot place
   CHECK(shm_header_problem(*seg, sizeof(Made), sizeof(Made)) == kShmNewerLayout);
-  seg->header.version = BONSAI_ABI_VERSION;  // our own layout without its directory: damage, not newer
-  const char* p = shm_header_problem(*seg, sizeof(Made), sizeof(Made));
-  REQUIRE(p != nullptr);
-  CHECK(p != kShmNewerLayout);
+  seg->header.version = BONSAI_ABI_VERSION;  // our own layout, its directory written over: the base alone
+  ShmSections sections{};
+  CHECK(shm_header_problem(*seg, sizeof(Made), sizeof(Made), &sections) == nullptr);
+  CHECK(sections.count == 0);
+  REQUIRE(sections.damage != nullptr);
+  CHECK(std::string(sections.damage) == "bad magic");
+  made->dir.magic = kShmDirMagic;
+  made->dir.oldest_reader = 15;
+  made->dir.count = kShmMaxSections + 1;
+  CHECK(shm_header_problem(*seg, sizeof(Made), sizeof(Made), &sections) == nullptr);
+  CHECK(std::string(sections.damage) == "too many sections");
 }
 
 TEST_CASE("host layout: 14 read in place, 15 with its directory, newer said as newer") {
