@@ -9,16 +9,32 @@
 #include "abi/limit_parse.h"
 #include "config/fleet_store.h"
 #include "config/yaml_load.h"
+#include "fleet/fleet_sentinel.h"
 
 namespace bonsai::ctl {
+
+// `sentinel_password_file` goes with a redis+sentinel store, and both password files
+// must fit the segment's one field together (fleet_sentinel.h).
+static void fleet_sentinel_check(const YAML::Node& node, const std::string& file, const FleetConfig& out,
+                                 std::vector<Diag>& diags) {
+  if (out.sentinel_password_file.empty()) return;
+  FleetStore s;
+  if (!out.store.empty() && fleet_store_parse(out.store, s).empty() && !s.sentinel())
+    diags.push_back(diag_at(file, node["sentinel_password_file"].Mark(),
+                            "sentinel_password_file needs a store: redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME"));
+  std::string why;
+  fleet_password_files_pack(out.password_file, out.sentinel_password_file, kFleetPathMax, why);
+  if (!why.empty()) diags.push_back(diag_at(file, node["sentinel_password_file"].Mark(), why));
+}
 
 void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags) {
   out.present = true;
   if (!node.IsMap()) {
-    diags.push_back(diag_at(file, node.Mark(), "'fleet' must be a mapping (store, period, password_file, namespace, expected_hosts)"));
+    diags.push_back(diag_at(file, node.Mark(), "'fleet' must be a mapping (store, period, password_file, sentinel_password_file, namespace, expected_hosts)"));
     return;
   }
-  static const std::vector<std::string_view> kKeys = {"store", "period", "password_file", "namespace", "expected_hosts"};
+  static const std::vector<std::string_view> kKeys = {"store", "period", "password_file", "sentinel_password_file", "namespace",
+                                                          "expected_hosts"};
   bool has_store = false;
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
@@ -55,11 +71,11 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
         diags.push_back(diag_at(file, v.Mark(), fmt::format("bad expected_hosts '{}' (a whole number, 1 to {})", text,
                                                             kFleetExpectedHostsMax)));
       else out.expected_hosts = static_cast<uint32_t>(n);
-    } else if (key == "password_file") {
+    } else if (key == "password_file" || key == "sentinel_password_file") {
       if (text.empty() || text[0] != '/' || text.size() >= kFleetPathMax)
-        diags.push_back(diag_at(file, v.Mark(), fmt::format("bad password_file '{}' (an absolute path, at most {} bytes)",
+        diags.push_back(diag_at(file, v.Mark(), fmt::format("bad {} '{}' (an absolute path, at most {} bytes)", key,
                                                             text, kFleetPathMax - 1)));
-      else out.password_file = text;
+      else (key == "password_file" ? out.password_file : out.sentinel_password_file) = text;
     } else {
       std::string_view hint = closest_word(key, kKeys);
       diags.push_back(diag_at(file, kv.first.Mark(),
@@ -67,11 +83,12 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
                                            : fmt::format("unknown key '{}' in fleet (did you mean '{}'?)", key, hint)));
     }
   }
-  if (!has_store) diags.push_back(diag_at(file, node.Mark(), "'fleet' needs 'store: redis://HOST:PORT'"));
+  if (!has_store) diags.push_back(diag_at(file, node.Mark(), "'fleet' needs 'store: redis://HOST:PORT' (or redis+sentinel://HOST:PORT,.../MASTER_NAME)"));
   FleetStore s;
   if (!out.store.empty() && fleet_store_parse(out.store, s).empty() && !s.user.empty() && out.password_file.empty())
     diags.push_back(diag_at(file, node["store"].Mark(),
                             fmt::format("store user '{}' needs password_file (AUTH {} PASSWORD)", s.user, s.user)));
+  fleet_sentinel_check(node, file, out, diags);
 }
 
 }  // namespace bonsai::ctl

@@ -32,6 +32,7 @@ struct FleetConfig {
   std::string store;          // redis://HOST:PORT | redis+unix:///PATH (bonsaictl/config/fleet_store.h)
   uint32_t period_ms = kFleetPeriodDefaultMs;
   std::string password_file;  // "" : no AUTH
+  std::string sentinel_password_file;  // redis+sentinel: AUTH on the Sentinels ("" : none)
   std::string fleet_namespace;  // `namespace:` (issue 50): "" the shared default (keys bonsai:fleet:{SERVICE}:...)
   uint32_t expected_hosts = 0;  // `expected_hosts:`: the fallback before any grant is cap / this (0: the whole cap)
 };

@@ -77,11 +77,11 @@ void FleetService::usage_read(const LimitSet& rules, std::array<uint64_t, kMaxRu
 void FleetService::step(uint64_t now_ns) {
   ShmFleet& f = seg_->seg().fleet;
   uint32_t period_ms = 0;
-  std::string store, password_file, fleet_ns;
+  std::string store, password_file, sentinel_password_file, fleet_ns;
   seg_->guarded([&] {
     period_ms = f.period_ms.load(std::memory_order_relaxed);
     store.assign(f.store, strnlen(f.store, kFleetStoreMax));
-    password_file.assign(f.password_file, strnlen(f.password_file, kFleetPathMax));
+    fleet_password_files_unpack(f.password_file, kFleetPathMax, password_file, sentinel_password_file);
     fleet_ns.assign(f.fleet_namespace, strnlen(f.fleet_namespace, kFleetNamespaceMax));
   });
   for (char c : fleet_ns)  // untrusted: a namespace `load` would refuse is not used as a key
@@ -127,7 +127,7 @@ void FleetService::step(uint64_t now_ns) {
   uint64_t timeout = period_ns / 2 > 20'000'000 ? period_ns / 2 : 20'000'000;
   if (timeout > 1'000'000'000) timeout = 1'000'000'000;
   LeaseReply reply;
-  std::string why = redis_.ensure(store, password_file, timeout);
+  std::string why = redis_.ensure(store, password_file, timeout, sentinel_password_file);
   if (why.empty()) why = redis_.lease(fleet_key_prefix(fleet_ns, name()), args, rules.count, reply);
   if (!why.empty()) return on_failure(why, mono_ns());
   for (uint32_t r = 0; r < rules.count; ++r) {
@@ -184,6 +184,7 @@ void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMa
   });
   seg_->write_limits(grant);
   say("");
+  status_.update(name(), redis_.node_status(), false, 0, now_ns);
 }
 
 void FleetService::on_failure(const std::string& why, uint64_t now_ns) {
@@ -198,6 +199,7 @@ void FleetService::on_failure(const std::string& why, uint64_t now_ns) {
       f.state.store(static_cast<uint32_t>(FleetState::Fallback), std::memory_order_relaxed);
     });
   }
+  status_.update(name(), redis_.node_status(), lapsed_, lapse_start_ns_, now_ns);
 }
 
 }  // namespace bonsai::ctl

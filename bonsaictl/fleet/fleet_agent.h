@@ -14,6 +14,7 @@
 #include "abi/shm_abi.h"
 #include "bucket/fleet_lease.h"
 #include "fleet/fleet_redis.h"
+#include "fleet/fleet_status.h"
 #include "segment/shm_client.h"
 
 namespace bonsai::ctl {
@@ -41,6 +42,7 @@ class FleetService {
   std::unique_ptr<Segment> seg_;
   std::string host_id_, token_;
   RedisConn redis_;
+  FleetStatusFile status_;       // the store node, failovers and fallback time, beside the segment
   bool clash_ = false;           // the store reports another agent with this host id
   uint64_t next_ns_ = 0;
   uint64_t expiry_ns_ = 0;       // the lease published (0: none yet)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bucket/fleet_lease.h"
+#include "fleet/fleet_sentinel.h"
 #include "sys/clock.h"
 
 namespace bonsai::ctl {
@@ -97,7 +98,9 @@ LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc) {
       for (size_t i = 0; i < cap; ++i) dst[i] = i < s.size() && i + 1 < cap ? s[i] : '\0';
     };
     copy(f.store, kFleetStoreMax, svc.fleet.store);
-    copy(f.password_file, kFleetPathMax, svc.fleet.password_file);
+    std::string too_long;  // checked by `check` (yaml_fleet.cc): both fit
+    copy(f.password_file, kFleetPathMax,
+         fleet_password_files_pack(svc.fleet.password_file, svc.fleet.sentinel_password_file, kFleetPathMax, too_long));
     copy(f.fleet_namespace, kFleetNamespaceMax, svc.fleet.fleet_namespace);
     f.period_ms.store(svc.fleet.period_ms, std::memory_order_relaxed);
     // New rules: a lease of the old ones no longer applies; the agent's next grant does.

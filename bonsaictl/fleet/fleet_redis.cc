@@ -14,6 +14,7 @@
 
 #include "fleet/fleet_script.h"
 #include "config/fleet_store.h"
+#include "segment/shm_client.h"
 
 namespace bonsai::ctl {
 
@@ -63,39 +64,98 @@ void RedisConn::close() {
   if (ctx_) redisFree(ctx_);
   ctx_ = nullptr;
   sha_.clear();
+  node_.primary.clear();
 }
 
-std::string RedisConn::ensure(const std::string& store, const std::string& password_file, uint64_t timeout_ns) {
-  if (ctx_ && store == store_ && password_file == password_file_) return {};
+void RedisConn::lost(const std::string& reason) {
+  ask_reason_ = reason;
   close();
-  store_ = store;
-  password_file_ = password_file;
+}
+
+std::string RedisConn::ensure(const std::string& store, const std::string& password_file, uint64_t timeout_ns,
+                              const std::string& sentinel_password_file) {
+  if (store != store_ || password_file != password_file_ || sentinel_password_file != sentinel_password_file_) {
+    close();
+    sentinels_.close();
+    store_ = store;
+    password_file_ = password_file;
+    sentinel_password_file_ = sentinel_password_file;
+    node_ = StoreNodeStatus{};
+    known_.clear();
+    ask_reason_.clear();
+  }
   FleetStore s;
-  if (std::string p = fleet_store_parse(store, s); !p.empty()) return p;
+  if (std::string p = fleet_store_parse(store, s); !p.empty()) return close(), p;
+  // A Sentinel is asked within a short time of its own: one that does not answer must
+  // leave the others time within the period.
+  uint64_t sentinel_timeout = timeout_ns < 300'000'000 ? timeout_ns : 300'000'000;
+  if (s.sentinel() && sentinels_.switched(s, sentinel_password_file, sentinel_timeout)) {
+    if (ctx_) lost("+switch-master");
+    else ask_reason_ = "+switch-master";
+  }
+  if (ctx_) return {};
+  return connect_node(s, timeout_ns);
+}
+
+std::string RedisConn::connect_node(const FleetStore& s, uint64_t timeout_ns) {
+  FleetHostPort node{s.host, s.port};
+  if (s.sentinel()) {
+    uint64_t sentinel_timeout = timeout_ns < 300'000'000 ? timeout_ns : 300'000'000;
+    if (std::string why = sentinels_.primary(s, sentinel_password_file_, sentinel_timeout, node); !why.empty())
+      return why;
+    node_.sentinel = sentinels_.answered_by();
+  }
+  std::string addr = s.unix_path.empty() ? fleet_host_port_text(node) : s.unix_path;
   timeval tv = tv_of(timeout_ns);
-  ctx_ = s.unix_path.empty() ? redisConnectWithTimeout(s.host.c_str(), s.port, tv)
+  ctx_ = s.unix_path.empty() ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
                              : redisConnectUnixWithTimeout(s.unix_path.c_str(), tv);
   if (!ctx_ || ctx_->err) {
-    std::string why = fmt::format("cannot connect to {}: {}", store, ctx_ ? ctx_->errstr : "out of memory");
-    close();
+    std::string why = fmt::format("cannot connect to {}{}: {}", store_, s.sentinel() ? " primary " + addr : "",
+                                  ctx_ ? ctx_->errstr : "out of memory");
+    lost("connection lost");
     return why;
   }
   redisSetTimeout(ctx_, tv);
-  if (!password_file.empty()) {
+  if (!password_file_.empty()) {
     std::string why;
-    std::string pw = password_read(password_file, why);
+    std::string pw = password_read(password_file_, why);
     if (!why.empty()) return close(), why;
     // An ACL user (redis://USER@HOST:PORT, issue 50): AUTH USER PASSWORD; else the default user's.
     Reply r(static_cast<redisReply*>(
         s.user.empty() ? redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())
                        : redisCommand(ctx_, "AUTH %b %b", s.user.data(), s.user.size(), pw.data(), pw.size())));
     if (!r || r->type == REDIS_REPLY_ERROR) {
-      why = fmt::format("AUTH{} at {} failed: {}", s.user.empty() ? "" : " as " + s.user, store,
+      why = fmt::format("AUTH{} at {} failed: {}", s.user.empty() ? "" : " as " + s.user, addr,
                         r ? r->str : ctx_->errstr);
       return close(), why;
     }
   }
-  return load_script();
+  if (s.sentinel()) {
+    // The Sentinels' word is checked with the node's own: right after a failover a
+    // Sentinel may still name the old primary, come back as a replica.
+    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ROLE")));
+    bool master = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_STRING &&
+                  std::string_view(r->element[0]->str, r->element[0]->len) == "master";
+    if (!master) {
+      std::string why = fmt::format("{} named {} the primary, but its ROLE is not master{}", node_.sentinel, addr,
+                                    r && r->type == REDIS_REPLY_ERROR ? ": " + std::string(r->str, r->len).substr(0, 200) : "");
+      lost("ROLE not master");
+      return why;
+    }
+  }
+  if (std::string why = load_script(); !why.empty()) return why;
+  if (s.sentinel() && !known_.empty() && known_ != addr) {
+    node_.failovers++;
+    node_.last_failover_unix_ns = unix_now_ns();
+    node_.last_from = known_;
+    node_.last_to = addr;
+    node_.last_reason = ask_reason_.empty() ? "connection lost" : ask_reason_;
+  }
+  known_ = addr;
+  node_.primary = addr;
+  ask_reason_.clear();
+  cautious_calls_ = live_before_ ? 4 : 0;
+  return {};
 }
 
 std::string RedisConn::load_script() {
@@ -121,7 +181,7 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
     Reply r(static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
     if (!r) {
       std::string why = fmt::format("{}: {}", store_, ctx_->errstr[0] ? ctx_->errstr : "no reply");
-      close();
+      lost("connection lost");
       return why;
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -130,7 +190,11 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
         if (std::string why = load_script(); !why.empty()) return why;
         continue;
       }
-      close();
+      // A primary demoted to a replica (READONLY), or a node still loading its data:
+      // the primary is elsewhere, or soon will be; a Sentinel store asks again.
+      if (err.rfind("READONLY", 0) == 0) lost("-READONLY");
+      else if (err.rfind("LOADING", 0) == 0) lost("-LOADING");
+      else close();
       return fmt::format("{}: {}", store_, err.substr(0, 200));
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 2 * rules) {
@@ -145,6 +209,11 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
       return fmt::format("{}: bad live host count or clash flag in the lease reply", store_);
     }
     out.live = static_cast<uint32_t>(live);
+    if (cautious_calls_ > 0) {
+      --cautious_calls_;
+      if (out.live < live_before_) out.live = live_before_;
+    }
+    live_before_ = out.live;
     out.clash = clash == 1;
     out.granted.assign(rules, 0);
     out.fleet_used.assign(rules, 0);
@@ -167,7 +236,7 @@ std::string RedisConn::command(const std::vector<std::string>& args, std::vector
   Reply r(static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
   if (!r) {
     std::string why = fmt::format("{}: {}", store_, ctx_->errstr);
-    close();
+    lost("connection lost");
     return why;
   }
   auto text = [](const redisReply* e) {

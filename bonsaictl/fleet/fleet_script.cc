@@ -18,6 +18,16 @@
 // two agents call with one id (or one restarting over and over: worth saying too).
 // Ten, not one or two: two agents on a starved machine miss periods. It is kept in the
 // `clash` hash and returned for thirty periods after.
+//
+// Lost state: a GCRA found missing (a new primary that lacks the last writes: Redis
+// replicates asynchronously; a store restarted empty; a new fleet) or untouched for
+// three periods (no host of the fleet reached this store: an outage, a failover, while
+// every host ran at its grant, then its fallback) starts a depth behind: the store's
+// clock is taken as if it stood a depth ahead, so the first grants grow at the cap's
+// rate from that call on and a failover costs under the cap, never a fresh depth on
+// top of what the hosts used meanwhile. A live fleet calls every period, so a GCRA it
+// uses is never that old. The keys and their meaning are those of release 0.2.0: an
+// older script sharing them during a rolling upgrade reads such a TAT as a spent depth.
 #include "fleet/fleet_script.h"
 
 namespace bonsai::ctl {
@@ -100,7 +110,8 @@ for r = 1, n do
   if level < 0 then level = math.huge end
   for _, k in ipairs({wz, uk, lv}) do redis.call('PEXPIRE', k, ttl) end
   local tk = rk .. 'tat'
-  local tat = tonumber(redis.call('GET', tk)) or now
+  local tat = tonumber(redis.call('GET', tk))
+  if not tat or tat < now - 3 * period then tat = now + 2 * period end
   if tat < now then tat = now end
   tat = tat + repay * 1000000 / rate
   if tat > now + 100 * period then tat = now + 100 * period end

@@ -12,6 +12,7 @@
 #include "fleet/fleet_redis.h"
 #include "fleet/fleet_script.h"
 #include "segment/shm_client.h"
+#include "stat/stat_fleet.h"
 #include "stat/stat_snapshot.h"
 #include "stat/stat_text.h"
 
@@ -33,17 +34,18 @@ int stat_fleet_view(const std::string& service, bool json) {
   ServiceStat st = stat_snapshot(*seg);
   const FleetStat& f = st.fleet;
   if (!f.enabled) runtime_error(fmt::format("service '{}' has no fleet: in its configuration", service));
-  std::string password_file, fleet_ns;
+  std::string password_file, sentinel_password_file, fleet_ns;
   seg->guarded([&] {
     const ShmFleet& b = seg->seg().fleet;
-    password_file.assign(b.password_file, strnlen(b.password_file, kFleetPathMax));
+    fleet_password_files_unpack(b.password_file, kFleetPathMax, password_file, sentinel_password_file);
     fleet_ns.assign(b.fleet_namespace, strnlen(b.fleet_namespace, kFleetNamespaceMax));
   });
   for (char c : fleet_ns)
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
       runtime_error("the fleet namespace in the segment is damaged (`load` its file again)");
   RedisConn redis;
-  if (std::string why = redis.ensure(f.store, password_file, 1'000'000'000); !why.empty()) runtime_error(why);
+  if (std::string why = redis.ensure(f.store, password_file, 1'000'000'000, sentinel_password_file); !why.empty())
+    runtime_error(why);
   std::string p = fleet_key_prefix(fleet_ns, service);
   std::vector<std::string> now, live;
   if (std::string why = redis.command({"TIME"}, now); !why.empty() || now.size() != 2) runtime_error("TIME: " + why);
@@ -111,6 +113,17 @@ int stat_fleet_view(const std::string& service, bool json) {
                          human_bytes(static_cast<double>(f.rules[r].cap)), human_bytes(total[r]));
   }
   doc["rules"] = std::move(rs);
+  // The node this view read (for a Sentinel store: the primary the Sentinels named) and
+  // what this host's agent saw: failovers, time on the fallback (fleet_status.h).
+  const StoreNodeStatus& node = redis.node_status();
+  doc["primary"] = node.primary;
+  if (!node.sentinel.empty()) doc["sentinel"] = node.sentinel;
+  table += fmt::format("  store node read: {}{}\n", node.primary,
+                       node.sentinel.empty() ? "" : fmt::format(" (primary, named by Sentinel {})", node.sentinel));
+  if (FleetAgentStatus a; fleet_status_read(service, a)) {
+    doc["agent"] = nlohmann::ordered_json::parse(fleet_agent_status_json(a));
+    table += fleet_agent_status_table(a);
+  }
   if (json) fmt::print("{}\n", doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   else fmt::print("{}", table);
   return kExitOk;
