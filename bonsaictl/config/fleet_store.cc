@@ -2,6 +2,7 @@
 // The fleet store's address (see fleet_store.h).
 #include "config/fleet_store.h"
 
+#include <cstring>
 #include <fmt/core.h>
 
 #include "abi/fleet_abi.h"
@@ -123,6 +124,32 @@ std::string fleet_store_parse(std::string_view url, FleetStore& out) {
   out.host = std::move(hp.host);
   out.port = hp.port;
   return {};
+}
+
+std::string fleet_password_files_pack(const std::string& data, const std::string& sentinel, size_t field_size,
+                                      std::string& why) {
+  why.clear();
+  if (sentinel.empty()) return data;
+  if (data.size() + 1 + sentinel.size() + 1 > field_size) {
+    why = fmt::format("password_file and sentinel_password_file together too long (at most {} bytes with two)",
+                      field_size - 2);
+    return {};
+  }
+  std::string out = data;
+  out.push_back('\0');
+  out += sentinel;
+  return out;
+}
+
+void fleet_password_files_unpack(const char* field, size_t field_size, std::string& data, std::string& sentinel) {
+  size_t n = strnlen(field, field_size);
+  data.assign(field, n);
+  sentinel.clear();
+  if (n + 1 >= field_size) return;
+  const char* second = field + n + 1;
+  size_t m = strnlen(second, field_size - n - 1);
+  if (m == 0 || n + 1 + m >= field_size || second[0] != '/') return;  // absent, or not NUL-terminated in the field
+  sentinel.assign(second, m);
 }
 
 }  // namespace bonsai::ctl

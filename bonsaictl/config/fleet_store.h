@@ -39,4 +39,15 @@ std::string fleet_host_port_parse(std::string_view text, FleetHostPort& out);
 // "HOST:PORT", "[IPV6]:PORT" for an address with a colon.
 std::string fleet_host_port_text(const FleetHostPort& hp);
 
+// The `password_file` field of a segment's fleet block carries, after the data nodes'
+// path and its NUL, the Sentinels' (`sentinel_password_file`): the segment layout
+// stays as it is, and a reader that stops at the first NUL sees the data path alone.
+// @return the bytes to copy into a field of `field_size` bytes, or "" with `why` set
+// when the two paths do not fit together.
+std::string fleet_password_files_pack(const std::string& data, const std::string& sentinel, size_t field_size,
+                                      std::string& why);
+// The two paths from such a field (untrusted: the second is taken only when it is an
+// absolute path NUL-terminated within the field).
+void fleet_password_files_unpack(const char* field, size_t field_size, std::string& data, std::string& sentinel);
+
 }  // namespace bonsai::ctl

@@ -9,7 +9,6 @@
 #include "abi/limit_parse.h"
 #include "config/fleet_store.h"
 #include "config/yaml_load.h"
-#include "fleet/fleet_sentinel.h"
 
 namespace bonsai::ctl {
 

@@ -14,7 +14,7 @@
 #include "abi/shm_abi.h"
 #include "bucket/fleet_lease.h"
 #include "fleet/fleet_redis.h"
-#include "fleet/fleet_status.h"
+#include "stat/fleet_status.h"
 #include "segment/shm_client.h"
 
 namespace bonsai::ctl {

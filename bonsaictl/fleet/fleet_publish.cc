@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "bucket/fleet_lease.h"
-#include "fleet/fleet_sentinel.h"
+#include "config/fleet_store.h"
 #include "sys/clock.h"
 
 namespace bonsai::ctl {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fleet/fleet_sentinel.h"
+#include "stat/fleet_status.h"
 
 struct redisContext;
 
@@ -23,16 +24,6 @@ struct LeaseReply {
   bool clash = false;                // another agent called with this host id lately (issue 50)
   std::vector<uint64_t> granted;     // per rule
   std::vector<uint64_t> fleet_used;  // per rule
-};
-
-// Which store node the connection is on and the failovers it has seen (the agent
-// writes it to its status file, fleet_status.h).
-struct StoreNodeStatus {
-  std::string primary;        // HOST:PORT (or the socket) of the node in use; "" while none answers
-  std::string sentinel;       // the Sentinel that named it ("" for a plain store)
-  uint64_t failovers = 0;     // times the primary the Sentinels named changed
-  uint64_t last_failover_unix_ns = 0;
-  std::string last_from, last_to, last_reason;  // reason: what made the agent ask again
 };
 
 class RedisConn {

@@ -158,10 +158,11 @@ bool SentinelClient::switched(const FleetStore& s, const std::string& password_f
   }
   bool moved = false;
   pollfd p{sub_->fd, POLLIN, 0};
-  if (poll(&p, 1, 0) <= 0) return false;
   // Readable: one read() takes what is there (it cannot block); EOF or an error ends
-  // the subscription (made again on a later period).
-  if (redisBufferRead(sub_) != REDIS_OK || (sub_->reader && sub_->reader->len > kSubBufferMax)) {
+  // the subscription (made again on a later period). Then every reply the reader
+  // holds, those that came in with the SUBSCRIBE's answer too.
+  if (poll(&p, 1, 0) > 0 &&
+      (redisBufferRead(sub_) != REDIS_OK || (sub_->reader && sub_->reader->len > kSubBufferMax))) {
     close();
     return false;
   }
@@ -180,32 +181,6 @@ bool SentinelClient::switched(const FleetStore& s, const std::string& password_f
     if (kind == "message" && body.substr(0, body.find(' ')) == s.master_name) moved = true;
   }
   return moved;
-}
-
-std::string fleet_password_files_pack(const std::string& data, const std::string& sentinel, size_t field_size,
-                                      std::string& why) {
-  why.clear();
-  if (sentinel.empty()) return data;
-  if (data.size() + 1 + sentinel.size() + 1 > field_size) {
-    why = fmt::format("password_file and sentinel_password_file together too long (at most {} bytes with two)",
-                      field_size - 2);
-    return {};
-  }
-  std::string out = data;
-  out.push_back('\0');
-  out += sentinel;
-  return out;
-}
-
-void fleet_password_files_unpack(const char* field, size_t field_size, std::string& data, std::string& sentinel) {
-  size_t n = strnlen(field, field_size);
-  data.assign(field, n);
-  sentinel.clear();
-  if (n + 1 >= field_size) return;
-  const char* second = field + n + 1;
-  size_t m = strnlen(second, field_size - n - 1);
-  if (m == 0 || n + 1 + m >= field_size || second[0] != '/') return;  // absent, or not NUL-terminated in the field
-  sentinel.assign(second, m);
 }
 
 }  // namespace bonsai::ctl

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "abi/limits_abi.h"
-#include "fleet/fleet_status.h"
+#include "stat/fleet_status.h"
 #include "stat/stat_snapshot.h"
 
 namespace bonsai::ctl {

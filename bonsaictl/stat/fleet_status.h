@@ -10,9 +10,21 @@
 #include <cstdint>
 #include <string>
 
-#include "fleet/fleet_redis.h"
-
 namespace bonsai::ctl {
+
+// Which store node the connection is on and the failovers it has seen (the agent
+// writes it to its status file).
+struct StoreNodeStatus {
+  std::string primary;        // HOST:PORT (or the socket) of the node in use; "" while none answers
+  std::string sentinel;       // the Sentinel that named it ("" for a plain store)
+  uint64_t failovers = 0;     // times the primary the Sentinels named changed
+  uint64_t last_failover_unix_ns = 0;
+  std::string last_from, last_to, last_reason;  // reason: what made the agent ask again
+};
+
+// The agent's directory, as fleet_lock_dir() (fleet/fleet_publish.h) names it:
+// /dev/shm/<prefix>bonsai-fleet.<uid>.d (a unit test holds the two equal).
+std::string fleet_status_dir();
 
 struct FleetAgentStatus {
   StoreNodeStatus node;

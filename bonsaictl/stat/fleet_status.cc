@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The fleet agent's status file (see fleet_status.h).
-#include "fleet/fleet_status.h"
+#include "stat/fleet_status.h"
 
 #include <cerrno>
 #include <cstring>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fleet/fleet_publish.h"
 #include "segment/shm_client.h"
+#include "segment/target_user.h"
 
 namespace bonsai::ctl {
 
@@ -30,7 +30,7 @@ std::string status_name(const std::string& service) {
 
 // The agent's directory, opened without following a link and checked: the user's own, 0700.
 int dir_open() {
-  int dfd = open(fleet_lock_dir().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dfd = open(fleet_status_dir().c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) return -1;
   struct stat st {};
   if (fstat(dfd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 0077)) {
@@ -57,6 +57,8 @@ std::string to_text(const FleetAgentStatus& s) {
 }
 
 }  // namespace
+
+std::string fleet_status_dir() { return fmt::format("/dev/shm/{}bonsai-fleet.{}.d", shm_prefix(), ctl_uid()); }
 
 void FleetStatusFile::update(const std::string& service, const StoreNodeStatus& node, bool lapsed,
                              uint64_t lapse_start_mono_ns, uint64_t now_mono_ns) {
