@@ -104,6 +104,9 @@ for h in $(seq "$N"); do
   pids+=($!)
 done
 sleep "$WARM"
+# A machine too loaded for down-after makes the Sentinels fail over by themselves.
+[ "$(timeout 5 redis-cli -p "$S1" sentinel get-master-addr-by-name bonsai | tr -d '\r' | sed -n 2p)" = "$P" ] ||
+  die "fleet_failover: the Sentinels failed over during the warm-up (a loaded machine? raise FLEET_FO_DOWN)"
 t_kill=$(date +%s.%N)
 kill -9 "$primary"
 t_promote=
@@ -123,6 +126,8 @@ for h in $(seq "$N"); do
 done
 touch "$W/m/stop"
 wait "$meter" || die "fleet_failover: the meter failed"
+cp "$W/meter.json" "$RES/fleet_failover_meter.json"  # the bins, for a closer look
+echo "$t_kill $t_promote" > "$RES/fleet_failover_times"
 r=$(python3 "$METER" report "$W/meter.json" "$CAP_B" "$t_kill" "$t_promote" "$(calc "$t_kill - $WARM + 3" %.3f)" \
   "$(calc "$t_promote + 5.5" %.3f)" "$PERIOD_S")
 j() { sed -n "s/.*\"$1\": \([-0-9.]*\).*/\1/p" <<<"$r"; }

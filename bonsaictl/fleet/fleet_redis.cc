@@ -4,6 +4,7 @@
 #include "fleet/fleet_redis.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -15,6 +16,7 @@
 #include "fleet/fleet_script.h"
 #include "config/fleet_store.h"
 #include "segment/shm_client.h"
+#include "sys/clock.h"
 
 namespace bonsai::ctl {
 
@@ -43,6 +45,17 @@ std::string password_read(const std::string& path, std::string& why) {
   if (size_t nl = pw.find_first_of("\r\n"); nl != std::string::npos) pw.resize(nl);
   if (pw.empty()) why = fmt::format("password_file {} is empty", path);
   return pw;
+}
+
+// Calls on a new connection that take the hosts counted before as still there (see lease()).
+constexpr int kCautiousCalls = 8;
+
+// A point in [0, range) of a sequence of this process's own (agents started together
+// draw different ones).
+uint64_t jitter_ns(uint64_t range) {
+  static uint64_t x = (mono_ns() ^ (static_cast<uint64_t>(getpid()) << 32)) | 1;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  return x % range;
 }
 
 // A reply's integer, or a decimal string of one (Lua numbers come back as integers).
@@ -94,7 +107,22 @@ std::string RedisConn::ensure(const std::string& store, const std::string& passw
     else ask_reason_ = "+switch-master";
   }
   if (ctx_) return {};
-  return connect_node(s, timeout_ns);
+  if (!s.sentinel()) return connect_node(s, timeout_ns);
+  // While no primary answers, the Sentinels are asked again after two failed tries only
+  // every 0.5-1 s (at a random point: a fleet's agents spread out), unless a
+  // +switch-master says the primary moved: during a failover hundreds of agents asking
+  // every period slowed the very Sentinels that decide it (bench/fleet_failover.sh).
+  uint64_t now = mono_ns();
+  if (ask_reason_ != "+switch-master" && now < ask_after_ns_)
+    return "no primary yet (the Sentinels are asked again within a second, or on +switch-master)";
+  std::string why = connect_node(s, timeout_ns);
+  if (why.empty()) {
+    failed_asks_ = 0;
+    ask_after_ns_ = 0;
+  } else if (++failed_asks_ >= 2) {
+    ask_after_ns_ = mono_ns() + 500'000'000 + jitter_ns(500'000'000);
+  }
+  return why;
 }
 
 std::string RedisConn::connect_node(const FleetStore& s, uint64_t timeout_ns) {
@@ -154,7 +182,7 @@ std::string RedisConn::connect_node(const FleetStore& s, uint64_t timeout_ns) {
   known_ = addr;
   node_.primary = addr;
   ask_reason_.clear();
-  cautious_calls_ = live_before_ ? 4 : 0;
+  cautious_calls_ = live_before_ ? kCautiousCalls : 0;
   return {};
 }
 
@@ -171,9 +199,24 @@ std::string RedisConn::load_script() {
   return {};
 }
 
-std::string RedisConn::lease(const std::string& key_prefix, const std::vector<std::string>& args, size_t rules,
+std::string RedisConn::lease(const std::string& key_prefix, const std::vector<std::string>& given, size_t rules,
                              LeaseReply& out) {
   if (!ctx_) return "not connected";
+  std::vector<std::string> args = given;
+  if (cautious_calls_ > 0 && live_before_ > 1 && args.size() == 4 + 4 * rules) {
+    // The first calls on a new connection ask for at most an equal share of the hosts
+    // counted before: the hosts that have not reached the new store yet still run at
+    // their fallback (cap / those hosts), and a share level computed from the first
+    // callers alone would give these the whole cap on top.
+    uint64_t period_us = std::strtoull(args[2].c_str(), nullptr, 10);
+    for (size_t r = 0; r < rules; ++r) {
+      uint64_t cap = std::strtoull(args[4 + 4 * r].c_str(), nullptr, 10);
+      uint64_t want = std::strtoull(args[5 + 4 * r].c_str(), nullptr, 10);
+      uint64_t share = static_cast<uint64_t>(static_cast<double>(cap) * static_cast<double>(period_us) / 1e6 / live_before_);
+      if (share < 1) share = 1;
+      if (want > share) args[5 + 4 * r] = std::to_string(share);
+    }
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::vector<const char*> argv{"EVALSHA", sha_.c_str(), "1", key_prefix.c_str()};
     std::vector<size_t> lens{7, sha_.size(), 1, key_prefix.size()};

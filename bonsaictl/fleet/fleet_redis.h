@@ -42,10 +42,12 @@ class RedisConn {
 
   // Calls the lease script. `args` are the script's ARGV (fleet_script.h), `rules` its
   // rule count. @return "" with `out` filled, or what failed (the connection is closed).
-  // For the first calls on a new connection the live host count is at least the one
-  // seen before it: a store that lost its `live` set (a failover, a restart) counts
-  // only the hosts that have called it so far, and a host's fallback (the cap / live
-  // hosts) must not grow from that.
+  // For the first calls on a new connection (two seconds at the default period) the
+  // live host count is at least the one seen before it, and the want at most an equal
+  // share of those hosts: a store that lost its `live` set (a failover, a restart)
+  // counts only the hosts that have called it so far, while the others still run at
+  // their fallback; neither a host's fallback (the cap / live hosts) nor its grant may
+  // grow from that.
   std::string lease(const std::string& key_prefix, const std::vector<std::string>& args, size_t rules,
                     LeaseReply& out);
 
@@ -66,6 +68,8 @@ class RedisConn {
   std::string ask_reason_;     // why the Sentinels are asked again ("" : first time)
   std::string known_;          // the primary last connected to (a different one next is a failover)
   uint32_t live_before_ = 0;   // the live hosts last counted
+  uint32_t failed_asks_ = 0;   // Sentinel-store connections failed in a row
+  uint64_t ask_after_ns_ = 0;  // no new one before (mono): every host of a fleet retrying each period is a storm
   int cautious_calls_ = 0;     // calls on this connection still to report at least live_before_
 };
 
