@@ -113,9 +113,9 @@ std::string RedisConn::ensure(const std::string& store, const std::string& passw
   // +switch-master says the primary moved: during a failover hundreds of agents asking
   // every period slowed the very Sentinels that decide it (bench/fleet_failover.sh).
   uint64_t now = mono_ns();
-  if (ask_reason_ != "+switch-master" && now < ask_after_ns_)
-    return "no primary yet (the Sentinels are asked again within a second, or on +switch-master)";
+  if (ask_reason_ != "+switch-master" && now < ask_after_ns_) return ask_why_;
   std::string why = connect_node(s, timeout_ns);
+  ask_why_ = why;
   if (why.empty()) {
     failed_asks_ = 0;
     ask_after_ns_ = 0;

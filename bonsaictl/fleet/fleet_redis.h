@@ -70,6 +70,7 @@ class RedisConn {
   uint32_t live_before_ = 0;   // the live hosts last counted
   uint32_t failed_asks_ = 0;   // Sentinel-store connections failed in a row
   uint64_t ask_after_ns_ = 0;  // no new one before (mono): every host of a fleet retrying each period is a storm
+  std::string ask_why_;        // why the last one failed (said again while waiting: said once)
   int cautious_calls_ = 0;     // calls on this connection still to report at least live_before_
 };
 

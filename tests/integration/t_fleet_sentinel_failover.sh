@@ -6,8 +6,8 @@
 # (SIGKILL) mid-run; the Sentinels promote the replica. Measured where the bytes land
 # (fleet_meter.py): the fleet's aggregate over every 1 s window stays <= 1.10 x cap (the
 # lease state the new primary found stale starts a depth behind: no fresh depth on
-# top of what the hosts used on their grants and fallbacks meanwhile; the old script
-# gave about 1.25 x cap here), it is back to the cap within 2% from 2 s after the
+# top of what the hosts used on their grants and fallbacks meanwhile; the script
+# before it gave 1.32 x cap here in one run of two), it is back to the cap within 2% from 2 s after the
 # promotion, and every host ends leased from the new primary (its agent's status file,
 # `stat --fleet`, the new primary's live set), the failover seen and said.
 # timeout: 60
@@ -70,11 +70,11 @@ for i in $(seq 1 150); do
   sleep 0.1
 done
 [ -n "$t_promote" ] || fail "the Sentinels did not promote the replica within 15 s: $(tail -5 "$T/sentinel1.log")"
-sleep 4.5
+sleep 6
 touch "$T/m/stop"
 wait "$meter_pid" || fail "fleet_meter.py failed"
 r=$(python3 "$TLIB/fleet_meter.py" report "$T/meter.json" "$cap" "$t_kill" "$t_promote" \
-  "$(awk -v k="$t_kill" 'BEGIN { printf "%.3f", k - 1.5 }')" "$(awk -v p="$t_promote" 'BEGIN { printf "%.3f", p + 4.3 }')" 0.25)
+  "$(awk -v k="$t_kill" 'BEGIN { printf "%.3f", k - 1.5 }')" "$(awk -v p="$t_promote" 'BEGIN { printf "%.3f", p + 5.8 }')" 0.25)
 note "failover: $r"
 val() { sed -n "s/.*\"$1\": \([-0-9.]*\).*/\1/p" <<<"$r"; }
 awk -v v="$(val max_1s)" 'BEGIN { exit !(v <= 1.10) }' ||
