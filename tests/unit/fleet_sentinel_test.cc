@@ -6,6 +6,10 @@
 // shapes, a flooded subscription): refused, never connected to, never a crash.
 #include <catch2/catch.hpp>
 
+#include <cstdio>
+#include <fcntl.h>
+#include <sys/stat.h>
+
 #include <arpa/inet.h>
 #include <atomic>
 #include <cstring>
@@ -52,6 +56,7 @@ class FakeSentinel {
     close(fd_);
   }
   int port() const { return port_; }
+  int accepted() const { return accepted_; }
 
  private:
   void serve() {
@@ -62,6 +67,7 @@ class FakeSentinel {
       if (poll(&p, 1, 20) <= 0) continue;
       int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
       if (c < 0) continue;
+      accepted_++;
       bool extra_sent = false;
       while (!stop_ && mono_ns() < end) {
         pollfd q{c, POLLIN, 0};
@@ -86,6 +92,7 @@ class FakeSentinel {
   std::string extra_;
   int fd_ = -1, port_ = 0;
   std::atomic<bool> stop_{false};
+  std::atomic<int> accepted_{0};
   std::thread thread_;
 };
 
@@ -222,4 +229,58 @@ TEST_CASE("+switch-master on the subscription, bounded", "[fleet][sentinel]") {
 
 TEST_CASE("the agent's status file lives in its lock directory", "[fleet][sentinel]") {
   CHECK(fleet_status_dir() == fleet_lock_dir());
+}
+
+TEST_CASE("sentinel_password_file: refused before any Sentinel is asked unless it is the user's alone",
+          "[fleet][sentinel]") {
+  char dir[] = "/tmp/sentinelpwXXXXXX";
+  REQUIRE(mkdtemp(dir));
+  std::string pw = std::string(dir) + "/sentinel.pass", link = std::string(dir) + "/link.pass";
+  int fd = open(pw.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(write(fd, "s3cret\n", 7) == 7);
+  close(fd);
+  REQUIRE(symlink(pw.c_str(), link.c_str()) == 0);
+  auto asked = [](const std::string& file, std::string& why) {
+    FakeSentinel f({"+OK\r\n", addr_reply("10.1.2.3", "6380")});
+    SentinelClient c;
+    FleetHostPort out;
+    why = c.primary(store_of("redis+sentinel://127.0.0.1:" + std::to_string(f.port()) + "/m"), file, 500'000'000, out);
+    return f.accepted();
+  };
+  std::string why;
+  CHECK(asked(pw, why) == 1);  // the user's, 0600: AUTH, then the answer
+  CHECK(why.empty());
+  REQUIRE(chmod(pw.c_str(), 0644) == 0);
+  CHECK(asked(pw, why) == 0);
+  CHECK(why.find("refused, nothing sent") != std::string::npos);
+  REQUIRE(chmod(pw.c_str(), 0600) == 0);
+  CHECK(asked(link, why) == 0);
+  CHECK(why.find("symbolic link") != std::string::npos);
+  CHECK(asked(std::string(dir), why) == 0);
+  CHECK(why.find("not a regular file") != std::string::npos);
+
+  // `check` and `load` say the same at the key's line and column.
+  std::string yaml = std::string(dir) + "/services.yaml";
+  FILE* y = std::fopen(yaml.c_str(), "w");
+  REQUIRE(y);
+  std::fprintf(y, "version: 1\nservices:\n  web:\n    fleet:\n      store: redis+sentinel://127.0.0.1:26379/main\n"
+                  "      sentinel_password_file: %s\n    limits: [{calls: [write], rate: 8MiB/s}]\n", link.c_str());
+  std::fclose(y);
+  std::vector<Diag> diags;
+  yaml_load_file(yaml, diags);
+  REQUIRE(diags.size() == 1);
+  CHECK(diag_format(diags[0]).rfind(yaml + ":6:31: sentinel_password_file " + link + " is a symbolic link", 0) == 0);
+  REQUIRE(chmod(pw.c_str(), 0640) == 0);
+  y = std::fopen(yaml.c_str(), "w");
+  REQUIRE(y);
+  std::fprintf(y, "version: 1\nservices:\n  web:\n    fleet:\n      store: redis+sentinel://127.0.0.1:26379/main\n"
+                  "      sentinel_password_file: %s\n    limits: [{calls: [write], rate: 8MiB/s}]\n", pw.c_str());
+  std::fclose(y);
+  diags.clear();
+  yaml_load_file(yaml, diags);
+  REQUIRE(diags.size() == 1);
+  CHECK(diag_format(diags[0]).rfind(yaml + ":6:31: sentinel_password_file ", 0) == 0);
+  CHECK(diag_format(diags[0]).find("0640") != std::string::npos);
+  unlink(yaml.c_str()), unlink(link.c_str()), unlink(pw.c_str()), rmdir(dir);
 }
