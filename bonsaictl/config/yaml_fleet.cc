@@ -101,8 +101,9 @@ void fleet_files_check(const Config& cfg, std::vector<Diag>& diags) {
   };
   for (const auto& s : cfg.services) {
     if (!s.fleet.present) continue;
-    for (const File& f : {File{"password_file", s.fleet.password_file, s.fleet.password_mark},
-                          File{"sentinel_password_file", s.fleet.sentinel_password_file, s.fleet.sentinel_password_mark}}) {
+    const FleetConfig& fc = s.fleet;
+    for (const File& f : {File{"password_file", fc.password_file, fc.password_mark},
+                          File{"sentinel_password_file", fc.sentinel_password_file, fc.sentinel_password_mark}}) {
       if (f.path.empty()) continue;
       // As the agent will open it: no symlink followed, the owner and mode of what was opened.
       int fd = open(f.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);

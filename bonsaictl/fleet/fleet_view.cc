@@ -30,7 +30,7 @@ uint64_t to_u64(const std::string& s) {
 }  // namespace
 
 int stat_fleet_view(const std::string& service, bool json) {
-  // It connects and sends a password as the caller: the store, the password file and the
+  // It connects and sends a password as the caller: the store, the password files and the
   // namespace come from the caller's own trusted configuration, never from the segment.
   if (ctl_other_user())
     usage_error("stat --fleet connects to the service's store as you: run it as the service's user, not with --user");
@@ -47,7 +47,8 @@ int stat_fleet_view(const std::string& service, bool json) {
   const std::string& store = t.fleet.store;
   const uint32_t period_ms = t.fleet.period_ms;
   RedisConn redis;
-  if (std::string why = redis.ensure(store, password_file, 1'000'000'000, t.fleet.sentinel_password_file); !why.empty()) runtime_error(why);
+  if (std::string why = redis.ensure(store, password_file, 1'000'000'000, t.fleet.sentinel_password_file); !why.empty())
+    runtime_error(why);
   std::string p = fleet_key_prefix(fleet_ns, service);
   std::vector<std::string> now, live;
   if (std::string why = redis.command({"TIME"}, now); !why.empty() || now.size() != 2) runtime_error("TIME: " + why);
