@@ -302,7 +302,7 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 clang-14 libclang-rt-14-dev liburing-dev golang-go \
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
-                dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server libhiredis-dev nodejs \
+                dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server redis-sentinel libhiredis-dev nodejs \
                 mmdebstrap musl-tools podman runc
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \

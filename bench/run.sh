@@ -94,6 +94,8 @@ other fleet fleet.sh
 # The lease script at 1,000 simulated hosts (issue 50): quick 2 s warm-up + 6 s window.
 q FLEET_SCALE_SECS=6 FLEET_SCALE_WARMUP=2
 other fleet_scale fleet_scale.sh
+# A Redis failover under a fleet cap, 100 hosts through Sentinel: full only (~70 s).
+if [ "$BENCH" = full ]; then other fleet_failover fleet_failover.sh; fi
 # protect: (issue 52) on the disk with fio: A's p99 and B's rate managed, unmanaged; full
 # only, 12 s (~110 s): the disk's state moves its bars from minute to minute, a 6 s quick
 # run told little and cost 23 s of the quick budget (`bash bench/protect.sh 12` alone).

@@ -72,6 +72,9 @@ std::string parse(const std::string& text, FleetTrusted& out) {
     } else if (key == "password_file") {
       ok = !val.empty() && val[0] == '/' && val.size() < kFleetPathMax;
       out.fleet.password_file = val;
+    } else if (key == "sentinel_password_file") {
+      ok = !val.empty() && val[0] == '/' && val.size() < kFleetPathMax;
+      out.fleet.sentinel_password_file = val;
     } else if (key == "namespace") {
       ok = namespace_ok(val);
       out.fleet.fleet_namespace = val;
@@ -132,6 +135,8 @@ std::string fleet_trusted_write(const ServiceConfig& svc, int seg_fd) {
   if (fstat(seg_fd, &st) != 0) return fmt::format("cannot stat the segment of {}: {}", svc.name, std::strerror(errno));
   std::string text = fmt::format("{}\nservice {}\nstore {}\n", kMagic, svc.name, svc.fleet.store);
   if (!svc.fleet.password_file.empty()) text += fmt::format("password_file {}\n", svc.fleet.password_file);
+  if (!svc.fleet.sentinel_password_file.empty())
+    text += fmt::format("sentinel_password_file {}\n", svc.fleet.sentinel_password_file);
   if (!svc.fleet.fleet_namespace.empty()) text += fmt::format("namespace {}\n", svc.fleet.fleet_namespace);
   text += fmt::format("period_ms {}\nexpected_hosts {}\nsegment {} {}\n", svc.fleet.period_ms, svc.fleet.expected_hosts,
                       static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino));

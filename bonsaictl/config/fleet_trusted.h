@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The trusted fleet configuration (docs/fleet.md "Where the agent takes its
 // configuration"): what `load` and `run` keep, per fleet service, for the fleet agent
-// and `stat --fleet` -- the store, the password file, the namespace, the period, the
+// and `stat --fleet` -- the store, the password files, the namespace, the period, the
 // expected hosts and the rules whose rates are the fleet caps -- in a file of the
 // user's own directory /dev/shm/<prefix>bonsai-fleet.<uid>.d (0700, checked as the
 // agent's lock is), never in the service's segment, which its tenants can write.
@@ -18,7 +18,7 @@ namespace bonsai::ctl {
 
 struct FleetTrusted {
   std::string service;
-  FleetConfig fleet;              // store, period_ms, password_file, fleet_namespace, expected_hosts
+  FleetConfig fleet;              // store, period_ms, the password files, fleet_namespace, expected_hosts
   LimitSet rules{};               // the service's rules as configured: each rate is its fleet cap
   uint64_t seg_dev = 0, seg_ino = 0;  // the segment file it belongs to (0: any, the agent's -c FILE)
   std::string text;               // the file as read (a change is a new `load`)

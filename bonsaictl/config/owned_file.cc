@@ -94,4 +94,29 @@ Config yaml_load_owned(const std::string& path, std::vector<Diag>& diags) {
   return cfg;
 }
 
+std::string owned_password_read(const char* key, const std::string& path, std::string& why) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+  if (fd < 0)
+    return why = errno == ELOOP ? fmt::format("{} {} is a symbolic link: refused (name the file itself)", key, path)
+                                : fmt::format("cannot open {} {}: {}", key, path, std::strerror(errno)),
+           "";
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    close(fd);
+    return why = fmt::format("{} {} is not a regular file", key, path), "";
+  }
+  if (std::string p = owned_problem(path, st.st_uid, st.st_mode, geteuid(), true); !p.empty()) {
+    close(fd);
+    return why = fmt::format("{} {}: refused, nothing sent", key, p), "";
+  }
+  char buf[513];
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n < 0) return why = fmt::format("cannot read {} {}", key, path), "";
+  std::string pw(buf, static_cast<size_t>(n));
+  if (size_t nl = pw.find_first_of("\r\n"); nl != std::string::npos) pw.resize(nl);
+  if (pw.empty()) why = fmt::format("{} {} is empty", key, path);
+  return pw;
+}
+
 }  // namespace bonsai::ctl

@@ -38,4 +38,12 @@ std::string owned_problem(const std::string& path, uid_t uid, unsigned mode, uid
 // were made on).
 Config yaml_load_owned(const std::string& path, std::vector<Diag>& diags);
 
+// A password the fleet agent sends (`key`: "password_file" or "sentinel_password_file",
+// named in the messages): the first line (at most 512 bytes) of `path`, which must be a
+// regular file of the effective user with no group or other bit, opened without
+// following a symlink and checked on what was opened -- read before anything is
+// connected to, so a file another user can write or point it at is refused with
+// nothing sent. @return the password, or "" with `why` (one line).
+std::string owned_password_read(const char* key, const std::string& path, std::string& why);
+
 }  // namespace bonsai::ctl

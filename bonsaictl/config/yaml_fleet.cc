@@ -18,13 +18,24 @@
 
 namespace bonsai::ctl {
 
+// `sentinel_password_file` goes with a redis+sentinel store (the Sentinels' AUTH).
+static void fleet_sentinel_check(const YAML::Node& node, const std::string& file, const FleetConfig& out,
+                                 std::vector<Diag>& diags) {
+  if (out.sentinel_password_file.empty()) return;
+  FleetStore s;
+  if (!out.store.empty() && fleet_store_parse(out.store, s).empty() && !s.sentinel())
+    diags.push_back(diag_at(file, node["sentinel_password_file"].Mark(),
+                            "sentinel_password_file needs a store: redis+sentinel://HOST:PORT[,HOST:PORT...]/MASTER_NAME"));
+}
+
 void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& out, std::vector<Diag>& diags) {
   out.present = true;
   if (!node.IsMap()) {
-    diags.push_back(diag_at(file, node.Mark(), "'fleet' must be a mapping (store, period, password_file, namespace, expected_hosts)"));
+    diags.push_back(diag_at(file, node.Mark(), "'fleet' must be a mapping (store, period, password_file, sentinel_password_file, namespace, expected_hosts)"));
     return;
   }
-  static const std::vector<std::string_view> kKeys = {"store", "period", "password_file", "namespace", "expected_hosts"};
+  static const std::vector<std::string_view> kKeys = {"store", "period", "password_file", "sentinel_password_file", "namespace",
+                                                          "expected_hosts"};
   bool has_store = false;
   for (const auto& kv : node) {
     std::string key = kv.first.Scalar();
@@ -61,11 +72,12 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
         diags.push_back(diag_at(file, v.Mark(), fmt::format("bad expected_hosts '{}' (a whole number, 1 to {})", text,
                                                             kFleetExpectedHostsMax)));
       else out.expected_hosts = static_cast<uint32_t>(n);
-    } else if (key == "password_file") {
+    } else if (key == "password_file" || key == "sentinel_password_file") {
       if (text.empty() || text[0] != '/' || text.size() >= kFleetPathMax)
-        diags.push_back(diag_at(file, v.Mark(), fmt::format("bad password_file '{}' (an absolute path, at most {} bytes)",
+        diags.push_back(diag_at(file, v.Mark(), fmt::format("bad {} '{}' (an absolute path, at most {} bytes)", key,
                                                             text, kFleetPathMax - 1)));
-      else out.password_file = text, out.password_mark = v.Mark();
+      else if (key == "password_file") out.password_file = text, out.password_mark = v.Mark();
+      else out.sentinel_password_file = text, out.sentinel_password_mark = v.Mark();
     } else {
       std::string_view hint = closest_word(key, kKeys);
       diags.push_back(diag_at(file, kv.first.Mark(),
@@ -73,31 +85,41 @@ void fleet_load(const YAML::Node& node, const std::string& file, FleetConfig& ou
                                            : fmt::format("unknown key '{}' in fleet (did you mean '{}'?)", key, hint)));
     }
   }
-  if (!has_store) diags.push_back(diag_at(file, node.Mark(), "'fleet' needs 'store: redis://HOST:PORT'"));
+  if (!has_store) diags.push_back(diag_at(file, node.Mark(), "'fleet' needs 'store: redis://HOST:PORT' (or redis+sentinel://HOST:PORT,.../MASTER_NAME)"));
   FleetStore s;
   if (!out.store.empty() && fleet_store_parse(out.store, s).empty() && !s.user.empty() && out.password_file.empty())
     diags.push_back(diag_at(file, node["store"].Mark(),
                             fmt::format("store user '{}' needs password_file (AUTH {} PASSWORD)", s.user, s.user)));
+  fleet_sentinel_check(node, file, out, diags);
 }
 
 void fleet_files_check(const Config& cfg, std::vector<Diag>& diags) {
+  struct File {
+    const char* key;
+    const std::string& path;
+    const YAML::Mark& mark;
+  };
   for (const auto& s : cfg.services) {
-    const std::string& path = s.fleet.password_file;
-    if (!s.fleet.present || path.empty()) continue;
-    // As the agent will open it: no symlink followed, the owner and mode of what was opened.
-    int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-    std::string why;
-    struct stat st {};
-    if (fd < 0)
-      why = errno == ELOOP ? fmt::format("password_file {} is a symbolic link: name the file itself", path)
-                           : fmt::format("password_file {}: {} (the fleet agent reads its first line for AUTH)", path,
-                                         std::strerror(errno));
-    else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
-      why = fmt::format("password_file {} is not a regular file", path);
-    else if (std::string p = owned_problem(path, st.st_uid, st.st_mode, geteuid(), true); !p.empty())
-      why = "password_file " + p + " (the fleet agent runs as the user who loads the file)";
-    if (fd >= 0) close(fd);
-    if (!why.empty()) diags.push_back(diag_at(cfg.file, s.fleet.password_mark, why));
+    if (!s.fleet.present) continue;
+    const FleetConfig& fc = s.fleet;
+    for (const File& f : {File{"password_file", fc.password_file, fc.password_mark},
+                          File{"sentinel_password_file", fc.sentinel_password_file, fc.sentinel_password_mark}}) {
+      if (f.path.empty()) continue;
+      // As the agent will open it: no symlink followed, the owner and mode of what was opened.
+      int fd = open(f.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+      std::string why;
+      struct stat st {};
+      if (fd < 0)
+        why = errno == ELOOP ? fmt::format("{} {} is a symbolic link: name the file itself", f.key, f.path)
+                             : fmt::format("{} {}: {} (the fleet agent reads its first line for AUTH)", f.key, f.path,
+                                           std::strerror(errno));
+      else if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        why = fmt::format("{} {} is not a regular file", f.key, f.path);
+      else if (std::string p = owned_problem(f.path, st.st_uid, st.st_mode, geteuid(), true); !p.empty())
+        why = fmt::format("{} {} (the fleet agent runs as the user who loads the file)", f.key, p);
+      if (fd >= 0) close(fd);
+      if (!why.empty()) diags.push_back(diag_at(cfg.file, f.mark, why));
+    }
   }
 }
 

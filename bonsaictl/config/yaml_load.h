@@ -33,6 +33,8 @@ struct FleetConfig {
   uint32_t period_ms = kFleetPeriodDefaultMs;
   std::string password_file;  // "" : no AUTH
   YAML::Mark password_mark;   // of password_file's value (checked on disk by yaml_load_file)
+  std::string sentinel_password_file;  // redis+sentinel: AUTH on the Sentinels ("" : none)
+  YAML::Mark sentinel_password_mark;   // of sentinel_password_file's value (checked on disk as password_file)
   std::string fleet_namespace;  // `namespace:` (issue 50): "" the shared default (keys bonsai:fleet:{SERVICE}:...)
   uint32_t expected_hosts = 0;  // `expected_hosts:`: the fallback before any grant is cap / this (0: the whole cap)
 };

@@ -69,6 +69,7 @@ void FleetService::step(uint64_t now_ns) {
   const uint32_t period_ms = trusted_.fleet.period_ms;
   const std::string& store = trusted_.fleet.store;
   const std::string& password_file = trusted_.fleet.password_file;
+  const std::string& sentinel_password_file = trusted_.fleet.sentinel_password_file;
   const std::string& fleet_ns = trusted_.fleet.fleet_namespace;
   uint64_t period_ns = uint64_t{period_ms} * 1'000'000;
   next_ns_ = next_ns_ && now_ns < next_ns_ + period_ns ? next_ns_ + period_ns : now_ns + period_ns;
@@ -115,7 +116,7 @@ void FleetService::step(uint64_t now_ns) {
   uint64_t timeout = period_ns / 2 > 20'000'000 ? period_ns / 2 : 20'000'000;
   if (timeout > 1'000'000'000) timeout = 1'000'000'000;
   LeaseReply reply;
-  std::string why = redis_.ensure(store, password_file, timeout);
+  std::string why = redis_.ensure(store, password_file, timeout, sentinel_password_file);
   if (why.empty()) why = redis_.lease(fleet_key_prefix(fleet_ns, name()), args, rules.count, reply);
   if (!why.empty()) return on_failure(why, mono_ns());
   for (uint32_t r = 0; r < rules.count; ++r) {
@@ -173,6 +174,7 @@ void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMa
   });
   seg_->write_limits(grant);
   say("");
+  status_.update(name(), redis_.node_status(), false, 0, now_ns);
 }
 
 void FleetService::on_failure(const std::string& why, uint64_t now_ns) {
@@ -187,6 +189,7 @@ void FleetService::on_failure(const std::string& why, uint64_t now_ns) {
       f.state.store(static_cast<uint32_t>(FleetState::Fallback), std::memory_order_relaxed);
     });
   }
+  status_.update(name(), redis_.node_status(), lapsed_, lapse_start_ns_, now_ns);
 }
 
 }  // namespace bonsai::ctl

@@ -19,6 +19,7 @@
 #include "bucket/fleet_lease.h"
 #include "config/fleet_trusted.h"
 #include "fleet/fleet_redis.h"
+#include "stat/fleet_status.h"
 #include "segment/shm_client.h"
 
 namespace bonsai::ctl {
@@ -48,6 +49,7 @@ class FleetService {
   std::array<uint64_t, kMaxRules> caps_{};  // the trusted rules' rates
   std::string host_id_, token_;
   RedisConn redis_;
+  FleetStatusFile status_;       // the store node, failovers and fallback time, beside the segment
   bool clash_ = false;           // the store reports another agent with this host id
   uint32_t live_ = 0;            // live hosts, as the store last counted them
   uint64_t next_ns_ = 0;

@@ -4,6 +4,7 @@
 #include "fleet/fleet_redis.h"
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <fmt/core.h>
@@ -15,6 +16,8 @@
 #include "fleet/fleet_script.h"
 #include "config/fleet_store.h"
 #include "config/owned_file.h"
+#include "segment/shm_client.h"
+#include "sys/clock.h"
 
 namespace bonsai::ctl {
 
@@ -29,33 +32,15 @@ timeval tv_of(uint64_t ns) {
   return timeval{static_cast<time_t>(ns / 1'000'000'000), static_cast<suseconds_t>(ns % 1'000'000'000 / 1000)};
 }
 
-// The password: the file's first line (at most 512 bytes). The file must be the agent's
-// user's with no group or other bits, opened without following a symlink and checked on
-// what was opened: the agent sends its first line to the store, so a file another user
-// can write or point it at would choose what the agent sends, or leak a file it can read.
-std::string password_read(const std::string& path, std::string& why) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-  if (fd < 0)
-    return why = errno == ELOOP ? fmt::format("password_file {} is a symbolic link: refused (name the file itself)", path)
-                                : fmt::format("cannot open password_file {}: {}", path, std::strerror(errno)),
-           "";
-  struct stat st {};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return why = fmt::format("password_file {} is not a regular file", path), "";
-  }
-  if (std::string p = owned_problem(path, st.st_uid, st.st_mode, geteuid(), true); !p.empty()) {
-    ::close(fd);
-    return why = fmt::format("password_file {}: refused, nothing sent", p), "";
-  }
-  char buf[513];
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n < 0) return why = fmt::format("cannot read password_file {}", path), "";
-  std::string pw(buf, static_cast<size_t>(n));
-  if (size_t nl = pw.find_first_of("\r\n"); nl != std::string::npos) pw.resize(nl);
-  if (pw.empty()) why = fmt::format("password_file {} is empty", path);
-  return pw;
+// Calls on a new connection that take the hosts counted before as still there (see lease()).
+constexpr int kCautiousCalls = 8;
+
+// A point in [0, range) of a sequence of this process's own (agents started together
+// draw different ones).
+uint64_t jitter_ns(uint64_t range) {
+  static uint64_t x = (mono_ns() ^ (static_cast<uint64_t>(getpid()) << 32)) | 1;
+  x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+  return x % range;
 }
 
 // A reply's integer, or a decimal string of one (Lua numbers come back as integers).
@@ -77,43 +62,118 @@ void RedisConn::close() {
   if (ctx_) redisFree(ctx_);
   ctx_ = nullptr;
   sha_.clear();
+  node_.primary.clear();
 }
 
-std::string RedisConn::ensure(const std::string& store, const std::string& password_file, uint64_t timeout_ns) {
-  if (ctx_ && store == store_ && password_file == password_file_) return {};
+void RedisConn::lost(const std::string& reason) {
+  ask_reason_ = reason;
   close();
-  store_ = store;
-  password_file_ = password_file;
+}
+
+std::string RedisConn::ensure(const std::string& store, const std::string& password_file, uint64_t timeout_ns,
+                              const std::string& sentinel_password_file) {
+  if (store != store_ || password_file != password_file_ || sentinel_password_file != sentinel_password_file_) {
+    close();
+    sentinels_.close();
+    store_ = store;
+    password_file_ = password_file;
+    sentinel_password_file_ = sentinel_password_file;
+    node_ = StoreNodeStatus{};
+    known_.clear();
+    ask_reason_.clear();
+  }
   FleetStore s;
-  if (std::string p = fleet_store_parse(store, s); !p.empty()) return p;
-  std::string pw;  // read before connecting: a refused file means no connection at all
-  if (!password_file.empty()) {
+  if (std::string p = fleet_store_parse(store, s); !p.empty()) return close(), p;
+  // A Sentinel is asked within a short time of its own: one that does not answer must
+  // leave the others time within the period.
+  uint64_t sentinel_timeout = timeout_ns < 300'000'000 ? timeout_ns : 300'000'000;
+  if (s.sentinel() && sentinels_.switched(s, sentinel_password_file, sentinel_timeout)) {
+    if (ctx_) lost("+switch-master");
+    else ask_reason_ = "+switch-master";
+  }
+  if (ctx_) return {};
+  if (!s.sentinel()) return connect_node(s, timeout_ns);
+  // While no primary answers, the Sentinels are asked again after two failed tries only
+  // every 0.5-1 s (at a random point: a fleet's agents spread out), unless a
+  // +switch-master says the primary moved: during a failover hundreds of agents asking
+  // every period slowed the very Sentinels that decide it (bench/fleet_failover.sh).
+  uint64_t now = mono_ns();
+  if (ask_reason_ != "+switch-master" && now < ask_after_ns_) return ask_why_;
+  std::string why = connect_node(s, timeout_ns);
+  ask_why_ = why;
+  if (why.empty()) {
+    failed_asks_ = 0;
+    ask_after_ns_ = 0;
+  } else if (++failed_asks_ >= 2) {
+    ask_after_ns_ = mono_ns() + 500'000'000 + jitter_ns(500'000'000);
+  }
+  return why;
+}
+
+std::string RedisConn::connect_node(const FleetStore& s, uint64_t timeout_ns) {
+  std::string pw;  // read before connecting: a refused file means no connection at all,
+                   // not even a Sentinel asked
+  if (!password_file_.empty()) {
     std::string why;
-    pw = password_read(password_file, why);
+    pw = owned_password_read("password_file", password_file_, why);
     if (!why.empty()) return why;
   }
+  FleetHostPort node{s.host, s.port};
+  if (s.sentinel()) {
+    uint64_t sentinel_timeout = timeout_ns < 300'000'000 ? timeout_ns : 300'000'000;
+    if (std::string why = sentinels_.primary(s, sentinel_password_file_, sentinel_timeout, node); !why.empty())
+      return why;
+    node_.sentinel = sentinels_.answered_by();
+  }
+  std::string addr = s.unix_path.empty() ? fleet_host_port_text(node) : s.unix_path;
   timeval tv = tv_of(timeout_ns);
-  ctx_ = s.unix_path.empty() ? redisConnectWithTimeout(s.host.c_str(), s.port, tv)
+  ctx_ = s.unix_path.empty() ? redisConnectWithTimeout(node.host.c_str(), node.port, tv)
                              : redisConnectUnixWithTimeout(s.unix_path.c_str(), tv);
   if (!ctx_ || ctx_->err) {
-    std::string why = fmt::format("cannot connect to {}: {}", store, ctx_ ? ctx_->errstr : "out of memory");
-    close();
+    std::string why = fmt::format("cannot connect to {}{}: {}", store_, s.sentinel() ? " primary " + addr : "",
+                                  ctx_ ? ctx_->errstr : "out of memory");
+    lost("connection lost");
     return why;
   }
   redisSetTimeout(ctx_, tv);
-  if (!password_file.empty()) {
+  if (!password_file_.empty()) {
     std::string why;
     // An ACL user (redis://USER@HOST:PORT, issue 50): AUTH USER PASSWORD; else the default user's.
     Reply r(static_cast<redisReply*>(
         s.user.empty() ? redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())
                        : redisCommand(ctx_, "AUTH %b %b", s.user.data(), s.user.size(), pw.data(), pw.size())));
     if (!r || r->type == REDIS_REPLY_ERROR) {
-      why = fmt::format("AUTH{} at {} failed: {}", s.user.empty() ? "" : " as " + s.user, store,
+      why = fmt::format("AUTH{} at {} failed: {}", s.user.empty() ? "" : " as " + s.user, addr,
                         r ? r->str : ctx_->errstr);
       return close(), why;
     }
   }
-  return load_script();
+  if (s.sentinel()) {
+    // The Sentinels' word is checked with the node's own: right after a failover a
+    // Sentinel may still name the old primary, come back as a replica.
+    Reply r(static_cast<redisReply*>(redisCommand(ctx_, "ROLE")));
+    bool master = r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 && r->element[0]->type == REDIS_REPLY_STRING &&
+                  std::string_view(r->element[0]->str, r->element[0]->len) == "master";
+    if (!master) {
+      std::string why = fmt::format("{} named {} the primary, but its ROLE is not master{}", node_.sentinel, addr,
+                                    r && r->type == REDIS_REPLY_ERROR ? ": " + std::string(r->str, r->len).substr(0, 200) : "");
+      lost("ROLE not master");
+      return why;
+    }
+  }
+  if (std::string why = load_script(); !why.empty()) return why;
+  if (s.sentinel() && !known_.empty() && known_ != addr) {
+    node_.failovers++;
+    node_.last_failover_unix_ns = unix_now_ns();
+    node_.last_from = known_;
+    node_.last_to = addr;
+    node_.last_reason = ask_reason_.empty() ? "connection lost" : ask_reason_;
+  }
+  known_ = addr;
+  node_.primary = addr;
+  ask_reason_.clear();
+  cautious_calls_ = live_before_ ? kCautiousCalls : 0;
+  return {};
 }
 
 std::string RedisConn::load_script() {
@@ -129,9 +189,24 @@ std::string RedisConn::load_script() {
   return {};
 }
 
-std::string RedisConn::lease(const std::string& key_prefix, const std::vector<std::string>& args, size_t rules,
+std::string RedisConn::lease(const std::string& key_prefix, const std::vector<std::string>& given, size_t rules,
                              LeaseReply& out) {
   if (!ctx_) return "not connected";
+  std::vector<std::string> args = given;
+  if (cautious_calls_ > 0 && live_before_ > 1 && args.size() == 4 + 4 * rules) {
+    // The first calls on a new connection ask for at most an equal share of the hosts
+    // counted before: the hosts that have not reached the new store yet still run at
+    // their fallback (cap / those hosts), and a share level computed from the first
+    // callers alone would give these the whole cap on top.
+    uint64_t period_us = std::strtoull(args[2].c_str(), nullptr, 10);
+    for (size_t r = 0; r < rules; ++r) {
+      uint64_t cap = std::strtoull(args[4 + 4 * r].c_str(), nullptr, 10);
+      uint64_t want = std::strtoull(args[5 + 4 * r].c_str(), nullptr, 10);
+      uint64_t share = static_cast<uint64_t>(static_cast<double>(cap) * static_cast<double>(period_us) / 1e6 / live_before_);
+      if (share < 1) share = 1;
+      if (want > share) args[5 + 4 * r] = std::to_string(share);
+    }
+  }
   for (int attempt = 0; attempt < 2; ++attempt) {
     std::vector<const char*> argv{"EVALSHA", sha_.c_str(), "1", key_prefix.c_str()};
     std::vector<size_t> lens{7, sha_.size(), 1, key_prefix.size()};
@@ -139,7 +214,7 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
     Reply r(static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
     if (!r) {
       std::string why = fmt::format("{}: {}", store_, ctx_->errstr[0] ? ctx_->errstr : "no reply");
-      close();
+      lost("connection lost");
       return why;
     }
     if (r->type == REDIS_REPLY_ERROR) {
@@ -148,7 +223,11 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
         if (std::string why = load_script(); !why.empty()) return why;
         continue;
       }
-      close();
+      // A primary demoted to a replica (READONLY), or a node still loading its data:
+      // the primary is elsewhere, or soon will be; a Sentinel store asks again.
+      if (err.rfind("READONLY", 0) == 0) lost("-READONLY");
+      else if (err.rfind("LOADING", 0) == 0) lost("-LOADING");
+      else close();
       return fmt::format("{}: {}", store_, err.substr(0, 200));
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 + 2 * rules) {
@@ -163,6 +242,11 @@ std::string RedisConn::lease(const std::string& key_prefix, const std::vector<st
       return fmt::format("{}: bad live host count or clash flag in the lease reply", store_);
     }
     out.live = static_cast<uint32_t>(live);
+    if (cautious_calls_ > 0) {
+      --cautious_calls_;
+      if (out.live < live_before_) out.live = live_before_;
+    }
+    live_before_ = out.live;
     out.clash = clash == 1;
     out.granted.assign(rules, 0);
     out.fleet_used.assign(rules, 0);
@@ -185,7 +269,7 @@ std::string RedisConn::command(const std::vector<std::string>& args, std::vector
   Reply r(static_cast<redisReply*>(redisCommandArgv(ctx_, static_cast<int>(argv.size()), argv.data(), lens.data())));
   if (!r) {
     std::string why = fmt::format("{}: {}", store_, ctx_->errstr);
-    close();
+    lost("connection lost");
     return why;
   }
   auto text = [](const redisReply* e) {

@@ -18,6 +18,19 @@
 // two agents call with one id (or one restarting over and over: worth saying too).
 // Ten, not one or two: two agents on a starved machine miss periods. It is kept in the
 // `clash` hash and returned for thirty periods after.
+//
+// Lost state: a GCRA found missing (a new primary that lacks the last writes: Redis
+// replicates asynchronously; a store restarted empty; a new fleet) or untouched for
+// three periods (no host of the fleet reached this store: an outage, a failover, while
+// every host ran at its grant, then its fallback) starts a depth behind: the store's
+// clock is taken as if it stood a depth ahead, so the first grants grow at the cap's
+// rate from that call on and a failover costs under the cap, never a fresh depth on
+// top of what the hosts used meanwhile. A live fleet calls every period, so a GCRA it
+// uses is never that old. When every want fits under the cap, the level kept for the
+// period is the larger of the largest want and an equal part of the cap, where it was
+// unbounded (-1). The keys and their meaning are those of release 0.2.0: an older
+// script sharing them during a rolling upgrade reads such a TAT as a spent depth, and
+// such a level as a level; this one reads an older script's -1 as unbounded, as it did.
 #include "fleet/fleet_script.h"
 
 namespace bonsai::ctl {
@@ -80,7 +93,7 @@ for r = 1, n do
   if not lt or not level or not fleet_used or now < lt or now - lt >= period then
     -- The level: wants below it are granted whole, the rest split what they leave.
     local nz = redis.call('ZCARD', wz)
-    local left, i, done = cap, 0, false
+    local left, i, done, mw = cap, 0, false, 0
     level = -1
     while not done and i < nz do
       local c = redis.call('ZRANGE', wz, i, i + 999, 'WITHSCORES')
@@ -90,9 +103,15 @@ for r = 1, n do
         local share = left / (nz - i)
         if w > share then level = share done = true break end
         left = left - w
+        mw = w
         i = i + 1
       end
     end
+    -- Every want fits: the level bounds a host whose want rises before the next
+    -- level all the same, at the larger of the largest want and an equal part of the
+    -- cap (not unbounded: after a time under the cap the GCRA holds a whole depth, and
+    -- one host could take it in one period on top of the others' grants).
+    if level < 0 and nz > 0 then level = math.max(mw, cap / nz) end
     fleet_used = 0
     for _, u in ipairs(redis.call('HVALS', uk)) do fleet_used = fleet_used + (tonumber(u) or 0) end
     redis.call('HSET', lv, 't', f(now), 'level', level < 0 and '-1' or string.format('%.3f', level), 'used', f(fleet_used))
@@ -100,7 +119,8 @@ for r = 1, n do
   if level < 0 then level = math.huge end
   for _, k in ipairs({wz, uk, lv}) do redis.call('PEXPIRE', k, ttl) end
   local tk = rk .. 'tat'
-  local tat = tonumber(redis.call('GET', tk)) or now
+  local tat = tonumber(redis.call('GET', tk))
+  if not tat or tat < now - 3 * period then tat = now + 2 * period end
   if tat < now then tat = now end
   tat = tat + repay * 1000000 / rate
   if tat > now + 100 * period then tat = now + 100 * period end

@@ -13,6 +13,7 @@
 #include "fleet/fleet_script.h"
 #include "config/fleet_trusted.h"
 #include "segment/shm_client.h"
+#include "stat/stat_fleet.h"
 #include "stat/stat_text.h"
 
 namespace bonsai::ctl {
@@ -29,7 +30,7 @@ uint64_t to_u64(const std::string& s) {
 }  // namespace
 
 int stat_fleet_view(const std::string& service, bool json) {
-  // It connects and sends a password as the caller: the store, the password file and the
+  // It connects and sends a password as the caller: the store, the password files and the
   // namespace come from the caller's own trusted configuration, never from the segment.
   if (ctl_other_user())
     usage_error("stat --fleet connects to the service's store as you: run it as the service's user, not with --user");
@@ -46,7 +47,8 @@ int stat_fleet_view(const std::string& service, bool json) {
   const std::string& store = t.fleet.store;
   const uint32_t period_ms = t.fleet.period_ms;
   RedisConn redis;
-  if (std::string why = redis.ensure(store, password_file, 1'000'000'000); !why.empty()) runtime_error(why);
+  if (std::string why = redis.ensure(store, password_file, 1'000'000'000, t.fleet.sentinel_password_file); !why.empty())
+    runtime_error(why);
   std::string p = fleet_key_prefix(fleet_ns, service);
   std::vector<std::string> now, live;
   if (std::string why = redis.command({"TIME"}, now); !why.empty() || now.size() != 2) runtime_error("TIME: " + why);
@@ -115,6 +117,17 @@ int stat_fleet_view(const std::string& service, bool json) {
                          human_bytes(total[r]));
   }
   doc["rules"] = std::move(rs);
+  // The node this view read (for a Sentinel store: the primary the Sentinels named) and
+  // what this host's agent saw: failovers, time on the fallback (fleet_status.h).
+  const StoreNodeStatus& node = redis.node_status();
+  doc["primary"] = node.primary;
+  if (!node.sentinel.empty()) doc["sentinel"] = node.sentinel;
+  table += fmt::format("  store node read: {}{}\n", node.primary,
+                       node.sentinel.empty() ? "" : fmt::format(" (primary, named by Sentinel {})", node.sentinel));
+  if (FleetAgentStatus a; fleet_status_read(service, a)) {
+    doc["agent"] = nlohmann::ordered_json::parse(fleet_agent_status_json(a));
+    table += fleet_agent_status_table(a);
+  }
   if (json) fmt::print("{}\n", doc.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
   else fmt::print("{}", table);
   return kExitOk;

@@ -7,11 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/limit_parse.h"
+#include "segment/shm_client.h"
 #include "stat/stat_text.h"
 
 namespace bonsai::ctl {
 
 namespace {
+std::string ago_text(uint64_t unix_ns) {
+  uint64_t now = unix_now_ns();
+  return now > unix_ns ? fmt::format("{:.1f} s ago", static_cast<double>(now - unix_ns) / 1e9) : "just now";
+}
+
 std::string rate_text(uint64_t units_per_s, RateUnit u) {
   return u == RateUnit::Calls ? fmt::format("{}/s", units_per_s) : human_bytes(static_cast<double>(units_per_s)) + "/s";
 }
@@ -66,6 +72,34 @@ std::string fleet_json(const FleetStat& f) {
   return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
 
+std::string fleet_agent_status_table(const FleetAgentStatus& s) {
+  std::string out = fmt::format("  this host's agent (pid {}): store node {}{}\n", s.agent_pid,
+                                s.node.primary.empty() ? "none answering" : s.node.primary,
+                                s.node.sentinel.empty() ? "" : fmt::format(" (primary, named by Sentinel {})", s.node.sentinel));
+  if (s.node.failovers)
+    out += fmt::format("  last failover seen {}: {} -> {} ({}), {} in all\n", ago_text(s.node.last_failover_unix_ns),
+                       s.node.last_from, s.node.last_to, s.node.last_reason, s.node.failovers);
+  out += fmt::format("  on the fallback {:.1f} s in all{}{}\n", static_cast<double>(s.fallback_total_ms) / 1000,
+                     s.fallback_last_ms ? fmt::format(", the last time {:.1f} s", static_cast<double>(s.fallback_last_ms) / 1000) : "",
+                     s.fallback_since_unix_ns ? fmt::format(", ON IT NOW since {}", ago_text(s.fallback_since_unix_ns)) : "");
+  return out;
+}
+
+std::string fleet_agent_status_json(const FleetAgentStatus& s) {
+  nlohmann::ordered_json j = {{"agent_pid", s.agent_pid},
+                              {"primary", s.node.primary},
+                              {"sentinel", s.node.sentinel},
+                              {"failovers", s.node.failovers},
+                              {"last_failover_unix_ns", s.node.last_failover_unix_ns},
+                              {"last_failover_from", s.node.last_from},
+                              {"last_failover_to", s.node.last_to},
+                              {"last_failover_reason", s.node.last_reason},
+                              {"fallback_total_ms", s.fallback_total_ms},
+                              {"fallback_last_ms", s.fallback_last_ms},
+                              {"on_fallback", s.fallback_since_unix_ns != 0}};
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 void fleet_prometheus(std::string& out, const std::vector<LabeledStat>& services) {
   bool any = false;
   for (const auto& s : services) any = any || s.stat->fleet.enabled;
@@ -92,6 +126,33 @@ void fleet_prometheus(std::string& out, const std::vector<LabeledStat>& services
          [](const FleetStat& f) { return f.failures; });
   family({"bonsai_fleet_fallbacks_total", "counter", "Times a process found the lease run out and applied the fallback."},
          [](const FleetStat& f) { return f.lib_fallbacks; });
+  // The agent's status file: this user's services only (another user's agent keeps its own).
+  std::vector<std::pair<const LabeledStat*, FleetAgentStatus>> agent;
+  for (const auto& s : services) {
+    FleetAgentStatus a;
+    if (s.stat->fleet.enabled && s.user.empty() && fleet_status_read(s.stat->service, a)) agent.emplace_back(&s, a);
+  }
+  if (!agent.empty()) {
+    out += "# HELP bonsai_fleet_store_primary_info The store node this host's agent leases from (primary: HOST:PORT, \"\" "
+           "while none answers).\n# TYPE bonsai_fleet_store_primary_info gauge\n";
+    for (const auto& [s, a] : agent)
+      out += fmt::format("bonsai_fleet_store_primary_info{} 1\n",
+                         lab(*s, ",primary=\"" + prom_label_escape(a.node.primary) + "\",sentinel=\"" +
+                                     prom_label_escape(a.node.sentinel) + "\""));
+    out += "# HELP bonsai_fleet_store_failovers_total Changes of the primary this host's agent has seen.\n"
+           "# TYPE bonsai_fleet_store_failovers_total counter\n";
+    for (const auto& [s, a] : agent) out += fmt::format("bonsai_fleet_store_failovers_total{} {}\n", lab(*s, ""), a.node.failovers);
+    out += "# HELP bonsai_fleet_store_last_failover_timestamp_seconds When this host's agent last saw the primary change "
+           "(0: never).\n# TYPE bonsai_fleet_store_last_failover_timestamp_seconds gauge\n";
+    for (const auto& [s, a] : agent)
+      out += fmt::format("bonsai_fleet_store_last_failover_timestamp_seconds{} {:.3f}\n", lab(*s, ""),
+                         static_cast<double>(a.node.last_failover_unix_ns) / 1e9);
+    out += "# HELP bonsai_fleet_fallback_seconds_total Time this host ran on its fallback (the lease lapsed, no grant).\n"
+           "# TYPE bonsai_fleet_fallback_seconds_total counter\n";
+    for (const auto& [s, a] : agent)
+      out += fmt::format("bonsai_fleet_fallback_seconds_total{} {:.3f}\n", lab(*s, ""),
+                         static_cast<double>(a.fallback_total_ms) / 1000);
+  }
   struct PerRule { const char* name; const char* help; uint64_t FleetRuleStat::*field; bool per_period; };
   for (const PerRule& pr : {PerRule{"bonsai_fleet_cap_per_second", "The fleet-wide cap, by rule.", &FleetRuleStat::cap, false},
                             PerRule{"bonsai_fleet_grant_per_second", "This host's grant, by rule.", &FleetRuleStat::grant, true},

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "abi/fleet_abi.h"
 #include "config/fleet_trusted.h"
 #include "config/yaml_load.h"
 
@@ -36,6 +37,18 @@ ServiceConfig web() {
                                 "      period: 100ms\n      password_file: /etc/bonsai/redis.pass\n"
                                 "      namespace: shop\n      expected_hosts: 8\n    limits:\n"
                                 "      - {calls: [write], rate: 8MiB/s, fd: socket}\n      - {calls: [read], rate: 100/s}\n",
+                                "f.yaml", diags);
+  REQUIRE(diags.empty());
+  return cfg.services.at(0);
+}
+
+ServiceConfig web_sentinel() {
+  std::vector<Diag> diags;
+  Config cfg = yaml_load_string("version: 1\nservices:\n  web:\n    fleet:\n"
+                                "      store: redis+sentinel://u@127.0.0.1:26390,127.0.0.1:26391/main\n"
+                                "      password_file: /etc/bonsai/redis.pass\n"
+                                "      sentinel_password_file: /etc/bonsai/sentinel.pass\n"
+                                "    limits:\n      - {calls: [write], rate: 8MiB/s}\n",
                                 "f.yaml", diags);
   REQUIRE(diags.empty());
   return cfg.services.at(0);
@@ -93,4 +106,34 @@ TEST_CASE("fleet_trusted: what load writes the agent reads back exactly", "[flee
   CHECK_FALSE(fleet_trusted_write(svc, seg).empty());
   close(seg), close(other);
   unlink(seg_path), unlink(other_path);
+}
+
+TEST_CASE("fleet_trusted: the Sentinels' password file is kept and bounded as the data nodes'", "[fleet_trusted]") {
+  Prefix prefix;
+  char seg_path[] = "/tmp/trustunit.segXXXXXX";
+  int seg = mkstemp(seg_path);
+  REQUIRE(seg >= 0);
+  ServiceConfig svc = web_sentinel();
+  REQUIRE(fleet_trusted_write(svc, seg).empty());
+  FleetTrusted t;
+  std::string why;
+  REQUIRE(fleet_trusted_read("web", t, why) == 1);
+  CHECK(t.fleet.store == "redis+sentinel://u@127.0.0.1:26390,127.0.0.1:26391/main");
+  CHECK(t.fleet.password_file == "/etc/bonsai/redis.pass");
+  CHECK(t.fleet.sentinel_password_file == "/etc/bonsai/sentinel.pass");
+  // A line the reader would not accept from `load`: the whole file refused.
+  std::string file = fleet_dir() + "/svc.web";
+  for (std::string bad : {std::string("sentinel_password_file relative/path\n"),
+                          "sentinel_password_file /" + std::string(kFleetPathMax, 'a') + "\n",
+                          std::string("sentinel_password_file \n")}) {
+    REQUIRE(fleet_trusted_write(svc, seg).empty());
+    int fd = open(file.c_str(), O_WRONLY | O_APPEND);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, bad.data(), bad.size()) == static_cast<ssize_t>(bad.size()));
+    close(fd);
+    CHECK(fleet_trusted_read("web", t, why) == -1);
+    CHECK(why.find("load` its file again") != std::string::npos);
+  }
+  close(seg);
+  unlink(seg_path);
 }
