@@ -9,7 +9,7 @@
 # timeout: 60
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
-fleet_setup 4 8 "1 2 3 4" 25
+fleet_setup 4 8 "1 2 3 4" 40
 [ "$(fleet_field 1 'd["fleet"]["state"]')" = leased ] || fail "no lease before the outage: $(fleet_field 1 'd["fleet"]')"
 
 kill -STOP "$REDIS_PID"
