@@ -6,10 +6,10 @@
 # keeps at least most of its share in every second (never stalled). Resumed: leases
 # again. Restarted empty on the same port, and its scripts flushed (NOSCRIPT): the
 # agents load the script again and lease on.
-# timeout: 60
+# timeout: 120
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
-fleet_setup 4 8 "1 2 3 4" 40
+fleet_setup 4 8 "1 2 3 4" 90
 [ "$(fleet_field 1 'd["fleet"]["state"]')" = leased ] || fail "no lease before the outage: $(fleet_field 1 'd["fleet"]')"
 
 kill -STOP "$REDIS_PID"

@@ -94,7 +94,7 @@ if [ -n "$BB" ]; then
 fi
 
 # (f) stat lists the child as supervised while it runs
-"$CTL" run -s f -l "writes=${CAP}B/s" -- sh -c "$P write $T/of 4M > /dev/null" 2> "$T/f.err" &
+"$CTL" run -s f -l "writes=${CAP}B/s" -- sh -c "$P write $T/of 8M > /dev/null" 2> "$T/f.err" &
 pid=$!
 cleanup_hooks+=("kill $pid 2>/dev/null")
 wait_attached f 2
