@@ -121,7 +121,7 @@ note "child ended with $(cat "$T/g.out") after its supervisor was killed"
 
 # (h) seccomp refused: the child runs unlimited, said on stderr and in stat
 if [ -n "$BB" ]; then
-  "$PRE/no_seccomp" "$CTL" run -s h -l 'writes=1MiB/s' -- sh -c "$BB sleep 1.5" 2> "$T/h.err" &
+  "$PRE/no_seccomp" "$CTL" run -s h -l 'writes=1MiB/s' -- sh -c "$BB sleep 4" 2> "$T/h.err" &
   pid=$!
   cleanup_hooks+=("kill $pid 2>/dev/null")
   sleep 0.7
