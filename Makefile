@@ -31,7 +31,7 @@ LIB_SRC     := $(wildcard libbonsai/sys/*.cc) $(ABI_SRC) $(wildcard libbonsai/bu
                libbonsai/runtime/*.cc libbonsai/log/*.cc libbonsai/interpose/*.cc \
                libbonsai/interpose/compressed/*.cc)
 # bonsaictl's rooms, lowest first (each includes only those below it, checked the same
-# way): base segment config stat fleet serve supervisor launch cmd, then main.cc.
+# way): base segment config stat fleet protect serve supervisor launch cmd, then main.cc.
 CTL_SRC     := $(wildcard bonsaictl/*.cc bonsaictl/*/*.cc)
 UNIT_SRC    := $(wildcard tests/unit/*.cc)
 PRELOAD_SRC := $(wildcard tests/preload/*.c)

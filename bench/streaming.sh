@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Event-loop servers under a cap (issue #35; the BONSAI paper's Fig 11). Each server starts
 # on a free 127.0.0.1 port in a service scope, `bonsaictl run -s S --scope service -l
-# 'writes=CAP:fd=socket' -- SERVER` (bench/lib/eventloop_servers.sh: nginx sendfile on,
+# 'writes=CAP:fd=socket' -- SERVER` (tests/scenarios/eventloop_servers.sh: nginx sendfile on,
 # nginx sendfile off, node, python3 asyncio, a static Go net/http.FileServer, supervised).
-# N clients (bench/lib/paced_clients.py, one process) each read a large file at their own
+# N clients (tests/scenarios/paced_clients.py, one process) each read a large file at their own
 # 250 KB/s (2 Mbit/s) for SECS seconds, all from one instant; meanwhile a prober fetches a
 # 1 KiB file PROBES times with curl, spread over the run, and records each time_total.
 # Per server: aggregate (what the clients received) against the cap, the server's writes as
@@ -39,7 +39,7 @@
 # STREAM_COMP_POLICY, STREAM_COMP_LEVELS (BONSAI_COMPRESS_POLICY, _LEVELS for the compressing
 # servers; unset: the defaults).
 source "$(dirname "$0")/lib/common.sh"
-source "$BENCH_DIR/lib/eventloop_servers.sh"
+source "$BENCH_DIR/../tests/scenarios/eventloop_servers.sh"
 service_bench streaming
 command -v curl >/dev/null || die "curl not installed (make deps)"
 
@@ -118,7 +118,7 @@ run_one() {
     el_stop "$cur"
     return 0
   fi
-  ${rx[@]+"${rx[@]}"} "$PY" "$BENCH_DIR/lib/paced_clients.py" 127.0.0.1 "$port" "$path" "$n" "$rate" "$secs" >"$dir/clients" 2>"$dir/clients.err" &
+  ${rx[@]+"${rx[@]}"} "$PY" "$BENCH_DIR/../tests/scenarios/paced_clients.py" 127.0.0.1 "$port" "$path" "$n" "$rate" "$secs" >"$dir/clients" 2>"$dir/clients.err" &
   local cl=$!
   [ "$cap" = - ] || "$CTL" stat "$svc" --json >"$dir/stat.a" 2>/dev/null
   (  # PROBES 1 KiB requests from 0.5 s to secs - 1 s, each on its own (a slow one delays none)

@@ -1,31 +1,22 @@
 // SPDX-License-Identifier: MIT
-// The supervisor's held calls: a notification not answered yet because its buckets'
-// debt is not paid (until a deadline), or because it is a receive that would block
-// (until its socket has data, then charged by what is there). Released calls are
-// counted as throttled, with the time they were held. A held zero-copy call the
-// supervisor makes itself (sv_emulate.h) is made when it is released.
+// The supervisor's held calls (sv_held.h).
+#include "supervisor/sv_held.h"
+
 #include <seccomp.h>
 #include <unistd.h>
 
 #include <algorithm>
 
-#include "supervisor/sv_loop.h"
-
 namespace bonsai::ctl {
 
-void Loop::hold(Held h, Proc& p) {
-  ++stats_.deferred;
-  if (h.lfd < 0) h.lfd = fd_;
+void SvHeldQueue::hold(const Held& h, Proc& p) {
+  ++deferred_;
   if (p.slot) slot_wait_enter(p.slot);
   held_.push_back(h);
 }
 
-void Loop::release(Held& h, Proc* p, uint64_t now) {
-  fd_ = h.lfd;  // answered on the listener it came from
-  if (!p) {
-    auto it = procs_.find(h.tgid);
-    p = it == procs_.end() ? nullptr : &it->second;
-  }
+void SvHeldQueue::release(Held& h, uint64_t now, SvLedger& ledger, SvHeldGo& go) {
+  Proc* p = ledger.proc_find(h.tgid);
   if (p && p->slot) {
     slot_wait_leave(p->slot);
     auto c = static_cast<size_t>(h.call);
@@ -33,91 +24,57 @@ void Loop::release(Held& h, Proc* p, uint64_t now) {
       uint64_t waited = now > h.since ? now - h.since : 1;
       p->slot->counters.throttled[c].fetch_add(1, std::memory_order_relaxed);
       p->slot->counters.wait_ns[c].fetch_add(waited, std::memory_order_relaxed);
-      wait_hist_add(&seg_.seg().wait_hist, h.call, waited);  // p->slot is null once the segment is lost
+      wait_hist_add(&ledger.shm().wait_hist, h.call, waited);  // p->slot is null once the segment is lost
     }
   }
   if (h.wait_fd >= 0) ::close(h.wait_fd);
   h.wait_fd = -1;
-  if (h.emu.nr >= 0) {
-    if (!h.paced && emu_held_) --emu_held_;
-    return emulate(h, now);
-  }
-  if (h.timed.nr >= 0) {
-    auto tit = threads_.find(h.tid);
-    if (p && tit != threads_.end()) return timed_go(h, tit->second, *p);
-  }
-  respond(h.id);
-}
-
-void Loop::emulate(Held& h, uint64_t now) {
-  if (h.lfd >= 0) fd_ = h.lfd;
-  auto pit = procs_.find(h.tgid);
-  auto tit = threads_.find(h.tid);
-  Proc* p = pit == procs_.end() ? nullptr : &pit->second;
-  Thread* th = tit == threads_.end() ? nullptr : &tit->second;
-  // Interrupted (a signal: the call restarts as a new notification) or killed: not made.
-  bool valid = seccomp_notify_id_valid(fd_, h.id) == 0;
-  int64_t r = valid ? sv_emu_perform(h.emu, h.tid) : 0;
-  sv_emu_close(h.emu);
-  h.emu.nr = -1;
-  uint64_t moved = r > 0 ? static_cast<uint64_t>(r) : 0;
-  if (th && p) {  // a gone thread's debt went with it: nothing to give back
-    for (int i = 0; i < 2; ++i) {
-      const BucketParams* bp = view_.params(h.bucket[i]);
-      if (!bp || bp->per_call) continue;  // a call-rate bucket: the call is made (or was tried)
-      SvSettle s = sv_settle(h.reserved[i], moved);  // an emulated call moves at most what it reserved
-      if (!s.give_back) continue;
-      // A paced call's units were taken directly, not owed: nothing of the thread's debt to forget.
-      if (h.paced) bucket_give_back(state(*p, h.bucket[i]), *bp, s.give_back, now);
-      else give_back(*th, *p, h.bucket[i], s.give_back, now);
-    }
-  }
-  if (p) count(*p, h.call, 0, moved);
-  if (valid) respond_value(h.id, r);
+  if (h.emu.nr >= 0 && !h.paced && emu_held_) --emu_held_;
+  go.held_go(h, p, now);
 }
 
 // Calls whose debt is paid, or whose socket has data, go.
-void Loop::release_due(uint64_t now) {
-  if (!orphans_.empty() && now >= orphan_wake_) orphan_wake_ = pay_orphans(now);
+void SvHeldQueue::release_due(uint64_t now, SvLedger& ledger, SvHeldGo& goer) {
+  ledger.pay_orphans_due(now);
   for (size_t i = 0; i < held_.size();) {
     Held& h = held_[i];
     bool go = h.deadline && now >= h.deadline;
     if (go && !h.paced) {  // paid down: unless this thread still owes its buckets a piece
-      auto pit = procs_.find(h.tgid);
-      auto tit = threads_.find(h.tid);
-      if (pit != procs_.end() && tit != threads_.end()) {
-        h.deadline = hold_until(tit->second, pit->second, h.bucket, now);
+      Proc* p = ledger.proc_find(h.tgid);
+      Thread* th = ledger.thread_find(h.tid);
+      if (p && th) {
+        h.deadline = ledger.hold_until(*th, *p, h.bucket, now);
         go = !h.deadline;
       }
     }
     if (!go && h.wait_fd >= 0) {
       pollfd one{h.wait_fd, POLLIN, 0};
       if (::poll(&one, 1, 0) > 0) {  // data (or EOF, an error): charge what is there
-        auto pit = procs_.find(h.tgid);
-        auto tit = threads_.find(h.tid);
+        Proc* p = ledger.proc_find(h.tgid);
+        Thread* th = ledger.thread_find(h.tid);
         long q = sv_bytes_queued(h.wait_fd);
         uint64_t est = q > 0 ? std::min<uint64_t>(h.asked, static_cast<uint64_t>(q)) : 0;
         ::close(h.wait_fd);
         h.wait_fd = -1;
-        if (pit != procs_.end() && tit != threads_.end()) {
-          charge(tit->second, h.bucket[0], est);
-          charge(tit->second, h.bucket[1], est);
-          count(pit->second, h.call, 0, est);
-          h.deadline = hold_until(tit->second, pit->second, h.bucket, now);
+        if (p && th) {
+          ledger.charge(*th, h.bucket[0], est);
+          ledger.charge(*th, h.bucket[1], est);
+          ledger.count(*p, h.call, 0, est);
+          h.deadline = ledger.hold_until(*th, *p, h.bucket, now);
         }
         go = !h.deadline;
       } else if (seccomp_notify_id_valid(h.lfd, h.id) != 0) {  // interrupted or killed
         ::close(h.wait_fd);
         h.wait_fd = -1;
-        auto pit = procs_.find(h.tgid);
-        if (pit != procs_.end() && pit->second.slot) slot_wait_leave(pit->second.slot);
+        Proc* p = ledger.proc_find(h.tgid);
+        if (p && p->slot) slot_wait_leave(p->slot);
         held_[i] = held_.back();
         held_.pop_back();
         continue;
       }
     }
     if (go) {
-      release(h, nullptr, now);
+      release(h, now, ledger, goer);
       held_[i] = held_.back();
       held_.pop_back();
       continue;
@@ -126,8 +83,8 @@ void Loop::release_due(uint64_t now) {
   }
 }
 
-uint64_t Loop::held_timeout(uint64_t now, std::vector<pollfd>& fds) const {
-  uint64_t wake = orphans_.empty() ? 0 : orphan_wake_;
+uint64_t SvHeldQueue::timeout(uint64_t now, uint64_t orphan_wake, std::vector<pollfd>& fds) const {
+  uint64_t wake = orphan_wake;
   bool waiting_fd = false;
   for (const Held& h : held_) {
     if (h.deadline && (!wake || h.deadline < wake)) wake = h.deadline;
@@ -139,6 +96,47 @@ uint64_t Loop::held_timeout(uint64_t now, std::vector<pollfd>& fds) const {
   for (const Held& h : held_)
     if (h.wait_fd >= 0) fds.push_back(pollfd{h.wait_fd, POLLIN, 0});
   return timeout_ns;
+}
+
+void SvHeldQueue::drop_listener(int lfd, SvLedger& ledger) {
+  for (size_t k = 0; k < held_.size();) {
+    Held& h = held_[k];
+    if (h.lfd != lfd) {
+      ++k;
+      continue;
+    }
+    if (h.wait_fd >= 0) ::close(h.wait_fd);
+    if (h.emu.nr >= 0 && !h.paced && emu_held_) --emu_held_;
+    sv_emu_close(h.emu);
+    Proc* p = ledger.proc_find(h.tgid);
+    if (p && p->slot) slot_wait_leave(p->slot);
+    held_[k] = held_.back();
+    held_.pop_back();
+  }
+}
+
+void SvHeldQueue::follow(const uint8_t to[kMaxRules], uint64_t now, SvLedger& ledger) {
+  auto renumber = [&](uint8_t b) { return b < kMaxRules ? to[b] : kNoBucket; };
+  for (Held& h : held_) {
+    for (uint8_t& b : h.bucket) b = renumber(b);
+    if (h.paced) {  // its place was taken in the old clock: kept (a removed rule lets it go)
+      if (h.bucket[0] == kNoBucket && h.bucket[1] == kNoBucket) h.deadline = now;
+      continue;
+    }
+    if (!h.deadline) continue;  // a receive waiting for data: charged when it comes
+    Proc* p = ledger.proc_find(h.tgid);
+    Thread* th = ledger.thread_find(h.tid);
+    h.deadline = !p || !th ? now : ledger.hold_until(*th, *p, h.bucket, now);
+    if (!h.deadline) h.deadline = now;  // goes at the loop's next pass
+  }
+}
+
+void SvHeldQueue::clear() {
+  for (auto& h : held_) {
+    if (h.wait_fd >= 0) ::close(h.wait_fd);
+    sv_emu_close(h.emu);
+  }
+  held_.clear();
 }
 
 }  // namespace bonsai::ctl

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
-// The loop's step for a call on a descriptor that must not wait (see sv_turn.h for the
-// sizes of its turn): its place taken in the bucket's queue, the call held until the
-// place is due, then made cut to it or let go whole.
-#include "supervisor/sv_turn.h"
+// The supervisor's paced writes (sv_pace.h): a call on a descriptor that must not wait
+// takes its place in the bucket's queue (sv_turn.h for the sizes of its turn), and is
+// held until the place is due, then made cut to it or let go whole.
+#include "supervisor/sv_pace.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>
@@ -12,22 +12,22 @@
 
 #include <algorithm>
 
-#include "supervisor/sv_loop.h"
+#include "supervisor/sv_turn.h"
 
 namespace bonsai::ctl {
-bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc& p, Held& h, uint64_t asked,
-                uint64_t now) {
-  const auto* a = req.data.args;
+
+SvPaceWay SvPacer::pace(const SvSyscall& sc, const __u64 a[6], bool compat, Thread& th, Proc& p, Held& h,
+                        uint64_t asked, uint64_t now) {
   // Writes with a destination and a size, one message at a time (sendmmsg and tee keep
   // their own shapes; reads are reserved and settled as before).
   if (!sc.is_write || sc.fd_arg < 0 || sc.moved == SvMoved::Unit || sc.nr == SYS_sendmmsg || sc.nr == SYS_tee)
-    return false;
-  if (asked == 0 || (!view_.params(h.bucket[0]) && !view_.params(h.bucket[1]))) return false;
+    return SvPaceWay::No;
+  if (asked == 0 || (!lim_.params(h.bucket[0]) && !lim_.params(h.bucket[1]))) return SvPaceWay::No;
   bool dontwait = (sc.nr == SYS_sendto && (a[3] & MSG_DONTWAIT)) || (sc.nr == SYS_sendmsg && (a[2] & MSG_DONTWAIT)) ||
                   (sc.nr == SYS_splice && (a[5] & SPLICE_F_NONBLOCK));
   // A zero-copy call whose source cannot wait either is made here, cut to its place.
-  bool cuttable = sc.src_fd_arg >= 0 && !compat_ && sv_emu_prepare(sc, a, p.pidfd, UINT64_MAX, h.emu);
-  if (sc.src_fd_arg >= 0 && !cuttable) return false;
+  bool cuttable = sc.src_fd_arg >= 0 && !compat && sv_emu_prepare(sc, a, p.pidfd, UINT64_MAX, h.emu);
+  if (sc.src_fd_arg >= 0 && !cuttable) return SvPaceWay::No;
   int out = cuttable ? h.emu.out_fd : sv_fd_copy(p.pidfd, static_cast<int>(a[sc.fd_arg]));
   struct stat st{};
   int fl = out >= 0 && ::fstat(out, &st) == 0 ? ::fcntl(out, F_GETFL) : -1;
@@ -35,16 +35,16 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   if (fl < 0 || !sv_must_not_wait(st.st_mode, fl, dontwait)) {
     sv_emu_close(h.emu);
     h.emu = SvEmu{};
-    return false;
+    return SvPaceWay::No;
   }
-  pay(th, p, now, false);  // what the thread owes from earlier calls: taken, not waited for
+  ledger_.pay(th, p, now, false);  // what the thread owes from earlier calls: taken, not waited for
   uint64_t key = (static_cast<uint64_t>(st.st_dev) << 40) ^ static_cast<uint64_t>(st.st_ino);
   SvDesc& d = descs_[key];
   uint64_t queue_ns = 0;  // the longest queue of its buckets
   int bytes = 0, byte_i = 0;  // its byte buckets: how many, the last one
   for (int i = 0; i < 2; ++i)
-    if (const BucketParams* bp = view_.params(h.bucket[i])) {
-      uint64_t tat = state(p, h.bucket[i]).tat_ns.load(std::memory_order_relaxed);
+    if (const BucketParams* bp = lim_.params(h.bucket[i])) {
+      uint64_t tat = ledger_.state(p, h.bucket[i]).tat_ns.load(std::memory_order_relaxed);
       queue_ns = std::max(queue_ns, tat > now ? tat - now : 0);
       if (!bp->per_call) ++bytes, byte_i = i;
     }
@@ -54,9 +54,9 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   // instead: its debt is taken in pieces, each when due.
   if (!cuttable)
     for (int i = 0; i < 2; ++i)
-      if (const BucketParams* bp = view_.params(h.bucket[i]);
+      if (const BucketParams* bp = lim_.params(h.bucket[i]);
           bp && queue_ns + bucket_cost_ns(*bp, asked == UINT64_MAX ? 0 : asked) > bp->max_ahead_ns / 2)
-        return false;
+        return SvPaceWay::No;
   bool light = sv_pace_light(d.last_place, now, queue_ns);
   d.last_use = now;
   uint64_t need = cuttable ? h.emu.count : asked;
@@ -65,19 +65,19 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
   h.deadline = 0;
   if (bytes == 1) {  // its turn, with the descriptor's credit in that bucket
     uint8_t b = h.bucket[byte_i];
-    if (d.bucket != b || d.seq != view_.seq) d.credit = 0, d.bucket = b, d.seq = view_.seq;
-    SvTurn t = sv_pace_turn(state(p, b), *view_.params(b), need, cuttable, light, d.credit, now, share_host(b));
-    share_borrowed(b, t.borrowed);
+    if (d.bucket != b || d.seq != lim_.view().seq) d.credit = 0, d.bucket = b, d.seq = lim_.view().seq;
+    SvTurn t = sv_pace_turn(ledger_.state(p, b), *lim_.params(b), need, cuttable, light, d.credit, now, lim_.share_host(b));
+    lim_.share_borrowed(b, t.borrowed);
     queued |= t.queued;
     h.deadline = t.due;
     h.reserved[byte_i] = bound = t.moves;
   }
-  uint64_t units = sv_pace_units(need, cuttable, view_.params(h.bucket[0]), view_.params(h.bucket[1]));
+  uint64_t units = sv_pace_units(need, cuttable, lim_.params(h.bucket[0]), lim_.params(h.bucket[1]));
   for (int i = 0; i < 2; ++i) {  // call-rate buckets; both byte buckets (no credit kept)
-    const BucketParams* bp = view_.params(h.bucket[i]);
+    const BucketParams* bp = lim_.params(h.bucket[i]);
     if (!bp || (bytes == 1 && !bp->per_call)) continue;
-    SvPlace pl = sv_pace_take(state(p, h.bucket[i]), *bp, need, units, units, light, now, share_host(h.bucket[i]));
-    share_borrowed(h.bucket[i], pl.borrowed ? pl.units : 0);
+    SvPlace pl = sv_pace_take(ledger_.state(p, h.bucket[i]), *bp, need, units, units, light, now, lim_.share_host(h.bucket[i]));
+    lim_.share_borrowed(h.bucket[i], pl.borrowed ? pl.units : 0);
     queued |= pl.queued;
     h.deadline = std::max(h.deadline, pl.due);
     h.reserved[i] = bp->per_call ? 0 : pl.units;
@@ -94,26 +94,27 @@ bool Loop::pace(const SvSyscall& sc, const seccomp_notif& req, Thread& th, Proc&
     }
   } else {
     // Let go whole: it took all it asks (one turn when that is unknown), settled after by
-    // what moved as any write (sv_charge.cc). Under call-rate buckets only it took its
+    // what moved as any write (sv_ledger.cc). Under call-rate buckets only it took its
     // unit, and its bytes are counted as asked.
     if (bound == UINT64_MAX) {
-      count(p, h.call, 0, asked == UINT64_MAX ? 0 : asked);
+      ledger_.count(p, h.call, 0, asked == UINT64_MAX ? 0 : asked);
     } else {
-      count(p, h.call, 0, bound);
+      ledger_.count(p, h.call, 0, bound);
       if (sc.moved == SvMoved::WriteChar) {
-        io_baseline(th);
-        th.owed = Owed{true, sc.moved, h.call, {h.bucket[0], h.bucket[1]}, asked, bound, view_.seq, bound};
+        ledger_.io_baseline(th);
+        th.owed = Owed{true, sc.moved, h.call, {h.bucket[0], h.bucket[1]}, asked, bound, lim_.view().seq, bound};
       }
     }
   }
-  if (!h.deadline) {
-    if (cuttable) emulate(h, now);
-    else respond(h.id);
-    return true;
-  }
+  if (!h.deadline) return cuttable ? SvPaceWay::Make : SvPaceWay::Go;
   if (pc) pc->held_ns[c].fetch_add(h.deadline - now, std::memory_order_relaxed);
-  hold(h, p);
-  return true;
+  return SvPaceWay::Hold;
 }
+
+void SvPacer::sweep(uint64_t now) {
+  for (auto it = descs_.begin(); it != descs_.end();)
+    it = now - it->second.last_use > 10 * kPaceLightAfterNs ? descs_.erase(it) : std::next(it);
+}
+
 
 }  // namespace bonsai::ctl

@@ -1,11 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Programs that join a running supervisor (abi/sv_join.h, issue 49): the service's
-// later static and Go children hand their listeners to the supervisor already running
-// for the service instead of starting one each. The supervisor sends a connecting
-// program of its own user and pid namespace (sv_rendezvous.h) the filter for the
-// limits in force, then takes its listener and stderr; each listener is a tree of its
-// own (Listener), answered on its own descriptor (Held::lfd); the supervisor's messages
-// go to the newest tree's stderr.
+// The supervisor's trees and the programs that join it (sv_serve.h).
 #include <fcntl.h>
 #include <seccomp.h>
 #include <sys/ioctl.h>
@@ -13,13 +7,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <linux/seccomp.h>
 
 #include "abi/sv_join.h"
 #include "supervisor/sv_filter.h"
-#include "supervisor/sv_loop.h"
+#include "supervisor/sv_serve.h"
+#include "supervisor/sv_syscalls.h"
 #include "supervisor/sv_rendezvous.h"
 #include "sys/clock.h"
 
@@ -34,7 +30,7 @@
 
 namespace bonsai::ctl {
 
-void Loop::listener_add(int fd, int err_fd) {
+void SvJoinServer::listener_add(int fd, int err_fd) {
   // Each notified call waits for our answer: a synchronous wake-up shortens that round
   // trip (best effort: an older kernel says EINVAL and wakes as before).
   (void)::ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
@@ -43,23 +39,8 @@ void Loop::listener_add(int fd, int err_fd) {
   stderr_follow();
 }
 
-void Loop::listener_drop(size_t i) {
+void SvJoinServer::listener_drop(size_t i) {
   int fd = listeners_[i].fd;
-  // Calls held from an ended tree: their tasks are gone; nothing to answer.
-  for (size_t k = 0; k < held_.size();) {
-    Held& h = held_[k];
-    if (h.lfd != fd) {
-      ++k;
-      continue;
-    }
-    if (h.wait_fd >= 0) ::close(h.wait_fd);
-    if (h.emu.nr >= 0 && !h.paced && emu_held_) --emu_held_;
-    sv_emu_close(h.emu);
-    auto pit = procs_.find(h.tgid);
-    if (pit != procs_.end() && pit->second.slot) slot_wait_leave(pit->second.slot);
-    held_[k] = held_.back();
-    held_.pop_back();
-  }
   ::close(fd);
   if (listeners_[i].err_fd >= 0) ::close(listeners_[i].err_fd);
   listeners_.erase(listeners_.begin() + static_cast<long>(i));
@@ -69,7 +50,7 @@ void Loop::listener_drop(size_t i) {
 
 // fd 2 is the newest live tree's stderr, or /dev/null: a lingering supervisor keeps no
 // pipe of an ended program open (a shell's `$(...)` or `| tee` would wait for it).
-void Loop::stderr_follow() {
+void SvJoinServer::stderr_follow() {
   int err = listeners_.empty() ? -1 : listeners_.back().err_fd;
   if (err >= 0) {
     ::dup3(err, 2, 0);
@@ -82,13 +63,14 @@ void Loop::stderr_follow() {
   }
 }
 
-bool Loop::join_filter() {
-  if (!view_.usable || lost_ || (view_.lim.set.count == 0 && !protect_calls_)) return false;  // the trampoline decides then
-  if (join_seq_ == view_.seq && !join_bpf_.empty()) return true;
+bool SvJoinServer::join_filter() {
+  const SvView& view = lim_.view();
+  if (!view.usable || lim_.lost() || (view.lim.set.count == 0 && !lim_.protect_calls())) return false;  // the trampoline decides then
+  if (join_seq_ == view.seq && !join_bpf_.empty()) return true;
   join_bpf_.clear();
   std::string why;
   scmp_filter_ctx ctx =
-      sv_filter_build(sv_notified_syscalls(view_.lim.set, protect_calls_), serve_.deny_io_uring, 0, why);
+      sv_filter_build(sv_notified_syscalls(view.lim.set, lim_.protect_calls()), serve_.deny_io_uring, 0, why);
   if (!ctx) return false;
   int mfd = static_cast<int>(::memfd_create("bonsai-sv-bpf", MFD_CLOEXEC));
   bool ok = mfd >= 0 && seccomp_export_bpf(ctx, mfd) == 0;
@@ -103,15 +85,15 @@ bool Loop::join_filter() {
   }
   if (mfd >= 0) ::close(mfd);
   if (!ok) join_bpf_.clear();
-  join_seq_ = view_.seq;
+  join_seq_ = view.seq;
   return ok;
 }
 
-void Loop::join_accept() {
+void SvJoinServer::join_accept() {
   for (int k = 0; k < 16; ++k) {
     int c = ::accept4(serve_.accept_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
     if (c < 0) return;
-    view_refresh();
+    lim_.refresh();
     // Only the supervisor's own user joins (its buckets are that user's service's), from
     // its pid namespace: the calls of a process it cannot see would go uncharged.
     bool ok = sv_rendezvous_peer_ok(c) && join_filter() &&
@@ -125,7 +107,7 @@ void Loop::join_accept() {
   }
 }
 
-void Loop::join_receive(Joiner& j) {
+void SvJoinServer::join_receive(Joiner& j) {
   char byte;
   iovec v{&byte, 1};
   alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))];
@@ -157,6 +139,49 @@ void Loop::join_receive(Joiner& j) {
     return;
   }
   listener_add(fds[0], fds[1]);
+}
+
+bool SvJoinServer::finished(uint64_t now) const {
+  return listeners_.empty() && joiners_.empty() && (serve_.accept_fd < 0 || now - idle_since_ >= kSvLingerNs);
+}
+
+void SvJoinServer::poll_fds(std::vector<pollfd>& fds, size_t& nl, size_t& nj) const {
+  for (const Listener& l : listeners_) fds.push_back(pollfd{l.fd, POLLIN, 0});
+  nl = fds.size();
+  if (serve_.accept_fd >= 0) fds.push_back(pollfd{serve_.accept_fd, POLLIN, 0});
+  nj = fds.size();
+  for (const Joiner& j : joiners_) fds.push_back(pollfd{j.fd, POLLIN, 0});
+}
+
+uint64_t SvJoinServer::timeout(uint64_t now, uint64_t timeout_ns) const {
+  if (listeners_.empty()) timeout_ns = std::min(timeout_ns, idle_since_ + kSvLingerNs - now);
+  if (!joiners_.empty()) timeout_ns = std::min<uint64_t>(timeout_ns, 100'000'000);
+  return timeout_ns;
+}
+
+void SvJoinServer::serve(std::vector<pollfd>& fds, size_t nl, size_t nj, int ready) {
+  // A joiner is dropped once it sent its listener or hung up (it gave up waiting for the
+  // filter: it runs the trampoline). Not on a short clock: one that has loaded the
+  // filter and is about to send would lose its listener with the socket, and its
+  // limited calls would then fail. A same-user peer that never sends goes after 30 s.
+  for (size_t i = 0; i < joiners_.size();) {
+    short ev = nj + i < fds.size() && fds[nj + i].fd == joiners_[i].fd ? fds[nj + i].revents : 0;
+    if (ev || mono_ns() - joiners_[i].since > 30'000'000'000) {
+      if (ev & POLLIN) join_receive(joiners_[i]);
+      ::close(joiners_[i].fd);
+      joiners_.erase(joiners_.begin() + static_cast<long>(i));
+      fds.erase(fds.begin() + static_cast<long>(nj + i));
+      continue;
+    }
+    ++i;
+  }
+  if (ready <= 0) return;
+  if (serve_.accept_fd >= 0 && (fds[nl].revents & POLLIN)) join_accept();
+}
+
+void SvJoinServer::close_joiners() {
+  for (Joiner& j : joiners_) ::close(j.fd);
+  joiners_.clear();
 }
 
 }  // namespace bonsai::ctl

@@ -49,15 +49,6 @@ inline uint64_t call_units(const BucketParams& p, int64_t moved) noexcept {
   return moved > 0 ? static_cast<uint64_t>(moved) : 0;
 }
 
-// When a call charged to `s` may go: 0 now, else the absolute time (the bucket's
-// clock). A clock further ahead than any legitimate debt is garbage: bucket_take
-// forgets it, so it holds nobody.
-inline uint64_t bucket_due(const BucketState& s, const BucketParams& p, uint64_t now_ns, uint64_t slack_ns) noexcept {
-  uint64_t tat = s.tat_ns.load(std::memory_order_acquire);
-  if (tat > now_ns + p.max_ahead_ns) return 0;
-  return bucket_eligible(p, tat, now_ns, slack_ns);
-}
-
 // Takes `units` for a call about to go. @return when it may go (0: now).
 inline uint64_t bucket_take_due(BucketState& s, const BucketParams& p, uint64_t units, uint64_t now_ns,
                                 uint64_t slack_ns) noexcept {

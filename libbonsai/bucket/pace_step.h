@@ -49,4 +49,21 @@ struct PaceTake {
 PaceTake pace_take(BucketState& s, const BucketParams& p, const PaceShare& share, const PaceAsk& ask,
                    uint64_t now) noexcept;
 
+// When a taker whose place in the bucket's queue ends at `tat` (what its take returned)
+// may go: 0 now, else the absolute time (bucket_eligible: within the depth, waking
+// `slack_ns` into it). The one answer for the library's takers and the supervisor's held
+// calls (bonsaictl/supervisor/sv_ledger.cc). A clock further ahead than any legitimate
+// debt (max_ahead_ns) is garbage that bucket_take forgets: it holds nobody.
+inline uint64_t pace_when(const BucketParams& p, uint64_t tat, uint64_t now_ns, uint64_t slack_ns) noexcept {
+  if (tat > now_ns + p.max_ahead_ns) return 0;
+  return bucket_eligible(p, tat, now_ns, slack_ns);
+}
+
+// When a call that holds no place yet may go: the bucket's queue as it stands (a call
+// charged nothing, or one whose next piece of debt waits for the bucket).
+inline uint64_t pace_queue_when(const BucketState& s, const BucketParams& p, uint64_t now_ns,
+                                uint64_t slack_ns) noexcept {
+  return pace_when(p, s.tat_ns.load(std::memory_order_acquire), now_ns, slack_ns);
+}
+
 }  // namespace bonsai

@@ -11,9 +11,9 @@
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd go curl
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-. "$ROOT/bench/lib/eventloop_servers.sh"  # el_build_go: the Go file server the streaming bench measures
-el_build_go "$BONSAI_BUILD/bench/bin" 2> "$T/gobuild.log" || skip "go cannot build the file server: $(tail -3 "$T/gobuild.log")"
-GOSRV=$BONSAI_BUILD/bench/bin/fileserver
+. "$ROOT/tests/scenarios/eventloop_servers.sh"  # el_build_go: the Go file server the streaming bench measures
+el_build_go "$BONSAI_BUILD/scenarios/bin" 2> "$T/gobuild.log" || skip "go cannot build the file server: $(tail -3 "$T/gobuild.log")"
+GOSRV=$BONSAI_BUILD/scenarios/bin/fileserver
 mkdir -p "$T/www"
 truncate -s 256M "$T/www/big"   # sparse: sendfile reads zero pages, no disk
 head -c 1024 /dev/urandom > "$T/www/small"

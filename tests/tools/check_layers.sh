@@ -8,7 +8,7 @@
 # A file in libbonsai/M/ may include its own module and lower ones only. bonsaictl/ is
 # in rooms, layered the same way, lowest first (CTL_ORDER below):
 #
-#   base <- segment <- config <- stat <- fleet <- serve <- supervisor <- launch <- cmd <- main.cc
+#   base <- segment <- config <- stat <- fleet <- protect <- serve <- supervisor <- launch <- cmd <- main.cc
 #
 # each may include its own room, the rooms below and sys, abi, bucket, log, shm,
 # compress (it links those, never runtime or interpose). Neither tree's files form a
@@ -34,7 +34,7 @@ done
 # bonsaictl's rooms, lowest first: each may include its own files, the rooms below it
 # and the library modules it links (sys abi bucket log shm compress; never runtime or
 # interpose). main.cc, at the top, may include any room.
-CTL_ORDER=(base segment config stat fleet serve supervisor launch cmd)
+CTL_ORDER=(base segment config stat fleet protect serve supervisor launch cmd)
 below=" sys abi bucket log shm compress"
 for r in "${CTL_ORDER[@]}"; do
   below="$below ctl/$r"

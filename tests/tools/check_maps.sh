@@ -5,7 +5,7 @@
 # bonsaictl/README.md, bench/README.md, tests/README.md, or a README.md of a folder
 # between). The trees and what counts as a source file:
 #
-#   libbonsai/ bonsaictl/ bench/ tests/tools/ tests/integration/   .cc .h .c .sh .py .go
+#   libbonsai/ bonsaictl/ bench/ tests/tools/ tests/integration/ tests/scenarios/   .cc .h .c .sh .py .go
 #
 # A file is named by its name (`tx_stream.cc`), by its unit's (X.h and X.cc are one:
 # either names both; `X.{h,cc}` and `X.*` too), or by a family pattern in backquotes
@@ -18,7 +18,7 @@ set -u
 ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT" || exit 2
 
-TREES=(libbonsai bonsaictl bench tests/tools tests/integration)
+TREES=(libbonsai bonsaictl bench tests/tools tests/integration tests/scenarios)
 EXT_RE='\.(cc|h|c|sh|py|go)$'
 
 # The repository's files (tracked and new, not ignored): a check run before a commit
@@ -33,7 +33,7 @@ declare -A EXISTS
 for f in "${ALL[@]}"; do [ -e "$f" ] && EXISTS[$f]=1; done
 
 # The map of file $1 into REPLY: the nearest README.md of its folder or a folder above,
-# up to its tree's top folder (tests/tools and tests/integration: up to tests/).
+# up to its tree's top folder (tests/tools, tests/integration, tests/scenarios: up to tests/).
 map_of() {
   local dir=${1%/*} top
   case $1 in

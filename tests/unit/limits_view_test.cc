@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "bucket/limits_view.h"
+#include "bucket/pace_step.h"
 
 #include "limits_test_util.h"
 
@@ -69,13 +70,13 @@ TEST_CASE("limits_view: when a bucket lets a call go", "[limits_view]") {
   REQUIRE(p.depth_ns == 10'000'000);
   BucketState s{};
   const uint64_t now = 5'000'000'000;
-  CHECK(bucket_due(s, p, now, kDefaultSlackNs) == 0);                        // idle
+  CHECK(pace_queue_when(s, p, now, kDefaultSlackNs) == 0);                        // idle
   CHECK(bucket_take_due(s, p, 8'000'000, now, kDefaultSlackNs) == 0);        // within the depth
   CHECK(bucket_take_due(s, p, 8'000'000, now, kDefaultSlackNs) == now + 6'000'000 + kDefaultSlackNs);
-  CHECK(bucket_due(s, p, now, kDefaultSlackNs) == now + 6'000'000 + kDefaultSlackNs);
-  CHECK(bucket_due(s, p, now + 6'000'000, kDefaultSlackNs) == 0);            // paid down to the depth
+  CHECK(pace_queue_when(s, p, now, kDefaultSlackNs) == now + 6'000'000 + kDefaultSlackNs);
+  CHECK(pace_queue_when(s, p, now + 6'000'000, kDefaultSlackNs) == 0);            // paid down to the depth
   s.tat_ns.store(now + p.max_ahead_ns + 1);                                  // garbage: holds nobody
-  CHECK(bucket_due(s, p, now, kDefaultSlackNs) == 0);
+  CHECK(pace_queue_when(s, p, now, kDefaultSlackNs) == 0);
   CHECK(bucket_take_due(s, p, 1000, now, kDefaultSlackNs) == 0);             // and is forgotten
   CHECK(s.tat_ns.load() == now + 1000);
 }

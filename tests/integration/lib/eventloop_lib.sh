@@ -1,9 +1,9 @@
 # SPDX-License-Identifier: MIT
 # Event-loop servers under a cap (issue #35), shared by t_eventloop_*.sh (sourced, not
 # run). el_case SERVER starts the real server
-# (bench/lib/eventloop_servers.sh, the servers bench/streaming.sh measures) in a service
+# (tests/scenarios/eventloop_servers.sh, the servers bench/streaming.sh measures) in a service
 # scope under `writes=1MB/s:fd=socket`, 10 clients each reading a large file at their own
-# 250 KB/s for 5 s (bench/lib/paced_clients.py; demand 2.5x the cap), and 3 requests for a
+# 250 KB/s for 5 s (tests/scenarios/paced_clients.py; demand 2.5x the cap), and 3 requests for a
 # 1 KiB file during the run. It checks, with tolerances for a loaded 2-core machine (the
 # issue's tight targets are bench/streaming.sh's): every client received something (a
 # tenth of its fair share: 50 KB; some got 512 bytes and no more from today's Go server), the
@@ -12,16 +12,16 @@
 # in socket buffers), every 1 KiB request answered within 2 s.
 . "$(dirname "${BASH_SOURCE[0]}")/ctl_lib.sh"
 EL_ROOT=$(cd "$TLIB/../../.." && pwd)
-. "$EL_ROOT/bench/lib/eventloop_servers.sh"
+. "$EL_ROOT/tests/scenarios/eventloop_servers.sh"
 EL_N=10 EL_RATE=250000 EL_CAP=1MB EL_CAP_B=1000000 EL_SECS=5
 # The Go server is built once into the build tree (a cold `go build` takes ~30 s).
-EL_BIN=$BONSAI_BUILD/bench/bin
+EL_BIN=$BONSAI_BUILD/scenarios/bin
 
 el_case() {
   local server=$1 port url py
   need_cmd curl python3
   el_have "$server" || skip "$server not installed"
-  if [ "$server" = go ]; then el_build_go "$EL_BIN" || fail "cannot build bench/go/fileserver"; fi
+  if [ "$server" = go ]; then el_build_go "$EL_BIN" || fail "cannot build tests/scenarios/go/fileserver"; fi
   el_files "$T/www" 64
   port=$(free_port)
   url=http://127.0.0.1:$port
@@ -30,7 +30,7 @@ el_case() {
   cleanup_hooks+=("el_stop $EL_PID")
   el_wait "$url/small" 15 || { tail -5 "$T/srv/$server.log" >&2; fail "$server did not answer within 15 s"; }
   py=$(el_python)
-  "$py" "$EL_ROOT/bench/lib/paced_clients.py" 127.0.0.1 "$port" /big "$EL_N" "$EL_RATE" "$EL_SECS" >"$T/clients" 2>"$T/clients.err" &
+  "$py" "$EL_ROOT/tests/scenarios/paced_clients.py" 127.0.0.1 "$port" /big "$EL_N" "$EL_RATE" "$EL_SECS" >"$T/clients" 2>"$T/clients.err" &
   local cl=$! i waits=()
   "$CTL" stat el --json >"$T/stat.a" 2>/dev/null
   for i in 1 2 3; do  # at 1.5, 2.5 and 3.5 s, each on its own

@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: MIT
-# Event-loop servers for issue #35 (sourced, not run): bench/streaming.sh and the tests
-# tests/integration/t_eventloop_*.sh start the same servers the same way. Each serves the
+# Event-loop servers (sourced, not run): bench/streaming.sh and the tests
+# tests/integration/t_eventloop_*.sh start the same servers the same way, so this
+# scenario lives where both include it (tests/scenarios/, not inside either room). Each serves the
 # files of one directory (big: a large sparse file, small: 1 KiB) on 127.0.0.1:PORT:
 #   nginx            nginx-light, master + 1 worker, daemon off, access_log off, sendfile on
 #   nginx_nosendfile the same with sendfile off (writev of its output buffers)
 #   node             http.createServer, fs.createReadStream(file).pipe(res) (libuv)
 #   asyncio          python3 asyncio streams, 64 KiB writes each followed by drain()
-#   go               a static Go net/http.FileServer (bench/go/fileserver; CGO_ENABLED=0,
+#   go               a static Go net/http.FileServer (tests/scenarios/go/fileserver; CGO_ENABLED=0,
 #                    so `bonsaictl run` supervises it)
 # Needs nothing from lib.sh or common.sh: every path comes in as an argument.
 
-EL_SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)  # bench/
+EL_SRC_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)  # tests/scenarios/
 
 # el_files WWW BIG_MIB: WWW/big (sparse, BIG_MIB MiB) and WWW/small (1 KiB of random bytes).
 el_files() {
