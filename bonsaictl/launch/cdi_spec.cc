@@ -254,6 +254,11 @@ std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<
   if (!ctl_in.empty()) y += fmt::format("    - {}\n", q("BONSAI_CTL=" + ctl_in));
   y += "  mounts:\n";
   for (const auto& m : common) put_mount(y, m, "    ");
+  // bonsai-oci-runtime's hook: a static or Go command started with the device but without
+  // the runtime is refused with the reason rather than run silently uncapped.
+  if (std::string rt = self_dir() + "/bonsai-oci-runtime"; !ctl_in.empty() && ::access(rt.c_str(), X_OK) == 0)
+    y += fmt::format("  hooks:\n    - hookName: createRuntime\n      path: {}\n      args: [\"bonsai-oci-runtime\", "
+                     "\"hook\"]\n", q(rt));
   return y;
 }
 

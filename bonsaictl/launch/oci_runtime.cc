@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <fmt/core.h>
 #include <fstream>
+#include <iostream>
 #include <linux/openat2.h>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -294,9 +295,55 @@ bool edit_bundle(const Call& c, long fd_at, int* seg_fd) {
   return changed;
 }
 
+// This program's path under the runtime's name (beside bonsaictl, as make and the
+// package put it).
+std::string self_runtime() {
+  std::string p = real_path("/proc/self/exe");
+  return p.substr(0, p.rfind('/') + 1) + "bonsai-oci-runtime";
+}
+
+// `bonsai-oci-runtime hook`: the CDI spec's createRuntime hook (run on the host by the
+// runtime with the container's state on stdin). A device used without bonsai's runtime
+// would run a static or Go command out of every cap's reach and out of `stat`'s sight:
+// the start is refused with the reason instead (never silently uncapped). With the
+// runtime (or `sv-exec` written in the command) the command is the supervisor and
+// passes. Anything the hook cannot read lets the container start (fail open).
+int oci_hook() {
+  try {
+    json state = json::parse(std::cin);
+    std::string bundle = state.value("bundle", "");
+    std::ifstream in(bundle + "/config.json");
+    if (bundle.empty() || !in) return 0;
+    json cfg = json::parse(in);
+    const json& proc = cfg["process"];
+    const json& env = proc["env"];
+    if (!proc.contains("args") || !proc["args"].is_array() || proc["args"].empty() || !proc["args"][0].is_string())
+      return 0;
+    std::string cmd = proc["args"][0].get<std::string>();
+    std::string ctl = env_get(env, "BONSAI_CTL");
+    if (env_get(env, "BONSAI_SERVICE").empty() || cmd == ctl) return 0;
+    std::string rootfs = cfg["root"].value("path", "rootfs");
+    if (rootfs.empty() || rootfs[0] != '/') rootfs = bundle + "/" + rootfs;
+    int pfd = open_command(rootfs, cmd, proc.value("cwd", "/"), env_get(env, "PATH"));
+    if (pfd < 0) return 0;
+    ProgramKind kind = program_kind(fmt::format("/proc/self/fd/{}", pfd).c_str(), GoLook::Sections);
+    ::close(pfd);
+    if (kind != ProgramKind::Static && kind != ProgramKind::Go) return 0;
+    fmt::print(stderr, "bonsai: {} is a {} program: the bonsai.dev/service device alone cannot cap it (it would run "
+               "WITHOUT LIMITS); run the container with bonsai's runtime (podman --runtime {}) or give the command as "
+               "{} sv-exec {} ... (docs/containers.md)\n", cmd, kind == ProgramKind::Go ? "Go" : "static",
+               self_runtime(), ctl.empty() ? "/run/bonsai/sv/bonsaictl" : ctl, cmd);
+    return 1;
+  } catch (const std::exception& e) {
+    say(fmt::format("hook: {} (the container starts)", e.what()));
+    return 0;
+  }
+}
+
 }  // namespace
 
 int oci_runtime_main(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "hook") == 0) return oci_hook();
   std::vector<std::string> a(argv, argv + argc);
   Call c = parse(a);
   if (c.cmd && (a[c.cmd] == "create" || a[c.cmd] == "run") && c.preserve >= 0 && c.preserve < 4096) {
