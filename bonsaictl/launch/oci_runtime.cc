@@ -188,9 +188,6 @@ bool has_mount(const json& mounts, const std::string& dest, std::string* source)
   return false;
 }
 
-// A descriptor number is free if nothing is open there.
-bool fd_free(int n) { return fcntl(n, F_GETFD) < 0 && errno == EBADF; }
-
 // Descriptors systemd socket activation hands runc (it passes them on before ours).
 long listen_fds() {
   const char* pid = std::getenv("LISTEN_PID");
@@ -252,7 +249,10 @@ bool edit_bundle(const Call& c, long fd_at, int* seg_fd) {
   // 1. The segment, for whatever uid the container's processes run as.
   std::string why;
   int fd = open_segment(source, static_cast<unsigned>(owner), why);
-  if (fd >= 0 && fd_free(static_cast<int>(fd_at))) {
+  // A descriptor already at `fd_at` is one the engine leaked to the runtime (Docker's shim:
+  // its socket, fd 3): runc uses none by number beyond those it passes on, so ours
+  // replaces it in this process only.
+  if (fd >= 0) {
     json kept = json::array();
     for (const auto& e : env)
       if (!(e.is_string() && e.get<std::string>().rfind("BONSAI_SHM_FD=", 0) == 0)) kept.push_back(e);
@@ -261,10 +261,6 @@ bool edit_bundle(const Call& c, long fd_at, int* seg_fd) {
     *seg_fd = fd;
     changed = true;
   } else {
-    if (fd >= 0) {
-      ::close(fd);
-      why = fmt::format("descriptor {} is taken", fd_at);
-    }
     say(fmt::format("service '{}': {}: a container user other than uid {} runs WITHOUT the service's limits",
                     service, why, owner));
   }
