@@ -41,7 +41,7 @@ start=$(now_ns)
 "$CTL" sv-exec "$T/dd" if=/dev/zero of=/dev/null bs=64k count=64 2> "$T/dd.err" || fail "dd: $(cat "$T/dd.err")"
 secs=$(secs_since "$start")
 ! grep -q 'WITHOUT LIMITS\|NOT limited' "$T/dd.err" || fail "dd: $(cat "$T/dd.err")"
-check_rate "busybox dd through sv-exec PROGRAM (writes=2MiB/s)" $((4 * MiB)) "$secs" $((2 * MiB)) 0.8 1.15
+check_rate "busybox dd through sv-exec PROGRAM (writes=2MiB/s)" $((4 * MiB)) "$secs" $((2 * MiB)) 0.7 1.15
 bytes=$(total_bytes w write)
 [ "$bytes" -ge $((4 * MiB)) ] && [ "$bytes" -lt $((4 * MiB + 512)) ] || fail "the host counted $bytes bytes, not 4 MiB"
 exit 0
