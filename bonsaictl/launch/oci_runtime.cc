@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "abi/program_kind.h"
+#include "abi/shm_abi.h"
 
 namespace bonsai::ctl {
 namespace {
@@ -136,10 +137,16 @@ int open_segment(const std::string& source, unsigned owner, std::string& why) {
     ::close(fd);
     fd = high;
   }
+  // What a container's processes of any uid will hold: only a segment (its magic first;
+  // the library checks the rest), never another private file of the owner's a mount
+  // happens to name.
   struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner || (st.st_mode & 077) || st.st_size < 4096) {
+  uint64_t magic = 0;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner || (st.st_mode & 077) ||
+      st.st_size < static_cast<off_t>(sizeof(ShmSegment)) || pread(fd, &magic, sizeof magic, 0) != sizeof magic ||
+      magic != kShmMagic) {
     ::close(fd);
-    why = fmt::format("{} is not a segment of uid {} (a private regular file)", source, owner);
+    why = fmt::format("{} is not a segment of uid {} (a private regular file that begins as one)", source, owner);
     return -1;
   }
   return fd;
