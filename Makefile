@@ -32,7 +32,7 @@ LIB_SRC     := $(wildcard libbonsai/sys/*.cc) $(ABI_SRC) $(wildcard libbonsai/bu
                libbonsai/interpose/compressed/*.cc)
 # bonsaictl's rooms, lowest first (each includes only those below it, checked the same
 # way): base segment config stat fleet protect serve supervisor launch cmd, then main.cc.
-CTL_SRC     := $(wildcard bonsaictl/*.cc bonsaictl/*/*.cc)
+CTL_SRC     := $(filter-out bonsaictl/sv_main.cc bonsaictl/sv_fmt.cc,$(wildcard bonsaictl/*.cc bonsaictl/*/*.cc))
 UNIT_SRC    := $(wildcard tests/unit/*.cc)
 PRELOAD_SRC := $(wildcard tests/preload/*.c)
 
@@ -76,13 +76,14 @@ LIB_CXXFLAGS += -fno-math-errno
 LIBBONSAI := $(OUT)/libbonsai.so
 BONSAICTL := $(OUT)/bonsaictl
 CDI_CTL   := $(OUT)/cdi/bonsaictl
+OCI_RUNTIME := $(OUT)/bonsai-oci-runtime
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
 .PHONY: all lib ctl deps test test-layers test-maps test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
 all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
-ctl: $(BONSAICTL) $(CDI_CTL)
+ctl: $(BONSAICTL) $(CDI_CTL) $(OCI_RUNTIME)
 
 $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 	@mkdir -p $(@D)
@@ -183,15 +184,22 @@ CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt -lhi
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS)
-# The same bonsaictl for containers (issue #47, docs/containers.md): it loads through
-# /run/bonsai/sv/lib, where a bonsai.dev/service device mounts the host's loader and the
-# libraries bonsaictl needs (DT_RPATH, not RUNPATH: it also rules their own needs), so
-# the supervisor runs in any image, whatever its libc. `cdi generate` mounts it.
-$(CDI_CTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
+# The supervisor for containers (docs/containers.md): one static program that runs
+# `sv-exec` and nothing else (bonsaictl/sv_main.cc), so that a device mounts it alone and
+# no host library: it runs in any image, whatever its libc, or none. bonsaictl's objects
+# archived, so that the link takes only those sv-exec reaches; Debian's libseccomp.a and
+# libyaml-cpp.a; fmt's compiled part from its headers (bonsaictl/sv_fmt.cc: Debian has no
+# libfmt.a).
+$(OBJ)/sv/libctl.a: $(CTL_LIB_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)interp=$$(readelf -lW /bin/sh | sed -n 's/.*interpreter: \(.*\)]/\1/p'); \
-	  $(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS) -Wl,--dynamic-linker=/run/bonsai/sv/lib/$${interp##*/} \
-	  -Wl,--disable-new-dtags -Wl,-rpath,/run/bonsai/sv/lib
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
+$(CDI_CTL): $(OBJ)/bonsaictl/sv_main.o $(OBJ)/bonsaictl/sv_fmt.o $(OBJ)/sv/libctl.a
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT) -static -o $@ $^ -lyaml-cpp -lseccomp -lrt -lpthread
+
+# The OCI runtime in front of runc (docs/containers.md): bonsaictl under another name.
+$(OCI_RUNTIME): $(BONSAICTL)
+	$(call say,LN,$@)ln -f $< $@
 
 # ---- tests ----
 $(OBJ)/tests/%.o: tests/%.cc
@@ -303,7 +311,7 @@ DEB_PACKAGES := g++ make libseccomp-dev libyaml-cpp-dev libfmt-dev catch2 libzst
                 libmicrohttpd-dev libgnutls28-dev libcrypt-dev openssl apache2-utils \
                 prometheus tmux nlohmann-json3-dev \
                 dpkg-dev debhelper lintian scdoc man-db bash-completion nginx-light redis-server redis-sentinel libhiredis-dev nodejs \
-                mmdebstrap musl-tools podman runc
+                mmdebstrap musl-tools podman runc docker.io
 deps:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -366,6 +374,8 @@ install: all $(INSTALLED_CTL) man
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(SYSCONFDIR)/bonsai
 	install -m 0755 $(INSTALLED_CTL) $(DESTDIR)$(BINDIR)/bonsaictl
+	@# The OCI runtime in front of runc (docs/containers.md): bonsaictl under that name.
+	ln -sfn bonsaictl $(DESTDIR)$(BINDIR)/bonsai-oci-runtime
 	install -m 0644 $(LIBBONSAI) $(DESTDIR)$(PKGLIBDIR)/libbonsai.so
 	@# Both builds, laid out for the loaders to choose (libc-layout above, docs/libc.md).
 	install -d '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib64
@@ -385,7 +395,7 @@ install: all $(INSTALLED_CTL) man
 	  else install -m 0644 packaging/bonsai.yaml $$f; fi
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
+	rm -f $(DESTDIR)$(BINDIR)/bonsaictl $(DESTDIR)$(BINDIR)/bonsai-oci-runtime $(DESTDIR)$(PKGLIBDIR)/libbonsai.so $(DESTDIR)$(COMPDIR)/bonsaictl \
 	  '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so \
 	  $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so $(DESTDIR)$(PKGLIBDIR)/cdi/bonsaictl \
 	  $(foreach m,$(MAN_SRC:packaging/man/%.scd=%),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(m)) \
@@ -406,4 +416,4 @@ deb: all
 clean:
 	rm -rf build
 
--include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(UNIT_OBJ:.o=.d) $(MUSL_LIB_OBJ:.o=.d)
+-include $(LIB_OBJ:.o=.d) $(CTL_OBJ:.o=.d) $(OBJ)/bonsaictl/sv_main.d $(OBJ)/bonsaictl/sv_fmt.d $(UNIT_OBJ:.o=.d) $(MUSL_LIB_OBJ:.o=.d)

@@ -2,6 +2,8 @@
 // `bonsaictl cdi generate [--output FILE]`: the CDI spec of this user's services
 // (issue #47, docs/containers.md), so that `podman run --device bonsai.dev/service=NAME`
 // makes a container's processes members of the host's service NAME.
+#include <cctype>
+#include <cstring>
 #include <fmt/core.h>
 
 #include "cmd/commands.h"
@@ -10,9 +12,34 @@
 namespace bonsai::ctl {
 namespace {
 
+// A word as the shell reads it back: single-quoted unless it holds only safe characters.
+std::string shell_word(const std::string& w) {
+  bool plain = !w.empty();
+  for (unsigned char c : w)
+    plain = plain && (std::isalnum(c) || std::strchr("-_./=:,+@%", c));
+  if (plain) return w;
+  std::string out = "'";
+  for (char c : w) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// `cdi docker-args NAME`: the docker run options of NAME's device, as shell words.
+int cmd_docker_args(const Args& args) {
+  if (args.size() != 2) usage_error("cdi docker-args needs one SERVICE");
+  std::vector<std::string> notes;
+  std::vector<std::string> words = cdi_docker_args(args[1], notes);
+  for (const auto& note : notes) fmt::print(stderr, "bonsaictl cdi: {}\n", note);
+  std::string line;
+  for (const auto& w : words) line += (line.empty() ? "" : " ") + shell_word(w);
+  fmt::print("{}\n", line);
+  return kExitOk;
+}
+
 int cmd_cdi(const Args& args) {
+  if (!args.empty() && args[0] == "docker-args") return cmd_docker_args(args);
   if (args.empty() || args[0] != "generate")
-    usage_error(args.empty() ? "cdi needs a subcommand: generate" : fmt::format("unknown cdi subcommand '{}'", args[0]));
+    usage_error(args.empty() ? "cdi needs a subcommand: generate, docker-args"
+                             : fmt::format("unknown cdi subcommand '{}'", args[0]));
   std::string output = kCdiDefaultOutput;
   for (size_t i = 1; i < args.size(); ++i) {
     if (args[i] == "--output" || args[i] == "-o") output = option_value(args, i);
@@ -31,7 +58,7 @@ int cmd_cdi(const Args& args) {
 
 }  // namespace
 
-extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE]",
+extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE] | cdi docker-args SERVICE",
                              "Writes a Container Device Interface spec of kind bonsai.dev/service with one\n"
                              "device per service of this user (under BONSAI_SHM_PREFIX, as ls lists them):\n"
                              "podman run --device bonsai.dev/service=NAME IMAGE CMD runs CMD as a process\n"
@@ -42,6 +69,9 @@ extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE]",
                              "Another user's services (--user NAME) are devices NAME:u<uid>. A segment that\n"
                              "fails bonsaictl's checks (owner, mode, type, a link) is no device.\n"
                              "load and rm rewrite the specs it wrote in /etc/cdi and /var/run/cdi.\n"
+                             "docker-args SERVICE prints the docker run options that do what the device\n"
+                             "does, as shell words, for Docker without CDI:\n"
+                             "eval \"docker run $(bonsaictl cdi docker-args web) IMAGE CMD\"\n"
                              "exit status: 0 written, 1 no services or not writable, 2 usage error or\n"
                              "FILE another's spec\n",
                              cmd_cdi};

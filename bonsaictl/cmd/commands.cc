@@ -12,6 +12,7 @@
 #include "base/diag.h"
 #include "compress/wire_format.h"
 #include "segment/shm_client.h"
+#include "launch/oci_runtime.h"
 #include "launch/sv_exec.h"
 
 namespace bonsai::ctl {
@@ -81,6 +82,12 @@ void user_option_take(Args& args) {
 }  // namespace
 
 int ctl_main(int argc, char** argv) {
+  // The same program under the name bonsai-oci-runtime is an OCI runtime (oci_runtime.h):
+  // runc's arguments, never bonsaictl's.
+  if (argc >= 1 && argv[0]) {
+    std::string_view self = argv[0];
+    if (self.substr(self.rfind('/') + 1) == "bonsai-oci-runtime") return oci_runtime_main(argc, argv);
+  }
   if (argc < 2) return usage(stderr), kExitUsage;
   std::string_view name = argv[1];
   if (name == "help" || name == "--help" || name == "-h") {

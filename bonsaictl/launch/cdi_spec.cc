@@ -11,7 +11,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/core.h>
-#include <link.h>
 #include <memory>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -90,19 +89,10 @@ std::vector<Mount> library_mounts(std::vector<std::string>& notes) {
   return out;
 }
 
-// The shared objects this very process runs with (bonsaictl's loader and libraries,
-// found as the loader found them: the name searched for, the soname).
-int collect_object(dl_phdr_info* info, size_t, void* data) {
-  auto* out = static_cast<std::vector<std::string>*>(data);
-  if (info->dlpi_name && std::strchr(info->dlpi_name, '/')) out->emplace_back(info->dlpi_name);
-  return 0;
-}
-
-// The supervisor: bonsaictl linked to load from /run/bonsai/sv/lib (Makefile: cdi/bonsaictl
-// beside the library, build/ or the installed library folder), with the host's loader and every
-// library it needs mounted there read-only. Empty (and a note) if there is none.
+// The supervisor: build/cdi/bonsaictl (or the installed PKGLIBDIR/cdi/bonsaictl), beside
+// the library, else beside bonsaictl: one static program (Makefile), mounted alone: no
+// library of the host's goes into a container. Empty (and a note) if there is none.
 std::vector<Mount> supervisor_mounts(std::string& ctl_in, std::vector<std::string>& notes) {
-  // Beside the library (build/cdi/, or the installed PKGLIBDIR/cdi/), else beside bonsaictl.
   std::string lib = library_find();
   std::vector<std::string> places{lib.substr(0, lib.rfind('/')) + "/cdi/bonsaictl", self_dir() + "/cdi/bonsaictl"};
   std::string sv;
@@ -117,36 +107,14 @@ std::vector<Mount> supervisor_mounts(std::string& ctl_in, std::vector<std::strin
                                 places[0]));
     return {};
   }
-  ProgramLoader loader;
-  program_kind(sv.c_str(), GoLook::Notes, nullptr, 0, &loader);
-  std::string want = std::string(kSvDir) + "/lib/";
-  if (std::strncmp(loader.interp, want.c_str(), want.size()) != 0) {
-    notes.push_back(fmt::format("{} does not load through {} (its loader is '{}'): static and Go programs in "
+  if (program_kind(sv.c_str(), GoLook::Notes) != ProgramKind::Static) {
+    notes.push_back(fmt::format("{} is not a static program (make builds it so): static and Go programs in "
                                 "containers are NOT limited",
-                                sv, want, loader.interp));
-    return {};
-  }
-  std::vector<std::string> objects;
-  dl_iterate_phdr(collect_object, &objects);
-  std::vector<Mount> out{{sv, std::string(kSvDir) + "/bonsaictl"}};
-  bool have_loader = false;
-  for (const auto& o : objects) {
-    std::string name = base_name(o);
-    if (name == base_name(loader.interp)) have_loader = true;
-    bool dup = false;
-    for (const auto& m : out) dup = dup || base_name(m.in) == name;
-    // By the name the loader found it under (the soname's link): a library upgraded in
-    // place keeps the spec valid; the link is followed when the container starts.
-    if (!dup) out.push_back({o, want + name});
-  }
-  if (!have_loader) {
-    notes.push_back(fmt::format("the supervisor's loader {} is not this bonsaictl's: static and Go programs in "
-                                "containers are NOT limited",
-                                loader.interp));
+                                sv));
     return {};
   }
   ctl_in = std::string(kSvDir) + "/bonsaictl";
-  return out;
+  return {{sv, ctl_in}};
 }
 
 void put_mount(std::string& y, const Mount& m, const char* indent) {
@@ -286,7 +254,39 @@ std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<
   if (!ctl_in.empty()) y += fmt::format("    - {}\n", q("BONSAI_CTL=" + ctl_in));
   y += "  mounts:\n";
   for (const auto& m : common) put_mount(y, m, "    ");
+  // bonsai-oci-runtime's hook: a static or Go command started with the device but without
+  // the runtime is refused with the reason rather than run silently uncapped.
+  if (std::string rt = self_dir() + "/bonsai-oci-runtime"; !ctl_in.empty() && ::access(rt.c_str(), X_OK) == 0)
+    y += fmt::format("  hooks:\n    - hookName: createRuntime\n      path: {}\n      args: [\"bonsai-oci-runtime\", "
+                     "\"hook\"]\n", q(rt));
   return y;
+}
+
+std::vector<std::string> cdi_docker_args(const std::string& service, std::vector<std::string>& notes) {
+  std::vector<std::string> refused;
+  std::vector<std::string> services = device_services(refused);
+  if (std::find(services.begin(), services.end(), service) == services.end()) {
+    std::string why;
+    for (const auto& n : refused)
+      if (n.find("'" + service + "'") != std::string::npos) why = ": " + n;
+    runtime_error(fmt::format("no service '{}' of {} to give a container (see bonsaictl ls){}", service,
+                              user_text(ctl_uid()), why));
+  }
+  std::string seg = segment_path(service);
+  std::vector<Mount> mounts{{link_dir() + "/" + base_name(seg), segment_name(seg), true, false}};
+  for (auto& m : library_mounts(notes)) mounts.push_back(std::move(m));
+  std::string ctl_in;
+  for (auto& m : supervisor_mounts(ctl_in, notes)) mounts.push_back(std::move(m));
+  std::vector<std::string> out;
+  // --mount, not -v: a `:` in a path cannot split it. Docker's binds take no nosuid/nodev.
+  for (const auto& m : mounts)
+    out.push_back(fmt::format("--mount=type=bind,source={},target={}{}", m.host, m.in, m.rw ? "" : ",readonly"));
+  out.push_back("--env=BONSAI_SERVICE=" + service);
+  out.push_back(fmt::format("--env=LD_PRELOAD={}/$LIB/libbonsai.so", kInDir));
+  out.push_back(fmt::format("--env=BONSAI_SHM_UID={}", ctl_uid()));
+  if (!shm_prefix().empty()) out.push_back("--env=BONSAI_SHM_PREFIX=" + shm_prefix());
+  if (!ctl_in.empty()) out.push_back("--env=BONSAI_CTL=" + ctl_in);
+  return out;
 }
 
 namespace {

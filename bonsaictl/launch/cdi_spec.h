@@ -14,9 +14,9 @@
 //   file kept in a folder of the spec writer's (/dev/shm/<prefix>bonsai-cdi.<euid>), never
 //   a path another user can replace. The user's host segment (shares) is not mounted: a
 //   container's processes run at their guaranteed rates (docs/shares.md);
-// - the supervisor for static and Go programs: bonsaictl linked to load through
-//   /run/bonsai/sv/lib (its loader and libraries, the host's, mounted read-only), named
-//   by BONSAI_CTL, so the library's exec wrappers start it as on the host.
+// - the supervisor for static and Go programs: one static program (build/cdi/bonsaictl:
+//   sv-exec alone), mounted read-only at /run/bonsai/sv/bonsaictl and named by BONSAI_CTL,
+//   so the library's exec wrappers start it as on the host. No library of the host's.
 // Device names: the writer's own services by their names, another user's (root's --user)
 // as NAME:u<uid>. Specs written by `cdi generate` begin with a marker line naming the uid
 // and prefix; a file without the same marker is never overwritten; `load` and `rm`
@@ -47,6 +47,12 @@ std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<
 // written (an empty spec is refused by some runtimes) and a generated one there is
 // removed. `notes` gets the segments refused. Throws CtlError. @return the number of devices.
 size_t cdi_generate(const std::string& output, std::vector<std::string>& notes);
+
+// The `docker run` options that do what `service`'s device does, for Docker without CDI
+// (before 25): a --mount per mount of the device (the segment's link, made here as
+// `generate` makes it), an -e per variable. Throws CtlError when `service` has no segment
+// that passes the checks. `notes`: what the flags lack (no musl build, no supervisor).
+std::vector<std::string> cdi_docker_args(const std::string& service, std::vector<std::string>& notes);
 
 // After `load` or `rm`: rewrites (or removes, with no service left) every spec in the
 // CDI folders that `cdi generate` made for ctl_uid() and shm_prefix() and that this

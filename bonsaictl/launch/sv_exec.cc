@@ -75,13 +75,29 @@ int foreign_libc_exec(const char* path, char** prog_argv, const std::string& ser
 int sv_exec_main(int argc, char** argv) {
   bool foreign = argc >= 1 && std::strcmp(argv[0], "--libc") == 0;
   if (foreign) ++argv, --argc;
-  if (argc < 2 || std::strcmp(argv[0], "--") != 0) {
-    fmt::print(stderr, "usage: bonsaictl sv-exec [--libc] -- PATH [ARGV...] (internal: what the library runs a "
-                       "static or Go program through, or one whose libc takes no build of the library)\n");
+  const char* path = nullptr;
+  char** prog_argv = nullptr;
+  std::string found;
+  if (!foreign && argc >= 1 && std::strcmp(argv[0], "--") != 0) {
+    // The public form: PROGRAM and its arguments as written (argv[0] is PROGRAM), PROGRAM
+    // looked up in PATH as a shell would when it has no slash.
+    found = std::strchr(argv[0], '/') ? std::string(argv[0]) : command_resolve(argv[0]);
+    if (found.empty()) {
+      fmt::print(stderr, "bonsai: cannot run {}: not found in PATH\n", argv[0]);
+      return 127;
+    }
+    path = found.c_str();
+    prog_argv = argv;
+  } else if (argc >= 2 && std::strcmp(argv[0], "--") == 0) {
+    // The library's trampoline form (what processes of every release run): PATH, then the
+    // whole argv the program was executed with, its argv[0] included.
+    path = argv[1];
+    prog_argv = argv + 2;
+  } else {
+    fmt::print(stderr, "usage: bonsaictl sv-exec PROGRAM [ARGS...] (a static or Go program under the service's "
+                       "caps; docs/containers.md)\n");
     return kExitUsage;
   }
-  const char* path = argv[1];
-  char** prog_argv = argv + 2;
   std::string service = env_or("BONSAI_SERVICE", "");
   // A process that changed uid (setpriv, su, runuser) reaches the segment through the
   // descriptor the library handed down; the program itself does not inherit it.

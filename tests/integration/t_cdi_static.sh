@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT
 # Static programs in containers (issue #47, docs/containers.md): busybox-static's dd in
 # a bookworm container with the device is capped by the supervisor the device mounts
-# (/run/bonsai/sv/bonsaictl: the host's bonsaictl loading through the host's loader
-# and libraries, mounted read-only), both when a preloaded dynamic parent (sh) executes
-# it and when it is the container's command through `sv-exec`; so is a static Go program
+# (/run/bonsai/sv/bonsaictl: one static program, mounted read-only), both when a
+# preloaded dynamic parent (sh) executes it and when it is the container's command
+# through `sv-exec` (the internal form, as older releases wrote it); so is a static Go program
 # (gocat, io.Copy of a file) started by sh. 4 MiB at writes=2MiB/s (scope process) take
 # 2 s each (6 MiB, 3 s, for the command); the host's stat lists the supervised dd by its
 # host pid.

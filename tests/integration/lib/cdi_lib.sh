@@ -50,13 +50,16 @@ gen_spec() {
 }
 
 # crun SERVICE ROOT ARGS...: podman run, detached, of ARGS (the command) in ROOT with
-# the service's device; CID := the container's name.
+# the service's device; CID := the container's name. CRUN_OPTS: more options of run
+# (--runtime, --user).
+CRUN_OPTS=()
 crun() {
   local service=$1 root=$2
   shift 2
   CN=$((CN + 1))
   CID=${BONSAI_SHM_PREFIX}c$CN
-  podman run -d --name "$CID" --device "bonsai.dev/service=$service" --rootfs "$root" "$@" > "$T/$CID.id" 2> "$T/$CID.err" ||
+  podman run -d --name "$CID" "${CRUN_OPTS[@]}" --device "bonsai.dev/service=$service" --rootfs "$root" "$@" \
+    > "$T/$CID.id" 2> "$T/$CID.err" ||
     { cat "$T/$CID.err" >&2; fail "podman run $*"; }
 }
 
@@ -70,5 +73,8 @@ cwait() {
 
 # chost_pid NAME: the host pid of container NAME's first process.
 chost_pid() { podman inspect --format '{{.State.Pid}}' "$1"; }
+
+# bonsai's OCI runtime in front of runc (docs/containers.md).
+OCI_RT=$BONSAI_BUILD/bonsai-oci-runtime
 
 ATTACH_SECS=10  # ctl_lib's wait_attached: a container starts in ~1 s, more on a loaded machine
