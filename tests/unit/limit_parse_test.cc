@@ -89,7 +89,7 @@ TEST_CASE("limit_parse: every rate unit", "[limit_parse]") {
       {"200/s", 200, RateUnit::Calls},
       {"1/s", 1, RateUnit::Calls},
       {"1000000000000/s", kMaxRate, RateUnit::Calls},
-      {"2.5/s", 3, RateUnit::Calls},  // rounded to the nearest whole unit
+      {"2.5/s", 3, RateUnit::Calls},  // the whole rate rounded up; kept exactly (rate_fraction_test.cc)
   };
   for (const Row& r : rows) {
     std::string text = std::string(r.unit == RateUnit::Bytes ? "read" : "openat") + "=" + r.rate;
