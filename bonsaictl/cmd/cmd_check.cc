@@ -18,7 +18,7 @@ std::string fleet_explain(const ServiceConfig& s) {
   std::string rates;
   for (uint32_t r = 0; r < s.limits.count; ++r) {
     Rule rule = s.limits.rules[r];
-    rule.rate = fleet_fallback_rate(rule.rate, 0, f.expected_hosts);
+    rule_set_rate(rule, fleet_fallback_rate(rule.rate, 0, f.expected_hosts));
     char buf[256];
     rule_format(rule, buf, sizeof buf);
     rates += fmt::format("{}{}", r ? ", " : "", buf);

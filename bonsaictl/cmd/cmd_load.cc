@@ -18,6 +18,8 @@
 #include "cmd/commands.h"
 #include "segment/protect_owner.h"
 #include "segment/host_client.h"
+#include "config/agent_log.h"
+#include "config/shares_trusted.h"
 #include "fleet/fleet_publish.h"
 #include "shm/shm_name.h"
 #include "segment/shm_client.h"
@@ -66,20 +68,28 @@ void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment
     return;
   }
   self[n] = '\0';
+  std::string why;
+  int log = agent_log_open("protect-agent", why);  // its output, where `stat` and the operator look
+  if (log < 0) return fmt::print(stderr, "bonsaictl load: NO PROTECT-AGENT started: {}\n", why);
   pid_t pid = fork();
-  if (pid < 0) return fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: {}\n", std::strerror(errno));
+  if (pid < 0) {
+    close(log);
+    return fmt::print(stderr, "bonsaictl load: cannot start a protect-agent: {}\n", std::strerror(errno));
+  }
   if (pid == 0) {
     setsid();  // a grandchild in its own session: nobody's zombie, outlives load
     if (fork() != 0) _exit(0);
     int null = open("/dev/null", O_RDWR);
-    if (null >= 0) dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    if (null >= 0) dup2(null, 0);
+    dup2(log, 1), dup2(log, 2);
     unsetenv("LD_PRELOAD");
     execl(self, self, "protect-agent", abs, static_cast<char*>(nullptr));
     _exit(127);
   }
+  close(log);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-  fmt::print("protect: started a protect-agent for {}\n", abs);
+  fmt::print("protect: started a protect-agent for {}; its log: {}\n", abs, agent_log_path("protect-agent"));
 }
 
 int cmd_load(const Args& args) {
@@ -153,6 +163,22 @@ int cmd_load(const Args& args) {
                s.protect.present ? fmt::format(", protected (p99 {} us)", s.protect.p99_ns / 1000) : "",
                s.user.empty() ? "" : fmt::format(", for user {}", s.user));
   }
+  // The trusted copy of the shares `set` checks its changes against (config/shares_trusted.h):
+  // the capacity and the rules of this user's services, as installed.
+  {
+    SharesTrusted t;
+    std::string why;
+    int have = shares_trusted_read(t, why);
+    if (have >= 0 && (cfg.has_host || have > 0)) {
+      if (cfg.has_host) t.has_capacity = true, t.capacity = cfg.capacity;
+      for (const auto& s : cfg.services)
+        if (s.user.empty()) t.services[s.name] = s.limits;
+      why = shares_trusted_write(t);
+    }
+    if (!why.empty())
+      fmt::print(stderr, "bonsaictl load: WARNING: the trusted copy of the shares is not written ({}): `set` cannot "
+                         "check changes against the capacity\n", why);
+  }
   // Specs `cdi generate` wrote for these users name the segments: a new service gets its
   // device (docs/containers.md). Segments are updated in place, so running containers
   // keep theirs.
@@ -174,6 +200,8 @@ int cmd_load(const Args& args) {
                                 "stay at their fallback (cap / expected_hosts)",
                                 msg));
     if (!msg.empty()) fmt::print(stderr, "bonsaictl load: {}\n", msg);
+    else fmt::print("fleet: a fleet agent serves this namespace already (the log of one load started: {})\n",
+                    agent_log_path("fleet-agent"));
   }
   protect_agent_ensure(cfg, segs, file);
   return kExitOk;

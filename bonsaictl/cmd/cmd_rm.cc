@@ -5,11 +5,19 @@
 #include <string_view>
 
 #include "cmd/commands.h"
+#include "config/shares_trusted.h"
 #include "launch/cdi_spec.h"
 #include "segment/shm_client.h"
 
 namespace bonsai::ctl {
 namespace {
+
+// A removed service's rates no longer count under the host capacity `set` checks against.
+void shares_forget(const std::string& name) {
+  SharesTrusted t;
+  std::string why;
+  if (shares_trusted_read(t, why) > 0 && t.services.erase(name)) shares_trusted_write(t);
+}
 
 int cmd_rm(const Args& args) {
   bool force = false;
@@ -34,6 +42,7 @@ int cmd_rm(const Args& args) {
         runtime_error(fmt::format("service '{}' has {} attached process{}; use --force to remove it anyway", name,
                                   live, live == 1 ? "" : "es"));
       segment_remove(name, force);
+      shares_forget(name);
       if (live) fmt::print("removed {} ({} attached process{} keep running on their current limits)\n", name, live,
                            live == 1 ? "" : "es");
       else fmt::print("removed {}\n", name);

@@ -106,6 +106,10 @@ void io_uring_default(const std::string& service, bool unset, bool data_limited)
   std::string why;
   if (geteuid() == 0 && uring_deny_here(why)) {
     setenv("BONSAI_IO_URING", "deny", 1);  // the library finds it denied and adds no filter of its own
+    // Said, not done silently: a program that needs io_uring (fio --ioengine=io_uring) stops.
+    fmt::print(stderr, "bonsaictl run: note: io_uring denied in service '{}' (the default as root under a data "
+               "limit): io_uring_setup fails with ENOSYS, so liburing programs fall back to limited calls and fio "
+               "--ioengine=io_uring stops; --io-uring=allow keeps it, and what goes through it unlimited\n", service);
     return;
   }
   fmt::print(stderr, "bonsaictl run: note: io_uring stays allowed{}: what service '{}' moves through io_uring (fio "

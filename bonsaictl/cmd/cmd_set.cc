@@ -15,6 +15,7 @@
 #include "segment/proc_table.h"
 #include "cmd/commands.h"
 #include "config/limits_merge.h"
+#include "config/shares_trusted.h"
 #include "shm/shm_proc.h"
 #include "shm/shm_slots.h"
 #include "segment/shm_client.h"
@@ -95,19 +96,50 @@ bool parse_text(const std::string& text, LimitSet& set, std::string& why) {
   return false;
 }
 
-// Applies `set` (merged into the current rules with --merge). @return the new sequence.
-uint64_t apply(Segment& seg, LimitSet set, bool merge) {
+// The rules of `set` in the limit language ("none" without any): what a service runs under.
+std::string set_text(const LimitSet& set) {
+  std::string out;
+  for (uint32_t r = 0; r < set.count && r < kMaxRules; ++r) {
+    char buf[256];
+    rule_format(set.rules[r], buf, sizeof buf);
+    out += (out.empty() ? "" : ",") + std::string(buf);
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Applies `set` (merged into the current rules with --merge) once it passes what `check`
+// asks of a file, against the trusted copy of the host capacity and of the other
+// services' rules (config/shares_trusted.h), never the host segment: a refusal is a
+// usage error and changes nothing. @return the new sequence; `result` the rules now in force.
+uint64_t apply(Segment& seg, LimitSet set, bool merge, LimitSet& result) {
   if (merge) {
     uint64_t cur_seq;
     LimitSet current = limits_read_checked(seg, cur_seq);  // never trust the count read
     std::string why;
-    if (!limits_merge(current, set, why)) usage_error(why);
+    if (!limits_merge(current, set, why)) usage_error(fmt::format("set --merge: {}; nothing was changed", why));
     set = current;
   }
+  SharesTrusted trusted;
+  std::string why;
+  int have = shares_trusted_read(trusted, why);
+  if (have < 0) runtime_error(fmt::format("cannot check the host capacity: {}; nothing was changed", why));
+  LimitSet host_cap{};
+  if (!trusted.has_capacity && host_read(host_cap) && host_cap.count)
+    fmt::print(stderr, "bonsaictl set: NOTE: the host capacity was installed by an older bonsai and has no trusted "
+                       "copy: the rates are not checked against it (bonsaictl load its file again)\n");
+  else if (std::string p = shares_trusted_problem(trusted, seg.service(), set); !p.empty())
+    usage_error(fmt::format("{} (as `check` refuses it in a file); nothing was changed", p));
   if (host_resolve(set))  // shares: `:ceil=` borrows from the installed host capacity
     fmt::print(stderr, "bonsaictl set: WARNING: a ceil has no host capacity over its calls (bonsaictl load a "
                        "file with 'host: capacity:'): held to its rate\n");
-  return seg.write_limits(set);
+  uint64_t seq = seg.write_limits(set);
+  result = set;
+  if (have > 0 || trusted.has_capacity) {
+    trusted.services[seg.service()] = set;
+    if (std::string w = shares_trusted_write(trusted); !w.empty())
+      fmt::print(stderr, "bonsaictl set: WARNING: the trusted copy of the shares is not updated: {}\n", w);
+  }
+  return seq;
 }
 
 // --stdin: a limit list per line, each applied as it comes (a controller retuning rates
@@ -121,15 +153,23 @@ int set_from_stdin(const std::string& service, bool merge) {
   for (unsigned n = 1; std::getline(std::cin, line); ++n) {
     while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
     if (line.empty() || line[0] == '#') continue;
-    LimitSet set{};
+    LimitSet set{}, result{};
     ParseError err;
     if (line != "none" && !limit_parse(line, set, err)) {
       fmt::print(stderr, "stdin:{}:{}: {}\n", n, err.offset + 1, err.message);
       ++bad;
       continue;
     }
-    uint64_t seq = apply(*seg, set, merge);
-    fmt::print("{}: limits #{}: {}\n", service, seq, line);
+    uint64_t seq = 0;
+    try {
+      seq = apply(*seg, set, merge, result);
+    } catch (const CtlError& e) {
+      if (e.code != kExitUsage) throw;
+      fmt::print(stderr, "stdin:{}:1: {}\n", n, e.what());
+      ++bad;
+      continue;
+    }
+    fmt::print("{}: limits #{}: {}\n", service, seq, set_text(result));
     std::fflush(stdout);
   }
   return bad ? kExitUsage : kExitOk;
@@ -160,8 +200,9 @@ int cmd_set(const Args& args) {
   if (!parse_text(text, set, why)) usage_error(why);
   auto seg = Segment::open(rest[0], false);
   seg->check();
-  uint64_t seq = apply(*seg, set, merge);
-  fmt::print("{}: limits #{}: {}\n", rest[0], seq, set.count ? text : "none");
+  LimitSet result{};
+  uint64_t seq = apply(*seg, set, merge, result);
+  fmt::print("{}: limits #{}: {}\n", rest[0], seq, set_text(result));  // what the service now runs under
   if (wait_ms < 0) return kExitOk;
   std::fflush(stdout);
   WaitResult r = wait_applied(*seg, seq, static_cast<uint64_t>(wait_ms));
@@ -189,14 +230,17 @@ extern const Command kCmdSet{
     "Replaces SERVICE's limits while it runs. LIMIT uses the BONSAI_LIMITS grammar,\n"
     "e.g. 'read+pread=10MiB/s' 'writes=8MB/s:burst=256KiB:fd=socket' 'openat=200/s';\n"
     "several LIMITs are joined with ','. 'none' removes every limit (accounting goes on).\n"
-    "  --merge     keep the current rules that share no call with the new ones\n"
+    "  --merge     add the new rules to those in force: an old rule keeps the calls and\n"
+    "              descriptor kinds no new rule names (refused when that is not one rule)\n"
     "  --wait[=MS] wait (default 1000 ms, at most 3600000) until no attached process is\n"
     "              asleep under the old limits: the others apply them on their next call\n"
     "  --stdin     apply a LIMIT list (or 'none') per line of standard input, each as it\n"
     "              comes: for controllers retuning rates many times a second (a bad line\n"
     "              is reported as stdin:LINE:COL and changes nothing)\n"
+    "Prints the limits the service then runs under. Refuses (exit 2, nothing changed)\n"
+    "what `check` refuses in a file, the host capacity of `load` included.\n"
     "exit status: 0 set (and applied), 1 no such service, damaged segment or not applied\n"
-    "in time, 2 bad LIMIT or option\n",
+    "in time, 2 bad LIMIT or option, or limits `check` would refuse\n",
     cmd_set};
 
 }  // namespace bonsai::ctl

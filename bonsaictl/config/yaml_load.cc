@@ -112,7 +112,7 @@ struct Loader {
     uint64_t f = 0;
     if (!rate_parse(text, f, unit, err)) return ok = false, error(node.Mark(), fmt::format("floor: {}", err.message));
     if (unit != r.unit) return ok = false, error(node.Mark(), fmt::format("floor '{}' is not in the rate's unit", text));
-    if (f > r.rate)
+    if (f * kRateMicro > rule_rate_micro(r))
       return ok = false, error(node.Mark(), fmt::format("floor '{}' is above the rate (the controller moves the rule "
                                                         "between its floor and its rate)", text));
     out = f;
@@ -147,7 +147,9 @@ struct Loader {
     std::string text = node.IsScalar() ? node.Scalar() : "";
     if (!text.empty() && text[0] == '-') return ok = false, error(node.Mark(), fmt::format("rate must be > 0 (got '{}')", text));
     ParseError err;
-    if (!rate_parse(text, r.rate, r.unit, err)) return ok = false, error(node.Mark(), err.message);
+    uint64_t micro = 0;
+    if (!rate_parse_micro(text, micro, r.unit, err)) return ok = false, error(node.Mark(), err.message);
+    rule_set_rate_micro(r, micro);
     if (r.unit != RateUnit::Bytes) return;
     for (const auto& [mask, mark] : named)
       for (size_t c = 0; c < kCallCount; ++c)
@@ -167,7 +169,7 @@ struct Loader {
     RateUnit unit;
     if (!rate_parse(text, r.ceil, unit, err)) return ok = false, error(node.Mark(), fmt::format("ceil: {}", err.message));
     if (unit != r.unit) return ok = false, error(node.Mark(), fmt::format("ceil '{}' is not in the rate's unit", text));
-    if (r.ceil < r.rate)
+    if (r.ceil * kRateMicro < rule_rate_micro(r))
       return ok = false, error(node.Mark(), fmt::format("ceil '{}' is below the rate (a ceiling is at least the "
                                                         "guaranteed rate)", text));
   }
@@ -277,6 +279,15 @@ struct Loader {
       if (scope_given && svc.scope == ShmScope::Process)
         error(scope_mark, "a fleet service's caps hold all its processes together: scope must be service");
       svc.scope = ShmScope::Service;
+      // The fleet's caps, grants and the trusted file keep whole units a second.
+      for (uint32_t r = 0; r < svc.limits.count && r < svc.rule_marks.size(); ++r)
+        if (svc.limits.rules[r].rate_less_micro) {
+          char buf[160];
+          rule_format(svc.limits.rules[r], buf, sizeof buf);
+          error(svc.rule_marks[r], fmt::format("a fleet service's rate is kept in whole units a second: '{}' "
+                                               "cannot be a fleet cap (round it, or keep the service off the fleet)",
+                                               buf));
+        }
     }
     cfg.services.push_back(std::move(svc));
   }

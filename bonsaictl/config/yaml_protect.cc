@@ -117,7 +117,7 @@ void protect_check(const Config& cfg, std::vector<Diag>& diags) {
                         name));
       else
         for (uint32_t r = 0; r < s.limits.count; ++r)
-          if (s.limits.rules[r].ceil > s.limits.rules[r].rate) {
+          if (rule_ceil_above(s.limits.rules[r])) {
             err(fmt::format("service '{}' has a ceil (line {}): borrowing would undo a lowered rate", name,
                             r < s.rule_marks.size() ? s.rule_marks[r].line + 1 : 0));
             break;

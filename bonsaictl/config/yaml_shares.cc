@@ -38,10 +38,10 @@ void shares_check(Config& cfg, std::vector<Diag>& diags) {
       const Rule& rule = svc.limits.rules[r];
       uint8_t h1 = all.rules[r].host1;
       if (h1) {
-        sum[h1 - 1] += rule.rate;
+        sum[h1 - 1] += rule_rate_micro(rule);
         if (who[h1 - 1].size() < 200) who[h1 - 1] += fmt::format("{}{} {}", who[h1 - 1].empty() ? "" : ", ", svc.name,
                                                                  rate_text(rule));
-      } else if (rule.ceil > rule.rate && r < svc.rule_marks.size()) {
+      } else if (rule_ceil_above(rule) && r < svc.rule_marks.size()) {
         diags.push_back(diag_at(cfg.file, svc.rule_marks[r],
                                 fmt::format("service '{}': a ceil needs a 'host: capacity:' rule over its calls "
                                             "(in the same unit) to borrow from",
@@ -51,9 +51,10 @@ void shares_check(Config& cfg, std::vector<Diag>& diags) {
     shares_resolve(svc.limits, cap);
   }
   for (uint32_t h = 0; h < cap.count; ++h) {
-    if (sum[h] <= cap.rules[h].rate || h >= cfg.capacity_marks.size()) continue;
+    if (sum[h] <= rule_rate_micro(cap.rules[h]) || h >= cfg.capacity_marks.size()) continue;
     Rule total = cap.rules[h];
-    total.rate = sum[h] > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(sum[h]);
+    constexpr uint64_t kMost = kMaxRate * kRateMicro;  // what rule_format shows; the sum may be more
+    rule_set_rate_micro(total, sum[h] > kMost ? kMost : static_cast<uint64_t>(sum[h]));
     diags.push_back(diag_at(cfg.file, cfg.capacity_marks[h],
                             fmt::format("the rates under this capacity add up to {}, more than its {} ({})",
                                         rate_text(total), rate_text(cap.rules[h]), who[h])));

@@ -150,8 +150,8 @@ void FleetService::publish(const LimitSet& rules, const std::array<uint64_t, kMa
   LimitSet grant = rules;
   for (uint32_t i = 0; i < rules.count; ++i) {
     granted_[i] = r.granted[i];
-    grant.rules[i].rate = fleet_grant_rate(r.granted[i], period_ns);
-    if (grant.rules[i].rate > caps[i]) grant.rules[i].rate = caps[i];
+    uint64_t g = fleet_grant_rate(r.granted[i], period_ns);
+    rule_set_rate(grant.rules[i], g > caps[i] ? caps[i] : g);
   }
   expiry_ns_ = fleet_lease_expiry(now_ns, period_ns);
   live_ = r.live;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "bucket/fleet_lease.h"
+#include "config/agent_log.h"
 #include "config/fleet_trusted.h"
 #include "sys/clock.h"
 
@@ -101,7 +102,7 @@ LimitSet fleet_publish(Segment& seg, const ServiceConfig& svc, std::string& prob
       uint64_t fb = cap ? fleet_fallback_rate(cap, live, svc.fleet.expected_hosts) : 0;
       f.cap[r].store(cap, std::memory_order_relaxed);  // the library bounds its fallback by it
       f.fallback[r].store(fb, std::memory_order_relaxed);
-      if (r < out.count) out.rules[r].rate = fb;
+      if (r < out.count) rule_set_rate(out.rules[r], fb);
     }
     // New rules: a lease of the old ones no longer applies; the agent's next grant does.
     f.lease_expiry_ns.store(0, std::memory_order_release);
@@ -122,12 +123,19 @@ bool fleet_agent_ensure(std::string& msg) {
   ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return msg = "cannot find bonsaictl's own path to start a fleet agent: start `bonsaictl fleet-agent`", false;
   self[n] = '\0';
+  // Its output goes to its log in the user's directory (config/agent_log.h), where `stat`
+  // and the operator find why it does not work.
+  int log = agent_log_open("fleet-agent", msg);
+  if (log < 0) return msg = fmt::format("cannot start a fleet agent: {}", msg), false;
   int ready[2];
-  if (pipe2(ready, O_CLOEXEC) != 0) return msg = fmt::format("cannot start a fleet agent: {}", std::strerror(errno)), false;
+  if (pipe2(ready, O_CLOEXEC) != 0) {
+    close(log);
+    return msg = fmt::format("cannot start a fleet agent: {}", std::strerror(errno)), false;
+  }
   pid_t pid = fork();
   if (pid < 0) {
     msg = fmt::format("cannot start a fleet agent: {}", std::strerror(errno));
-    close(ready[0]), close(ready[1]);
+    close(ready[0]), close(ready[1]), close(log);
     return false;
   }
   if (pid == 0) {
@@ -136,7 +144,8 @@ bool fleet_agent_ensure(std::string& msg) {
     if (fork() != 0) _exit(0);
     int w = ready[1] > 2 ? ready[1] : fcntl(ready[1], F_DUPFD, 3);  // not under the dup2s below
     int null = open("/dev/null", O_RDWR);
-    if (null >= 0) dup2(null, 0), dup2(null, 1), dup2(null, 2);
+    if (null >= 0) dup2(null, 0);
+    dup2(log, 1), dup2(log, 2);
     unsetenv("LD_PRELOAD");
     fcntl(w, F_SETFD, 0);  // kept across exec: the agent says there whether it holds the lock
     char num[16];
@@ -146,6 +155,7 @@ bool fleet_agent_ensure(std::string& msg) {
     _exit(127);
   }
   close(ready[1]);
+  close(log);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   // Its word: "ok", or why it cannot serve; nothing (it died, or hangs) is a failure too.
@@ -167,9 +177,12 @@ bool fleet_agent_ensure(std::string& msg) {
   }
   close(ready[0]);
   if (size_t nl = word.find('\n'); nl != std::string::npos) word.resize(nl);
-  if (word == "ok") return msg = "started a fleet agent for this namespace (bonsaictl fleet-agent --exit-when-idle)", true;
-  msg = word.empty() ? "the fleet agent it started did not come up within 5 s (run `bonsaictl fleet-agent` to see why)"
-                     : "the fleet agent it started cannot serve: " + word;
+  std::string path = agent_log_path("fleet-agent");
+  if (word == "ok")
+    return msg = fmt::format("started a fleet agent for this namespace (bonsaictl fleet-agent --exit-when-idle); its "
+                             "log: {}", path), true;
+  msg = word.empty() ? fmt::format("the fleet agent it started did not come up within 5 s (its log: {})", path)
+                     : fmt::format("the fleet agent it started cannot serve: {} (its log: {})", word, path);
   return false;
 }
 

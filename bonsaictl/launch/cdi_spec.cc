@@ -374,8 +374,18 @@ size_t cdi_generate(const std::string& output, std::vector<std::string>& notes) 
     return services.size();
   }
   if (services.empty()) {
-    if (ours(output)) ::unlink(output.c_str());
-    no_devices(fmt::format("; {} not written", output), notes);
+    // Say what was done to the file: an old spec of ours removed (its devices are gone),
+    // one that is not ours left alone, or none there.
+    std::string what;
+    if (ours(output)) {
+      what = ::unlink(output.c_str()) == 0 ? fmt::format("; removed the spec {} (it had devices of services now gone)", output)
+                                           : fmt::format("; could not remove the old spec {}: {}", output, std::strerror(errno));
+    } else if (::access(output.c_str(), F_OK) == 0) {
+      what = fmt::format("; {} is not a spec bonsai wrote: left as it is", output);
+    } else {
+      what = fmt::format("; no spec written to {}", output);
+    }
+    no_devices(what, notes);
   }
   if (size_t slash = output.rfind('/'); slash != std::string::npos && slash > 0)
     ::mkdir(output.substr(0, slash).c_str(), 0755);  // /var/run/cdi may not exist yet

@@ -223,7 +223,10 @@ bool step(Protected& p, bool fast) {
         v = std::clamp(v, pr.floor, pr.rate);
         pr.current = v;
       }
-      next.rules[r].rate = v;
+      // At the top of its range the rule is what was configured, a fraction (2.5/s) included.
+      uint32_t less = v >= pr.rate && r < s.configured.count ? s.configured.rules[r].rate_less_micro : 0;
+      rule_set_rate(next.rules[r], v);
+      next.rules[r].rate_less_micro = less;
     }
     s.prev = std::move(now_stat);
     publish(s, next, fmt::format("{} p99 {} us ({} calls, target {} us): {}", p.cfg->name, p99 / 1000, samples,

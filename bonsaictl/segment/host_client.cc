@@ -143,7 +143,7 @@ unsigned host_resolve(LimitSet& set) {
   shares_resolve(set, cap);
   unsigned orphans = 0;
   for (uint32_t r = 0; r < set.count && r < kMaxRules; ++r)
-    if (set.rules[r].ceil > set.rules[r].rate && !set.rules[r].host1) ++orphans;
+    if (rule_ceil_above(set.rules[r]) && !set.rules[r].host1) ++orphans;
   return orphans;
 }
 

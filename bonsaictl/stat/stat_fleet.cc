@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "abi/limit_parse.h"
+#include "config/agent_log.h"
 #include "segment/shm_client.h"
 #include "stat/stat_text.h"
 
@@ -23,7 +24,7 @@ std::string rate_text(uint64_t units_per_s, RateUnit u) {
 }
 }  // namespace
 
-std::string fleet_table(const FleetStat& f, const LimitSet& limits) {
+std::string fleet_table(const FleetStat& f, const LimitSet& limits, const std::string& service) {
   if (!f.enabled) return "";
   std::string lease = f.state == "leased"   ? fmt::format("leased ({} ms left)", f.lease_left_ms)
                       : f.state == "lapsed" ? fmt::format("LAPSED {} ms ago: processes run at the fallback", -f.lease_left_ms)
@@ -33,6 +34,10 @@ std::string fleet_table(const FleetStat& f, const LimitSet& limits) {
   if (f.id_clash)
     out += fmt::format("         HOST ID CLASH: another agent calls the store as '{}' too: give each host its own --host-id\n",
                        f.host_id);
+  // Not leased: why, in one line, without reaching the store (`stat --fleet` does that).
+  if (f.state != "leased" && !service.empty())
+    if (std::string why = fleet_not_working(service, f.agent_pid); !why.empty())
+      out += fmt::format("         NOT WORKING: {}\n", why);
   if (f.expected_hosts)
     out += fmt::format("         expected hosts {}: before any grant the fallback is the cap / {}\n", f.expected_hosts,
                        f.expected_hosts);

@@ -14,7 +14,8 @@
 namespace bonsai::ctl {
 
 // The table's lines ("" when the service has no fleet).
-std::string fleet_table(const FleetStat& f, const LimitSet& limits);
+// `service` (its name) adds, while no lease holds, one line of why (config/agent_log.h).
+std::string fleet_table(const FleetStat& f, const LimitSet& limits, const std::string& service = "");
 
 // The JSON document's "fleet" member as a JSON text ("" when none).
 std::string fleet_json(const FleetStat& f);

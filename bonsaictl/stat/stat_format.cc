@@ -6,6 +6,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "config/agent_log.h"
 #include "shm/shm_host.h"
 #include "shm/shm_slots.h"
 #include "stat/stat_fleet.h"
@@ -190,16 +191,20 @@ std::string stat_table(const ServiceStat& s) {
   std::string joined;
   for (const auto& l : lim) joined += (joined.empty() ? "" : ", ") + l;
   out += fmt::format("  limits #{}: {}\n", s.limits_seq, joined.empty() ? "none (accounting only)" : joined);
-  out += fleet_table(s.fleet, s.limits);
+  out += fleet_table(s.fleet, s.limits, s.service);
   if (s.protect.enabled) {
     std::string calls;
     for (size_t c = 0; c < kCallCount; ++c)
       if (s.protect.calls & call_bit(static_cast<CallId>(c)))
         calls += fmt::format("{}{}", calls.empty() ? "" : "+", call_name(static_cast<CallId>(c)));
     out += fmt::format("  protect: {} p99 target {:.3f} ms", calls, static_cast<double>(s.protect.target_ns) / 1e6);
-    if (!s.protect.controller_pid)
-      out += fmt::format(", NO CONTROLLER running{} (bonsaictl protect-agent FILE)\n",
-                         s.protect.stale_pid ? fmt::format(" (pid {} is gone)", s.protect.stale_pid) : "");
+    if (!s.protect.controller_pid) {
+      std::string last = agent_log_last("protect-agent");
+      out += fmt::format(", NO CONTROLLER running{} (bonsaictl protect-agent FILE){}\n",
+                         s.protect.stale_pid ? fmt::format(" (pid {} is gone)", s.protect.stale_pid) : "",
+                         last.empty() ? "" : fmt::format("; the log of the one load starts ({}) ends: {}",
+                                                         agent_log_path("protect-agent"), last));
+    }
     else
       out += fmt::format("; last period {:.3f} ms over {} calls, decision: {} (controller pid {}, {} periods)\n",
                          static_cast<double>(s.protect.p99_ns) / 1e6, s.protect.samples,

@@ -158,7 +158,9 @@ std::string prometheus_text(const std::vector<LabeledStat>& services) {
         for (size_t c = 0; c < kCallCount; ++c)
           if (rule.calls & call_bit(static_cast<CallId>(c)))
             out += fmt::format("{}{} {}\n", f->name,
-                               labels(s, call_label(c) + ",fd=\"" + fd_label(rule.fd_mask) + "\""), rule.rate);
+                               labels(s, call_label(c) + ",fd=\"" + fd_label(rule.fd_mask) + "\""),
+                               rule.rate_less_micro ? fmt::format("{:.6f}", static_cast<double>(rule_rate_micro(rule)) / 1e6)
+                                                    : std::to_string(rule.rate));
       }
     }
   }

@@ -38,7 +38,7 @@ uint64_t lent_under(uint8_t host1) {
       LimitSet set = limits_read_checked(*seg, seq);
       seg->guarded([&] {
         for (uint32_t r = 0; r < set.count && r < kMaxRules; ++r)
-          if (set.rules[r].host1 == host1 && set.rules[r].ceil > set.rules[r].rate)
+          if (set.rules[r].host1 == host1 && rule_ceil_above(set.rules[r]))
             sum += seg->seg().shares.borrowed[r].load(std::memory_order_relaxed);
       });
     } catch (const CtlError&) {  // gone or damaged meanwhile: not counted
@@ -55,7 +55,7 @@ void shares_snapshot(Segment& seg, ServiceStat& s) {
   bool have_cap = false;
   for (uint32_t r = 0; r < s.limits.count && r < kMaxRules; ++r) {
     const Rule& rule = s.limits.rules[r];
-    if (rule.ceil <= rule.rate) continue;
+    if (!rule_ceil_above(rule)) continue;
     if (!have_cap) have_cap = host_read(cap) || (cap = LimitSet{}, true);
     ShareStat st;
     st.rule = r;

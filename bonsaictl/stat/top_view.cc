@@ -39,7 +39,7 @@ std::vector<TopRow> top_rows(const ServiceStat& prev, const ServiceStat& cur) {
     char text[256];
     rule_format(rule, text, sizeof text);
     TopRow row{cur.service, text};
-    row.cap = static_cast<double>(rule.rate);
+    row.cap = static_cast<double>(rule_rate_micro(rule)) / static_cast<double>(kRateMicro);
     row.per_call = rule.unit == RateUnit::Calls;
     row.processes = cur.processes.size();
     fill(row, rule.calls);

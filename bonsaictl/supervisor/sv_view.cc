@@ -122,7 +122,7 @@ void SvLimits::shares_refresh() {
   if (!view_.usable) return;
   bool any = false;
   for (uint32_t r = 0; r < view_.lim.set.count; ++r)
-    any = any || view_.lim.set.rules[r].ceil > view_.lim.set.rules[r].rate;
+    any = any || rule_ceil_above(view_.lim.set.rules[r]);
   if (!any) return;
   char why[320];
   if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why)) {
@@ -138,7 +138,7 @@ void SvLimits::shares_refresh() {
     const Rule& rule = view_.lim.set.rules[r];
     Rule cap;
     view_.host1[r] = 0;
-    if (rule.ceil > rule.rate && shm_host_rule(rule.host1, cap) && share_params(rule, cap, view_.share[r]))
+    if (rule_ceil_above(rule) && shm_host_rule(rule.host1, cap) && share_params(rule, cap, view_.share[r]))
       view_.host1[r] = rule.host1;
   }
 }

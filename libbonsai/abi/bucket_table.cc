@@ -56,7 +56,7 @@ void shares_resolve(LimitSet& set, const LimitSet& capacity) noexcept {
   for (uint32_t r = 0; r < n; ++r) {
     Rule& rule = set.rules[r];
     rule.host1 = 0;
-    if (rule.ceil <= rule.rate) continue;
+    if (!rule_ceil_above(rule)) continue;
     for (uint32_t h = 0; h < m && !rule.host1; ++h) {
       const Rule& cap = capacity.rules[h];
       if (cap.unit == rule.unit && (cap.calls & rule.calls) && (cap.fd_mask & rule.fd_mask))

@@ -61,6 +61,23 @@ bool scale(uint64_t mantissa, unsigned frac, uint64_t factor, uint64_t& out) {
   return div128(static_cast<uint64_t>(v >> 64), static_cast<uint64_t>(v), div, out);
 }
 
+enum class Exact { Ok, TooFine, TooLarge };
+
+// value = mantissa / 10^frac * factor in millionths, exactly: TooFine if it has a part
+// smaller than a millionth (a rate is never rounded, issue "every word true").
+Exact exact_micro(uint64_t mantissa, unsigned frac, uint64_t factor, uint64_t& micro) {
+  uint64_t div = 1;  // frac <= 9 (number_parse): fits
+  for (unsigned i = 0; i < frac; ++i) div *= 10;
+  unsigned __int128 v = static_cast<unsigned __int128>(mantissa) * factor;
+  if (v >> 64) return Exact::TooLarge;
+  v *= kRateMicro;  // < 2^84: no overflow
+  uint64_t q;
+  if (!div128(static_cast<uint64_t>(v >> 64), static_cast<uint64_t>(v), div, q)) return Exact::TooLarge;
+  if (static_cast<unsigned __int128>(q) * div != v) return Exact::TooFine;
+  micro = q;
+  return Exact::Ok;
+}
+
 bool unit_factor(std::string_view unit, uint64_t& factor) {
   if (unit.empty()) {
     factor = 1;
@@ -114,6 +131,7 @@ struct Parser {
     }
   }
 
+  // A rate, exactly: `rule.rate` and `rule.rate_less_micro` (rule_set_rate_micro).
   bool parse_rate(std::string_view s, Rule& rule) {
     std::string_view orig = s;
     if (s.size() < 2 || s.substr(s.size() - 2) != "/s")
@@ -127,9 +145,18 @@ struct Parser {
     if (!unit_factor(unit, factor))
       return fail(unit, "unknown unit '%.*s' (use B KB MB GB KiB MiB GiB, or a bare count/s)", unit);
     rule.unit = unit.empty() ? RateUnit::Calls : RateUnit::Bytes;
-    if (!scale(mant, frac, factor, rule.rate) || rule.rate > kMaxRate)
-      return fail(orig, "rate '%.*s' is too large", orig);
-    if (rule.rate == 0) return fail(orig, "rate must be > 0 (got '%.*s')", orig);
+    if (mant == 0) return fail(orig, "rate must be > 0 (got '%.*s')", orig);
+    uint64_t micro = 0;
+    Exact e = exact_micro(mant, frac, factor, micro);
+    if (e == Exact::TooLarge || micro > kMaxRate * kRateMicro) return fail(orig, "rate '%.*s' is too large", orig);
+    if (e == Exact::TooFine)
+      return fail(orig,
+                  "rate '%.*s' cannot be kept exactly: bonsai keeps a rate to a millionth of a unit a second "
+                  "(write at most 6 decimal places of B/s or calls/s)",
+                  orig);
+    if (micro < kMinRateMicro)
+      return fail(orig, "rate '%.*s' is below the slowest rate bonsai keeps (0.001/s: one unit every 1000 s)", orig);
+    rule_set_rate_micro(rule, micro);
     return true;
   }
 
@@ -147,17 +174,28 @@ struct Parser {
         return fail(val.empty() ? opt : val, "bad burst '%.*s' (a size like 256KiB, > 0)", val);
       return true;
     }
-    if (key == "fd") {
-      if (val == "socket") rule.fd_mask = 1u << static_cast<unsigned>(FdKind::Socket);
-      else if (val == "file") rule.fd_mask = 1u << static_cast<unsigned>(FdKind::File);
-      else if (val == "pipe") rule.fd_mask = 1u << static_cast<unsigned>(FdKind::Pipe);
-      else return fail(val.empty() ? opt : val, "bad fd kind '%.*s' (socket, file or pipe)", val);
-      return true;
+    if (key == "fd") {  // one kind, or several joined by '+' (what `set --merge` leaves a rule)
+      rule.fd_mask = 0;
+      std::string_view list = val;
+      while (true) {
+        size_t plus = list.find('+');
+        std::string_view k = trim(list.substr(0, plus));
+        unsigned kind_bit = k == "socket" ? 1u << static_cast<unsigned>(FdKind::Socket)
+                       : k == "file" ? 1u << static_cast<unsigned>(FdKind::File)
+                       : k == "pipe" ? 1u << static_cast<unsigned>(FdKind::Pipe) : 0u;
+        if (!kind_bit) return fail(k.empty() ? (val.empty() ? opt : val) : k, "bad fd kind '%.*s' (socket, file or pipe)", k);
+        rule.fd_mask = static_cast<uint8_t>(rule.fd_mask | kind_bit);
+        if (plus == std::string_view::npos) return true;
+        list = list.substr(plus + 1);
+      }
     }
     if (key == "ceil") {  // shares: checked against the rate once the rule is whole
       Rule c{};
       if (!parse_rate(val, c)) return false;
       if (c.unit != rule.unit) return fail(val.empty() ? opt : val, "ceil '%.*s' is not in the rate's unit", val);
+      if (c.rate_less_micro)
+        return fail(val, "ceil '%.*s' is not a whole number of units a second (a ceiling is kept in whole units; "
+                    "the rate may have a fraction)", val);
       rule.ceil = c.rate;
       ceil_text_ = val.empty() ? opt : val;
       return true;
@@ -180,7 +218,7 @@ struct Parser {
       colon = rest.find(':');
       if (!parse_option(trim(rest.substr(0, colon)), rule, seen)) return false;
     }
-    if (rule.ceil && rule.ceil < rule.rate)
+    if (rule.ceil && rule.ceil * kRateMicro < rule_rate_micro(rule))
       return fail(ceil_text_, "ceil '%.*s' is below the rule's rate (a ceiling is at least the guaranteed rate)",
                   ceil_text_);
     if (rule.unit == RateUnit::Bytes) {
@@ -217,7 +255,19 @@ bool rate_parse(std::string_view text, uint64_t& rate, RateUnit& unit, ParseErro
   Parser p{text, err};
   Rule r{};
   if (!p.parse_rate(trim(text), r)) return false;
+  if (r.rate_less_micro)
+    return p.fail(trim(text), "'%.*s' is not a whole number of units a second (this rate is kept in whole units)",
+                  trim(text));
   rate = r.rate;
+  unit = r.unit;
+  return true;
+}
+
+bool rate_parse_micro(std::string_view text, uint64_t& micro, RateUnit& unit, ParseError& err) noexcept {
+  Parser p{text, err};
+  Rule r{};
+  if (!p.parse_rate(trim(text), r)) return false;
+  micro = rule_rate_micro(r);
   unit = r.unit;
   return true;
 }
@@ -312,8 +362,31 @@ size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept {
         }
     std::snprintf(num, sizeof num, "%llu%s", static_cast<unsigned long long>(v), bytes ? "B" : "");
   };
+  // A fractional rate as a decimal of the largest unit that shows it exactly ("2.5/s",
+  // "1.3KiB/s"), so that it parses back to the same rate.
+  auto with_fraction = [&](uint64_t micro, bool bytes) {
+    static constexpr struct { uint64_t f; const char* n; } units[] = {
+        {1ull << 30, "GiB"}, {1000000000, "GB"}, {1ull << 20, "MiB"}, {1000000, "MB"},
+        {1ull << 10, "KiB"}, {1000, "KB"}};
+    uint64_t f = 1;
+    const char* name = bytes ? "B" : "";
+    if (bytes)
+      for (auto& u : units)
+        if (micro % u.f == 0 && micro / u.f >= kRateMicro) {
+          f = u.f, name = u.n;
+          break;
+        }
+    uint64_t v = micro / f;
+    char frac[8];
+    std::snprintf(frac, sizeof frac, "%06llu", static_cast<unsigned long long>(v % kRateMicro));
+    size_t n = 6;
+    while (n > 1 && frac[n - 1] == '0') --n;
+    frac[n] = '\0';
+    std::snprintf(num, sizeof num, "%llu.%s%s", static_cast<unsigned long long>(v / kRateMicro), frac, name);
+  };
   put("=");
-  with_unit(rule.rate, rule.unit == RateUnit::Bytes);
+  if (rule.rate_less_micro) with_fraction(rule_rate_micro(rule), rule.unit == RateUnit::Bytes);
+  else with_unit(rule.rate, rule.unit == RateUnit::Bytes);
   put(num);
   put("/s");
   if (rule.burst) {
@@ -321,15 +394,17 @@ size_t rule_format(const Rule& rule, char* buf, size_t cap) noexcept {
     with_unit(rule.burst, rule.unit == RateUnit::Bytes);
     put(num);
   }
-  if (rule.ceil > rule.rate) {
+  if (rule_ceil_above(rule)) {
     put(":ceil=");
     with_unit(rule.ceil, rule.unit == RateUnit::Bytes);
     put(num);
     put("/s");
   }
-  if (rule.fd_mask != kAnyFd)
+  if (rule.fd_mask != kAnyFd) {
+    const char* sep_fd = ":fd=";
     for (unsigned k = 0; k < 3; ++k)
-      if (rule.fd_mask == (1u << k)) put(":fd="), put(fd_kind_name(static_cast<FdKind>(k)));
+      if (rule.fd_mask & (1u << k)) put(sep_fd), put(fd_kind_name(static_cast<FdKind>(k))), sep_fd = "+";
+  }
   return used;
 }
 

@@ -3,6 +3,7 @@
 // bonsaictl writes into shared memory and what the library's buckets are built from.
 // Plain trivially-copyable data with a fixed layout; no pointers.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -25,20 +26,57 @@ enum class RateUnit : uint8_t { Bytes = 0, Calls = 1 };
 // One rule: a set of calls sharing one bucket.
 struct Rule {
   CallMask calls;   // calls sharing this bucket
-  uint64_t rate;    // units per second, > 0: the guaranteed rate under a host capacity
+  uint64_t rate;    // units per second, > 0, rounded up to a whole unit (see rate_less_micro):
+                    // the guaranteed rate under a host capacity
   uint64_t burst;   // bucket depth in units; 0 = default depth (see token_bucket.h)
   RateUnit unit;    // bytes moved or calls made
   uint8_t fd_mask;  // bit (1 << FdKind) per kind the rule applies to; kAnyFd if no `fd=`
   uint8_t host1;    // shares: 1 + the host capacity rule it borrows from (0: none; see
                     // shares_resolve); set by whoever knows the host's capacity
-  uint8_t pad_[5];
-  uint64_t ceil;    // shares: the most it may reach borrowing idle capacity; 0 or <= rate:
-                    // no borrowing (a hard cap at `rate`, today's meaning)
+  uint8_t pad_;
+  uint32_t rate_less_micro;  // a fractional rate (2.5/s): the exact rate is `rate` less this
+                    // many millionths of a unit, < 10^6. In bytes layout 14 kept as padding
+                    // (always zero there), so a whole rate reads the same in every release,
+                    // and a reader that predates it takes the rate rounded up: close, never
+                    // zero (docs/upgrades.md). Read and written through rule_rate_micro and
+                    // rule_set_rate*, never alone.
+  uint64_t ceil;    // shares: the most it may reach borrowing idle capacity, whole units;
+                    // 0 or not above the rate: no borrowing (a hard cap at the rate)
 };
 static_assert(sizeof(Rule) == 40 && std::is_trivially_copyable_v<Rule>);
+static_assert(offsetof(Rule, rate_less_micro) == 28, "in the bytes layout 14 kept as padding");
+
+// Rates are kept to a millionth of a unit a second: every decimal a user writes with up to
+// six places, and every such decimal of a KiB/MiB/GiB (a power of two keeps the places).
+inline constexpr uint64_t kRateMicro = 1'000'000;
+
+// The rule's exact rate in millionths of a unit a second (at most kMaxRate * 10^6 < 2^60).
+// A `rate_less_micro` out of range (a forged segment) is ignored: the whole rate holds.
+inline uint64_t rule_rate_micro(const Rule& r) noexcept {
+  uint64_t whole = r.rate > (uint64_t{1} << 43) ? (uint64_t{1} << 43) : r.rate;  // no overflow
+  uint64_t micro = whole * kRateMicro;
+  return r.rate_less_micro < kRateMicro && r.rate_less_micro < micro ? micro - r.rate_less_micro : micro;
+}
+
+// Sets a whole rate (clearing any fraction the rule had).
+inline void rule_set_rate(Rule& r, uint64_t units_per_s) noexcept {
+  r.rate = units_per_s;
+  r.rate_less_micro = 0;
+}
+
+// Sets an exact rate given in millionths (> 0): `rate` is it rounded up to a whole unit.
+inline void rule_set_rate_micro(Rule& r, uint64_t micro) noexcept {
+  r.rate = (micro + kRateMicro - 1) / kRateMicro;
+  r.rate_less_micro = static_cast<uint32_t>(r.rate * kRateMicro - micro);
+}
+
+// True if the rule's ceiling is above its exact rate (it may borrow once resolved).
+inline bool rule_ceil_above(const Rule& r) noexcept {
+  return r.ceil > r.rate || (r.ceil == r.rate && r.ceil != 0 && rule_rate_micro(r) < r.rate * kRateMicro);
+}
 
 // True if the rule may borrow: a ceiling above its rate and a host rule to borrow from.
-inline bool rule_shares(const Rule& r) noexcept { return r.ceil > r.rate && r.host1 != 0; }
+inline bool rule_shares(const Rule& r) noexcept { return rule_ceil_above(r) && r.host1 != 0; }
 
 struct LimitSet {
   uint32_t count;  // rules in use
@@ -51,7 +89,7 @@ static_assert(sizeof(LimitSet) == 8 + sizeof(Rule) * kMaxRules);
 // then is the host segment worth opening (a start of every process pays for it otherwise).
 inline bool limits_have_ceil(const LimitSet& set) noexcept {
   for (uint32_t i = 0; i < set.count && i < kMaxRules; ++i)
-    if (set.rules[i].ceil > set.rules[i].rate) return true;
+    if (rule_ceil_above(set.rules[i])) return true;
   return false;
 }
 

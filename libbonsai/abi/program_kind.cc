@@ -144,6 +144,19 @@ ProgramKind judge_elf(int fd, const unsigned char* head, size_t got, GoLook look
   return go ? ProgramKind::Go : dynamic ? ProgramKind::Dynamic : ProgramKind::Static;
 }
 
+// Whether exec'ing a file of this mode and owner changes the caller's ids, which is
+// when the kernel asks the loader for a secure exec (AT_SECURE) and the loader ignores
+// LD_PRELOAD: the new effective ids differ from the real ones. Root running a
+// setuid-root program (or anyone their own setuid program) changes nothing: the
+// library reaches it like any other, so it is judged by what it is.
+bool exec_changes_ids(const struct stat& st) {
+  auto uid = static_cast<uid_t>(raw_syscall3(SYS_getuid, 0, 0, 0)), euid = static_cast<uid_t>(raw_syscall3(SYS_geteuid, 0, 0, 0));
+  auto gid = static_cast<gid_t>(raw_syscall3(SYS_getgid, 0, 0, 0)), egid = static_cast<gid_t>(raw_syscall3(SYS_getegid, 0, 0, 0));
+  uid_t new_euid = (st.st_mode & S_ISUID) ? st.st_uid : euid;
+  gid_t new_egid = (st.st_mode & S_ISGID) ? st.st_gid : egid;
+  return new_euid != uid || new_egid != gid;
+}
+
 void note_judged(const char* path, char* judged, size_t cap) {
   if (!judged || cap == 0) return;
   size_t n = std::strlen(path);
@@ -162,13 +175,13 @@ ProgramKind judge(const char* path, GoLook look, char* judged, size_t cap, Progr
     if (fd < 0) {  // an unreadable program may still be setuid (mode 4711): the loader ignores LD_PRELOAD all the same
       bool setuid = raw_syscall4(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(path), reinterpret_cast<long>(&st),
                                  0) == 0 &&
-                    S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID));
+                    S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) && exec_changes_ids(st);
       return setuid ? ProgramKind::Setuid : ProgramKind::Other;
     }
     ProgramKind kind = ProgramKind::Other;
     long got = 0;
     if (raw_syscall3(SYS_fstat, fd, reinterpret_cast<long>(&st), 0) == 0 && S_ISREG(st.st_mode)) {
-      if (st.st_mode & (S_ISUID | S_ISGID)) kind = ProgramKind::Setuid;
+      if ((st.st_mode & (S_ISUID | S_ISGID)) && exec_changes_ids(st)) kind = ProgramKind::Setuid;
       else got = pread_raw(static_cast<int>(fd), head, sizeof head - 1, 0);
     }
     if (got >= SELFMAG && std::memcmp(head, ELFMAG, SELFMAG) == 0) {

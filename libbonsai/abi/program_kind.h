@@ -3,7 +3,8 @@
 // the library reaches; a static one, or a Go one (Go makes its own system calls, even
 // when linked to libc), which it cannot reach and which is supervised instead; a
 // setuid/setgid one the loader strips LD_PRELOAD from (and that supervision would strip
-// of its privileges). A #! script is judged by its interpreter. One judgement for
+// of its privileges) -- when its exec changes the caller's ids: root's setuid-root
+// program (or a user's own setuid one) keeps LD_PRELOAD and is judged by what it is. A #! script is judged by its interpreter. One judgement for
 // bonsaictl (`run`: launch_kind.h) and the library (a service process's exec:
 // runtime/exec_kind.h, issue #40), so the two never disagree about a program.
 //

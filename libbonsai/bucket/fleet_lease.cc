@@ -29,8 +29,8 @@ uint32_t fleet_fallback_set(const LimitSet& in, const std::atomic<uint64_t>* cap
     uint64_t c = cap[r].load(std::memory_order_relaxed);
     if (fb == 0) continue;  // unknown: keep the grant in force
     if (c && fb > c) fb = c;
-    if (out.rules[r].rate != fb) ++changed;
-    out.rules[r].rate = fb;
+    if (out.rules[r].rate != fb || out.rules[r].rate_less_micro) ++changed;
+    rule_set_rate(out.rules[r], fb);
   }
   return changed;
 }

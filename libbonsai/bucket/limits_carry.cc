@@ -8,13 +8,15 @@ namespace bonsai {
 namespace {
 
 bool params_equal(const BucketParams& a, const BucketParams& b) {
-  return a.ns_per_unit_q32 == b.ns_per_unit_q32 && a.depth_ns == b.depth_ns && a.per_call == b.per_call;
+  return a.ns_per_unit_q32 == b.ns_per_unit_q32 && a.ns_per_unit_hi == b.ns_per_unit_hi && a.depth_ns == b.depth_ns &&
+         a.per_call == b.per_call;
 }
 
 // Units worth `ns` of time at the bucket's rate (the inverse of bucket_cost_ns), saturating.
 uint64_t units_for_ns(const BucketParams& p, uint64_t ns) {
   constexpr uint64_t kSaturate = uint64_t{1} << 62;
   uint64_t u;
+  if (p.ns_per_unit_hi) return ns / ((p.ns_per_unit_hi << 32) | (p.ns_per_unit_q32 >> 32));  // >= 2^32 ns a unit
   if (!div128(ns >> 32, ns << 32, p.ns_per_unit_q32 ? p.ns_per_unit_q32 : 1, u)) return kSaturate;
   return u > kSaturate ? kSaturate : u;
 }

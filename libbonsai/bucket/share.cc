@@ -18,11 +18,11 @@ uint64_t take_rate(BucketState& own, BucketState& host, const ShareParams& p, ui
 }  // namespace
 
 bool share_params(const Rule& rule, const Rule& capacity, ShareParams& out) noexcept {
-  if (rule.ceil <= rule.rate || rule.ceil > kMaxRate) return false;
+  if (!rule_ceil_above(rule) || rule.ceil > kMaxRate) return false;
   if (capacity.rate == 0 || capacity.rate > kMaxRate || capacity.unit != rule.unit) return false;
   out.rate = bucket_params(rule);
   Rule c = rule;
-  c.rate = rule.ceil;
+  rule_set_rate(c, rule.ceil);
   out.ceil = bucket_params(c);
   Rule h = capacity;
   if (h.burst > (uint64_t{1} << 50)) h.burst = 0;  // untrusted: a nonsense depth is the default one

@@ -2,6 +2,7 @@
 // Token bucket arithmetic (see token_bucket.h). No syscalls, no allocation.
 #include "bucket/token_bucket.h"
 
+#include "abi/limit_parse.h"
 #include "sys/div128.h"
 
 namespace bonsai {
@@ -10,8 +11,9 @@ namespace {
 constexpr uint64_t kNsPerSec = 1'000'000'000;
 constexpr uint64_t kSaturate = uint64_t{1} << 62;
 
-uint64_t units_in(uint64_t rate, uint64_t ns) {
-  uint64_t u = mul_div_sat(rate, ns, kNsPerSec);
+// Units of a rate of `micro` millionths a second in `ns`.
+uint64_t units_in(uint64_t micro, uint64_t ns) {
+  uint64_t u = mul_div_sat(micro, ns, kNsPerSec * kRateMicro);
   return u > kSaturate ? kSaturate : u;
 }
 
@@ -32,18 +34,28 @@ uint64_t clock_room(const BucketParams& p, uint64_t cost) { return cost < p.dept
 
 uint64_t bucket_cost_ns(const BucketParams& p, uint64_t units) noexcept {
   unsigned __int128 ns = (static_cast<unsigned __int128>(units) * p.ns_per_unit_q32) >> 32;
+  if (p.ns_per_unit_hi) {  // a unit costs 2^32 ns or more (a rate below ~0.23/s)
+    unsigned __int128 hi = static_cast<unsigned __int128>(units) * p.ns_per_unit_hi;
+    if (hi >> 62) return kSaturate;
+    ns += hi << 32;
+  }
   return ns > kSaturate ? kSaturate : static_cast<uint64_t>(ns);
 }
 
 BucketParams bucket_params(const Rule& rule) noexcept {
-  uint64_t rate = rule.rate ? rule.rate : 1;
+  uint64_t micro = rule.rate ? rule_rate_micro(rule) : kRateMicro;
+  if (micro < kMinRateMicro) micro = kMinRateMicro;  // untrusted: never slower than the parser allows
   BucketParams p{};
-  static_assert(kNsPerSec < (uint64_t{1} << 32), "10^9 << 32 fits in 64 bits");
-  p.ns_per_unit_q32 = (kNsPerSec << 32) / rate;
-  uint64_t depth_units = rule.burst ? rule.burst : units_in(rate, kDefaultDepthNs);
+  // ns per unit in 32.32 fixed point: 10^15 << 32 over the rate in millionths, a quotient
+  // of up to 82 bits taken in two 128-by-64 divisions (sys/div128.h: no libgcc).
+  constexpr uint64_t kNumHi = (kNsPerSec * kRateMicro) >> 32, kNumLo = (kNsPerSec * kRateMicro) << 32;
+  p.ns_per_unit_hi = kNumHi / micro;
+  if (!div128(kNumHi % micro, kNumLo, micro, p.ns_per_unit_q32)) p.ns_per_unit_q32 = UINT64_MAX;
+  uint64_t rate = micro / kRateMicro;  // whole units a second (for the chunk)
+  uint64_t depth_units = rule.burst ? rule.burst : units_in(micro, kDefaultDepthNs);
   if (depth_units < 1) depth_units = 1;
   p.depth_ns = bucket_cost_ns(p, depth_units);
-  uint64_t batch = units_in(rate, kBatchNs);
+  uint64_t batch = units_in(micro, kBatchNs);
   p.batch = static_cast<int64_t>(batch ? batch : 1);
   // Transfers larger than ~8 ms of rate are split (blocking writes, file reads) or
   // shortened (pipes, sockets, non-blocking fds) so that one call cannot make a long

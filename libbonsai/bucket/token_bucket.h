@@ -26,7 +26,8 @@ static_assert(std::atomic<uint64_t>::is_always_lock_free);
 
 // Immutable per-rule numbers, derived from a Rule.
 struct BucketParams {
-  uint64_t ns_per_unit_q32;  // nanoseconds per unit, 32.32 fixed point
+  uint64_t ns_per_unit_q32;  // nanoseconds per unit, 32.32 fixed point: the low 64 bits
+  uint64_t ns_per_unit_hi;   // and the bits above them (non-zero below ~0.23 units a second)
   uint64_t depth_ns;         // bucket depth expressed as time
   int64_t batch;             // units a thread prepays per refill (~1 ms of rate)
   int64_t chunk;             // largest transfer worth making in one real call (INT64_MAX: calls)
@@ -52,7 +53,7 @@ inline void bucket_reset_clock(BucketState& s) noexcept {
   s.ceil_tat_ns.store(0, std::memory_order_relaxed);  // shares: the rule's ceiling too
 }
 
-// Derives params from a rule (rate 0 is treated as 1).
+// Derives params from a rule at its exact rate (rule_rate_micro; rate 0 is treated as 1).
 BucketParams bucket_params(const Rule& rule) noexcept;
 
 // ns for `units` at the bucket's rate, saturating at 2^62.

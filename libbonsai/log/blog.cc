@@ -17,13 +17,23 @@ constinit std::atomic<int> g_printed{0};
 constexpr int kMaxMessages = 100;  // a broken setup must not flood the host's stderr
 }  // namespace
 
+void blog_unknown_level(const char* text) noexcept;
+
 BONSAI_STARTUP void blog_set_level(const char* text) noexcept {
   if (!text) return;
   static constexpr struct { const char* name; LogLevel level; } kNames[] = {
       {"off", LogLevel::Off}, {"error", LogLevel::Error}, {"warn", LogLevel::Warn},
       {"info", LogLevel::Info}, {"debug", LogLevel::Debug}};
   for (const auto& n : kNames)
-    if (std::strcmp(text, n.name) == 0) g_level.store(static_cast<int>(n.level));
+    if (std::strcmp(text, n.name) == 0) return g_level.store(static_cast<int>(n.level));
+  // Taken silently, a typo ("debgu") would look like a quiet library.
+  if (*text) blog_unknown_level(text);
+}
+
+// Out of the start-up section: runs only when BONSAI_LOG is misspelt.
+void blog_unknown_level(const char* text) noexcept {
+  blog(LogLevel::Warn, "BONSAI_LOG='%.32s%s' is not a level (off, error, warn, info, debug): using warn", text,
+       std::strlen(text) > 32 ? "..." : "");
 }
 
 bool blog_enabled(LogLevel level) noexcept {

@@ -10,7 +10,8 @@ namespace bonsai {
 
 enum class LogLevel : int { Off = 0, Error = 1, Warn = 2, Info = 3, Debug = 4 };
 
-// Sets the level from the BONSAI_LOG value; unknown text keeps `warn`.
+// Sets the level from the BONSAI_LOG value; unknown text keeps `warn` and says so (once:
+// the level is set once per process).
 void blog_set_level(const char* text) noexcept;
 bool blog_enabled(LogLevel level) noexcept;
 

@@ -113,7 +113,31 @@ BONSAI_STARTUP bool out_path_copy(const char* what, const char* value, char (&ds
     while (len > 2 && value[0] == '.' && value[1] == '/') value += 2, len -= 2;  // "./x" -> "x"
   }
   std::memcpy(dst + cwd_len, value, len + 1);
-  return true;
+  return out_path_probe(what, dst);
+}
+
+bool out_path_probe(const char* what, char (&dst)[kOutPathMax]) noexcept {
+  // Said now, while the program's stderr is surely open: coreutils (cat, dd) close it
+  // before the exit hooks run, so a warning at exit never reaches their user. Only what
+  // is known now: there is no file yet and its directory cannot take one (absent, not
+  // ours to write). Anything else is checked at exit, as before (out_file_append).
+  if (getuid() != geteuid() || getgid() != getegid()) return true;  // access checks the real ids
+  char dir[kOutPathMax];
+  std::memcpy(dir, dst, kOutPathMax);
+  char* slash = std::strrchr(dir, '/');
+  if (!slash || std::strstr(dir, "%p")) return true;  // the pid's own directory is not known yet
+  const char* base = dst + (slash - dir) + 1;
+  if (slash == dir) dir[1] = '\0';
+  else *slash = '\0';
+  struct stat st{};
+  if (!*base || sys(SYS_newfstatat, AT_FDCWD, dst, &st, AT_SYMLINK_NOFOLLOW) != -ENOENT)
+    return true;  // something is there: judged at exit, as before (what it is, whose)
+  long r = sys(SYS_faccessat, AT_FDCWD, dir, W_OK | X_OK);
+  if (r == 0) return true;
+  blog(LogLevel::Warn, "%s: not writing to '%s': its directory cannot take a new file (%s): nothing will be written",
+       what, dst, errname(r));
+  dst[0] = '\0';
+  return false;
 }
 
 bool out_file_append(const char* what, const char* tmpl, const char* buf, size_t len) noexcept {

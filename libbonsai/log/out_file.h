@@ -29,7 +29,14 @@ inline constexpr int kOutPollMs = 10;         // one wait for room in a full des
 // process title over it). A relative path is made absolute against the current
 // directory now, so that a later chdir() does not move the file.
 // @return true if `dst` holds a path; false if unset or empty, or (warned) too long.
+// Then checks it as out_path_probe does.
 bool out_path_copy(const char* what, const char* value, char (&dst)[kOutPathMax]) noexcept;
+
+// Whether `dst` can be written as far as can be known at start-up (absent, its directory
+// must take a new file: exist, enter, write; one that exists is judged at exit): if not, says so once on
+// stderr now -- a program may close its stderr before the library's exit hook writes --
+// and empties `dst` (nothing is attempted at exit). @return whether `dst` is kept.
+bool out_path_probe(const char* what, char (&dst)[kOutPathMax]) noexcept;
 
 // Appends `len` bytes to the file named by `path` ("%p" becomes the pid), as above,
 // in one write where the destination takes it (lines of processes appended to one

@@ -47,7 +47,7 @@ bool share_lookup(const Ticket& t, ShareCache*& out) noexcept {
     c.gen = t.gen;
     c.bucket = t.bucket;
     c.host_seq = hseq;
-    if (rule.ceil > rule.rate) {
+    if (rule_ceil_above(rule)) {
       Rule cap;
       if (host && !(hseq & 1) && shm_host_rule(rule.host1, cap) && share_params(rule, cap, c.p)) {
         c.shares = true;

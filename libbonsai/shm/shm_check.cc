@@ -127,7 +127,9 @@ const char* limits_problem(const LimitSet& set) noexcept {
   for (uint32_t r = 0; r < set.count; ++r) {
     const Rule& rule = set.rules[r];
     if (rule.calls == 0 || (rule.calls & ~kKnown)) return "a rule names unknown calls";
-    if (rule.rate == 0 || rule.rate > kMaxRate) return "a rule has a rate out of range";
+    if (rule.rate == 0 || rule.rate > kMaxRate || rule.rate_less_micro >= kRateMicro ||
+        rule_rate_micro(rule) < kMinRateMicro)
+      return "a rule has a rate out of range";
     if (rule.unit != RateUnit::Bytes && rule.unit != RateUnit::Calls) return "a rule has an unknown unit";
     if (rule.ceil > kMaxRate || rule.host1 > kMaxRules) return "a rule has a ceil out of range";
     if (rule.fd_mask == 0 || (rule.fd_mask & ~kAnyFd)) return "a rule has a bad fd kind";

@@ -72,9 +72,12 @@ TEST_CASE("run: static and setuid programs are named in a plain warning") {
     CHECK(w.find("statically linked") != std::string::npos);
     CHECK(w.find("NO LIMITS WILL APPLY") != std::string::npos);
   }
+  // A setuid-root program: LD_PRELOAD is dropped for anyone but root, whose exec of it
+  // changes no id (the library reaches it: no warning, the facts say it is capped).
   for (const char* p : {"/usr/bin/passwd", "/usr/bin/su", "/bin/mount"})
     if (exists(p)) {
-      CHECK(preload_warning(p).find("setuid") != std::string::npos);
+      if (geteuid() == 0) CHECK(preload_warning(p).empty());
+      else CHECK(preload_warning(p).find("setuid") != std::string::npos);
       break;
     }
   // A script is judged by its interpreter.
@@ -88,13 +91,13 @@ TEST_CASE("run: static and setuid programs are named in a plain warning") {
   unlink(path);
 }
 
-TEST_CASE("run: -l rules replace the file's rules that share a call") {
+TEST_CASE("run: -l rules go over the file's; a file rule keeps the calls they leave it") {
   LimitSet base = parse("read+pread=10MiB/s,writes=8MB/s,openat=200/s");
   std::string why;
   REQUIRE(limits_merge(base, parse("pread=1MiB/s"), why));
-  CHECK(format(base) == "writes=8MB/s,openat=200/s,pread=1MiB/s");
+  CHECK(format(base) == "read=10MiB/s,writes=8MB/s,openat=200/s,pread=1MiB/s");
   REQUIRE(limits_merge(base, parse("unlink=5/s"), why));
-  CHECK(format(base) == "writes=8MB/s,openat=200/s,pread=1MiB/s,unlink=5/s");
+  CHECK(format(base) == "read=10MiB/s,writes=8MB/s,openat=200/s,pread=1MiB/s,unlink=5/s");
   LimitSet big{};
   for (uint32_t i = 0; i < kMaxRules; ++i) big.rules[big.count++] = parse("read=1MB/s").rules[0];
   LimitSet none = parse("write=1MB/s");

@@ -89,7 +89,7 @@ TEST_CASE("limit_parse: every rate unit", "[limit_parse]") {
       {"200/s", 200, RateUnit::Calls},
       {"1/s", 1, RateUnit::Calls},
       {"1000000000000/s", kMaxRate, RateUnit::Calls},
-      {"2.5/s", 3, RateUnit::Calls},  // rounded to the nearest whole unit
+      {"2.5/s", 3, RateUnit::Calls},  // the whole rate rounded up; kept exactly (rate_fraction_test.cc)
   };
   for (const Row& r : rows) {
     std::string text = std::string(r.unit == RateUnit::Bytes ? "read" : "openat") + "=" + r.rate;
@@ -223,7 +223,8 @@ TEST_CASE("limit_parse: every error points at the offending text and names it", 
       {"read=", "", false, {"/s", nullptr}},
       {"read=0/s", "0/s", false, {"'0/s'", "> 0"}},
       {"read=0MiB/s", "0MiB/s", false, {"'0MiB/s'", "> 0"}},
-      {"openat=0.4/s", "0.4/s", false, {"'0.4/s'", "> 0"}},
+      {"openat=0.0004/s", "0.0004/s", false, {"'0.0004/s'", "slowest rate"}},
+      {"openat=0.4000001/s", "0.4000001/s", false, {"'0.4000001/s'", "cannot be kept exactly"}},
       {"read=2TB/s", "2TB/s", false, {"'2TB/s'", "too large"}},
       {"read=1TiB/s", "1TiB/s", false, {"'1TiB/s'", "too large"}},
       {"openat=1000000000001/s", "1000000000001/s", false, {"'1000000000001/s'", "too large"}},

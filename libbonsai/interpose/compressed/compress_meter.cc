@@ -57,7 +57,8 @@ double rate_of(const Ticket& t) {
   if (!t.view || t.bucket >= kMaxRules) return 0;
   const BucketParams& p = t.params;
   if (p.per_call || p.ns_per_unit_q32 == 0) return 0;
-  return 1e9 * 4294967296.0 / static_cast<double>(p.ns_per_unit_q32);
+  return 1e9 * 4294967296.0 /
+         (static_cast<double>(p.ns_per_unit_q32) + static_cast<double>(p.ns_per_unit_hi) * 18446744073709551616.0);
 }
 
 // The depth of the ticket's bucket in ns (0: none, or a call-rate bucket).
