@@ -21,10 +21,16 @@ void Loop::shares_refresh() {
     any = any || view_.lim.set.rules[r].ceil > view_.lim.set.rules[r].rate;
   if (!any) return;
   char why[320];
-  if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why)) {
+  bool newer = false;
+  if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why, &newer)) {
     static bool said = false;
-    if (!said) sv_say(fmt::format("bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate\n",
-                          seg_.service(), why[0] ? why : "no host capacity installed"));
+    // A host segment of a newer layout: said once for the service, with its library
+    // processes (the segment's notices word), not once per supervisor.
+    if (!said && newer)
+      said = seg_.seg().exited.notices.fetch_or(kNoticeNewerHost, std::memory_order_relaxed) & kNoticeNewerHost;
+    if (!said) sv_say(fmt::format("bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate{}\n",
+                          seg_.service(), why[0] ? why : "no host capacity installed",
+                          newer ? " (said once for the service)" : ""));
     said = true;
   }
   ShmHost* h = shm_host();
