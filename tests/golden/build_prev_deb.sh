@@ -31,7 +31,7 @@ fi
 exec 9>"$out/.lock"
 flock 9
 if [ -f "$out/bonsai.deb" ] && [ "$(cat "$out/rev" 2>/dev/null)" = "$rev" ]; then exit 0; fi
-rm -rf "$out/src" "$out/bonsai.deb" "$out/rev" "$out"/bonsai_*
+rm -rf "$out/src" "$out/bonsai.deb" "$out/rev" "$out"/bonsai[-_]*
 mkdir -p "$out/src"
 git -C "$top" archive "$rev" | tar -x -C "$out/src"
 cp -pr "$out/src/packaging/debian" "$out/src/debian"
@@ -45,6 +45,6 @@ if ! (cd "$out/src" && env ${CXX:+CXX="$CXX"} ${CC:+CC="$CC"} \
 fi
 deb=$(ls "$out"/bonsai_*.deb | head -n 1)
 mv "$deb" "$out/bonsai.deb"
-rm -rf "$out/src" "$out"/bonsai_*
+rm -rf "$out/src" "$out"/bonsai[-_]*  # the dbgsym package, .changes, .buildinfo
 echo "$rev" >"$out/rev"
 echo "build_prev_deb: $name ($rev) packaged in $((SECONDS - start)) s: $out/bonsai.deb ($(basename "$deb"))"
