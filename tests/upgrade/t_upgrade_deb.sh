@@ -15,7 +15,8 @@
 # (make deb ~35 s idle, 90..190 s loaded, when t_pkg_deb's package is not there to reuse; the
 # previous release's package, when `make test` has not built it in the background: ~7
 # minutes of CPU with a cold compiler cache, 50 minutes of wall time at load 18; dpkg -i
-# 15 s; the service ~25 s. The whole test took 256 s at load 13..17 with make deb)
+# 10..15 s; the service ~25 s. The whole test took 256 s at load 13..17 with make deb, 38 s
+# at load 7 with both packages there)
 . "$(dirname "$0")/../integration/lib/ctl_lib.sh"
 [ "$(id -u)" = 0 ] || skip "needs root (dpkg -i)"
 [ -z "${BONSAI_SANITIZER:-}" ] || skip "the package is built in release mode only"
