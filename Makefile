@@ -264,11 +264,16 @@ test: deps-check
 # The previous release's library (tests/golden/build_prev.sh: from the tag v0.2.0 of this
 # clone, cached in $(B)/prev) and the tests that swap it for this build under a running
 # service (tests/upgrade/). No git history (a tarball): nothing to build, the test says so.
-.PHONY: prev-lib test-upgrade
+# prev-deb: the previous release's .deb (tests/golden/build_prev_deb.sh, cached in
+# $(B)/prev-deb) that t_upgrade_deb.sh upgrades to this build's under a running service.
+.PHONY: prev-lib prev-deb test-upgrade
 prev-lib:
 	$(Q)MAKE="$(MAKE)" CXX="$(CXX)" CC="$(CC)" bash tests/golden/build_prev.sh $(B)/prev || { rc=$$?; [ $$rc = 3 ] || [ $$rc = 4 ]; }
+prev-deb:
+	$(Q)CXX="$(CXX)" CC="$(CC)" bash tests/golden/build_prev_deb.sh $(B)/prev-deb || { rc=$$?; [ $$rc -ge 3 ]; }
 test-upgrade: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN)
-	BONSAI_BUILD=$(OUT) BONSAI_PREV_LIB=$(abspath $(B))/prev/libbonsai.so bash tests/upgrade/run.sh
+	BONSAI_BUILD=$(OUT) BONSAI_PREV_LIB=$(abspath $(B))/prev/libbonsai.so BONSAI_PREV_DEB=$(abspath $(B))/prev-deb/bonsai.deb \
+	  bash tests/upgrade/run.sh
 
 # What a suite needs built (tests/suite.sh builds them in the background).
 .PHONY: preload unit-tests sanitizer-build

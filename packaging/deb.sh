@@ -7,8 +7,12 @@
 # pages are made anew. Then lintian, when installed: any error fails.
 # The package's version: VERSION (the release) where there is no .git; in a git clone,
 # from `git describe`: VERSION itself at a commit tagged vVERSION, else VERSION~gitN.gHASH
-# (N commits after the last tag: sorts after the previous release, before this one).
-# Env: B_ABS (absolute build root), VERSION, MAKE; DEB_KEEP=1 keeps the copy.
+# (N commits after the last tag: sorts after the previous release, before this one). A
+# clone without release tags (a CI checkout that fetched none) counts N from the commit
+# that last changed VERSION, which is never more than from the tag: a later build that has
+# the tags never sorts before it. NEWS.md's top entry must name VERSION too.
+# Env: B_ABS (absolute build root), VERSION, MAKE; DEB_KEEP=1 keeps the copy;
+# DEB_VERSION_ONLY=1 prints the version and builds nothing.
 set -euo pipefail
 : "${B_ABS:?}" "${VERSION:?}"
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,9 +22,15 @@ if [ "$changelog_version" != "$VERSION" ]; then
   echo "make deb: VERSION says $VERSION, packaging/debian/changelog says $changelog_version" >&2
   exit 1
 fi
+news_version=$(sed -n 's/^## \([0-9][0-9.]*\)\( .*\)\{0,1\}$/\1/p' NEWS.md | head -n 1)
+if [ "$news_version" != "$VERSION" ]; then
+  echo "make deb: VERSION says $VERSION, NEWS.md's top entry says ${news_version:-nothing}" >&2
+  exit 1
+fi
 deb_version=$VERSION
-if git -C "$top" rev-parse --git-dir >/dev/null 2>&1 &&
-   described=$(git -C "$top" describe --tags --long --match 'v[0-9]*' 2>/dev/null); then
+if ! git -C "$top" rev-parse --git-dir >/dev/null 2>&1; then
+  :  # a tarball: the release VERSION names
+elif described=$(git -C "$top" describe --tags --long --match 'v[0-9]*' 2>/dev/null); then
   # vX.Y.Z-N-gHASH
   tag=${described%-*-g*} rest=${described#"$tag"-}
   n=${rest%%-*} hash=${rest#*-}
@@ -32,8 +42,12 @@ if git -C "$top" rev-parse --git-dir >/dev/null 2>&1 &&
   else
     deb_version="$VERSION~git$n.$hash"
   fi
+elif base=$(git -C "$top" log -1 --format=%H -- VERSION 2>/dev/null) && [ -n "$base" ]; then
+  echo "make deb: no release tag (v*) in this clone: counting from the commit that set VERSION (git fetch --tags)" >&2
+  deb_version="$VERSION~git$(git -C "$top" rev-list --count "$base..HEAD").g$(git -C "$top" rev-parse --short=7 HEAD)"
 fi
 echo "make deb: version $deb_version"
+[ "${DEB_VERSION_ONLY:-0}" != 1 ] || exit 0
 arch=$(dpkg-architecture -qDEB_HOST_ARCH)
 work=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-deb.XXXXXX")
 [ "${DEB_KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT

@@ -125,9 +125,15 @@ void SvLimits::shares_refresh() {
     any = any || rule_ceil_above(view_.lim.set.rules[r]);
   if (!any) return;
   char why[320];
-  if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why)) {
-    if (!said_shares_) sv_say(fmt::format("bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate\n",
-                                          seg_.service(), why[0] ? why : "no host capacity installed"));
+  bool newer = false;
+  if (!shm_host() && !shm_host_attach(shm_prefix().c_str(), why, sizeof why, &newer)) {
+    // A host segment of a newer layout: said once for the service, with its library
+    // processes (the segment's notices word), not once per supervisor.
+    if (!said_shares_ && newer)
+      said_shares_ = seg_.seg().exited.notices.fetch_or(kNoticeNewerHost, std::memory_order_relaxed) & kNoticeNewerHost;
+    if (!said_shares_) sv_say(fmt::format("bonsaictl supervisor ({}): shares: {}; every rule is held to its own rate{}\n",
+                                          seg_.service(), why[0] ? why : "no host capacity installed",
+                                          newer ? " (said once for the service)" : ""));
     said_shares_ = true;
   }
   ShmHost* h = shm_host();

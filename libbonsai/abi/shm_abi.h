@@ -140,6 +140,7 @@ struct alignas(64) ShmExited {
 // ShmExited::notices: the first process of the service to meet the problem says it on
 // its stderr and sets the bit; the others stay quiet (never 40 lines a second).
 inline constexpr uint32_t kNoticeNewerLayout = 1;  // the segment is of a layout this build cannot read
+inline constexpr uint32_t kNoticeNewerHost = 2;    // the host segment of shares is of such a layout
 
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
 // which claimed the slot on its behalf and charges its system calls from outside.

@@ -112,9 +112,14 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
       protect_refresh();
       if (att.shares) g_limiter.shares = att.shares;
       char host_why[320];
+      bool newer_host = false;
+      // A host segment of a newer layout is met by every process of the service: said by
+      // the first (the notices word), as a newer service segment is.
       if (!att.limits_problem && limits_have_ceil(att.limits) &&
-          !shm_host_attach(given, host_why, sizeof host_why) && host_why[0])
-        blog(LogLevel::Warn, "shares: %s; every rule is held to its own rate", host_why);
+          !shm_host_attach(given, host_why, sizeof host_why, &newer_host) && host_why[0] &&
+          (!newer_host || shm_notice_first(kNoticeNewerHost)))
+        blog(LogLevel::Warn, "shares: service '%s': %s; every rule is held to its own rate%s", service, host_why,
+             newer_host ? " (said once for the service)" : "");
       fleet_lapse_attach(att.fleet);
       // Said by the service's 1st, 2nd, 4th... such process: a table held full (forged
       // slots too) is not a line on every start's stderr; `bonsaictl stat` counts them all.

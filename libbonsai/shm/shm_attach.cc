@@ -182,6 +182,11 @@ BONSAI_STARTUP bool shm_attached() noexcept { return g_seg != nullptr; }  // eve
 
 bool shm_lost() noexcept { return g_seg && shm_guard_lost(g_seg); }
 
+bool shm_notice_first(uint32_t bit) noexcept {
+  if (!g_seg || shm_lost()) return true;
+  return !(g_seg->exited.notices.fetch_or(bit, std::memory_order_relaxed) & bit);
+}
+
 bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexcept {
   problem = nullptr;
   if (!g_seg || shm_lost() || !seqlock_read(g_seg->limits, out, seq, kReadTries)) return false;

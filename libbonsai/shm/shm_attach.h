@@ -32,6 +32,11 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
 // True once shm_attach succeeded in this process.
 bool shm_attached() noexcept;
 
+// For a problem said once for the whole service (a kNotice* bit of abi/shm_abi.h): sets
+// the bit in the segment's notices word. @return true if this process is the one to say
+// it (the first of the service; or no segment attached: nobody else can say it).
+bool shm_notice_first(uint32_t bit) noexcept;
+
 // True once the segment was truncated under us (a SIGBUS inside it; see
 // shm/shm_guard.h): the mapping now holds private zeroed memory, the limits in
 // force stay installed, buckets and counters are this process's own from then on.

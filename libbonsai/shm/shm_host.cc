@@ -32,8 +32,9 @@ size_t shm_host_path(char* buf, size_t cap, const char* prefix, unsigned uid) no
   return StrBuild(buf, cap).put("/dev/shm/").put(prefix).put("bonsai-host.").put_uint(uid).done();
 }
 
-bool shm_host_attach(const char* prefix, char* why, size_t cap) noexcept {
+bool shm_host_attach(const char* prefix, char* why, size_t cap, bool* newer) noexcept {
   if (cap) why[0] = '\0';
+  if (newer) *newer = false;
   if (g_host.load(std::memory_order_acquire)) return true;
   if (g_mapping.exchange(true, std::memory_order_acquire)) return false;  // another thread is at it
   char path[256];
@@ -58,11 +59,12 @@ bool shm_host_attach(const char* prefix, char* why, size_t cap) noexcept {
       shm_guard_register(p, map_len);  // a truncation reads as zeros, never a SIGBUS
       auto* h = static_cast<ShmHost*>(p);
       if (const char* problem = host_header_problem(*h, static_cast<size_t>(st.st_size), map_len)) {
-        if (problem == kShmNewerLayout)
-          std::snprintf(why, cap, "%s was made by a newer bonsai (layout %u; this library reads %u..%u): upgrade bonsai",
-                        path, __atomic_load_n(&h->header.version, __ATOMIC_RELAXED), kShmOldestLayout,
-                        BONSAI_ABI_VERSION);
-        else
+        if (problem == kShmNewerLayout) {
+          std::snprintf(why, cap, "%s was made by a newer bonsai (host segment layout %u; this library reads %u..%u): "
+                        "upgrade bonsai to borrow from it", path, __atomic_load_n(&h->header.version, __ATOMIC_RELAXED),
+                        kShmOldestLayout, BONSAI_ABI_VERSION);
+          if (newer) *newer = true;
+        } else
           std::snprintf(why, cap, "%s %s", path, problem);
         shm_guard_unregister(p);
         munmap(p, map_len);

@@ -20,8 +20,10 @@ inline constexpr uint32_t kSlotNoHost = 16;
 
 // Maps /<prefix>bonsai-host.<uid> if it exists and is usable (owner, mode, size,
 // header). Idempotent; safe to call again after a failure.
-// @return true if mapped; false with `why` set (empty if it simply does not exist).
-bool shm_host_attach(const char* prefix, char* why, size_t cap) noexcept;
+// @return true if mapped; false with `why` set (empty if it simply does not exist);
+// `newer` (if given) true when the segment is of a layout newer than this build reads
+// (said once per service: kNoticeNewerHost).
+bool shm_host_attach(const char* prefix, char* why, size_t cap, bool* newer = nullptr) noexcept;
 
 // The mapped host segment, or nullptr.
 ShmHost* shm_host() noexcept;

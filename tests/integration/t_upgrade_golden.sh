@@ -6,8 +6,9 @@
 # still says 14 after: no conversion), the library attaches and is held to the new
 # limit, and the fleet service started by 0.2.0 is told about once in `stat`. A segment
 # of a layout newer than this build reads is said as such: by `stat`, and by the
-# library once for the whole service (not once per process). docs/upgrades.md.
-# timeout: 40
+# library once for the whole service (not once per process), and so is a host segment of
+# shares of a newer layout. docs/upgrades.md.
+# timeout: 90
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd zstd python3 dd
 GOLD=$(cd "$(dirname "$0")/../golden" && pwd)
@@ -108,4 +109,16 @@ lines=$(wc -l < "$T/nu.err")
 [ "$lines" = 1 ] || fail "20 processes of a service on a newer layout printed $lines lines: $(head -5 "$T/nu.err")"
 grep -q 'made by a newer bonsai (segment layout 16; this library reads 14..15)' "$T/nu.err" || fail "$(cat "$T/nu.err")"
 note "newer layout: $lines line for 20 processes"
+
+# A host segment of shares of a newer layout: the 50 processes of a service that borrows
+# from it (web: writes=8MiB/s:ceil=32MiB/s) print one line between them, which names it.
+put_u32 "$host_file" 8 16
+for _ in $(seq 1 50); do
+  env LD_PRELOAD="$PRELOAD" BONSAI_SERVICE=web true
+done 2> "$T/host.err"
+lines=$(wc -l < "$T/host.err")
+[ "$lines" = 1 ] || fail "50 processes on a newer host segment printed $lines lines: $(head -3 "$T/host.err")"
+grep -q "service 'web': $host_file was made by a newer bonsai (host segment layout 16; this library reads 14..15)" \
+  "$T/host.err" || fail "$(cat "$T/host.err")"
+note "newer host segment: $lines line for 50 processes"
 exit 0
