@@ -4,12 +4,14 @@
 # service's segment (a container with the device) writes 1,023 slots naming the host's
 # pid 1 with its real start time, in the host's pid namespace: indistinguishable from
 # live host processes, so the table is full. Then a process start of the service (a
-# fork and an exec of /bin/true, 100 times) costs within 2.5x of the same loop in a clean
-# service (best of 3, alternately; the ratio is printed: 1.2-1.3x on 2 loaded cores, it
-# was 4-15x; the bound is loose because the machine's load moves between loops), reads /proc/1/stat at most once
-# per claim (it read it once per forged slot, twice per start), and says "no free slot"
-# a few times in all, not once per process; `stat` reads /proc once, not once per slot,
-# and reclaims none of the forged slots (they may be live host processes).
+# fork and an exec of /bin/true, 100 times) costs within 1.5x of the same loop in a clean
+# service (best of 3 each, alternately: the machine's load moves between loops). 0.2.0:
+# 4.1-5.4x; one pread pass a claim: 1.3-1.6x; a claim that knows it holds no slot (a fork
+# child, an exec told by BONSAI_SLOT) looking at 16 slots of a table found full: see
+# docs/security.md. It reads /proc/1/stat at most once per claim (it read it once per
+# forged slot, twice per start), and says "no free slot" a few times in all, not once
+# per process; `stat` reads /proc once, not once per slot, and reclaims none of the
+# forged slots (they may be live host processes).
 # timeout: 180
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd python3 strace
@@ -53,7 +55,7 @@ for round in 1 2 3; do
 done
 ratio=$(awk -v f="$best_f" -v c="$best_c" 'BEGIN { printf "%.2f", f / c }')
 note "best of 3: forged/clean = $best_f/$best_c ms = ${ratio}x"
-awk -v r="$ratio" 'BEGIN { exit !(r <= 2.5) }' || fail "process starts with forged slots cost ${ratio}x (want <= 2.5x)"
+awk -v r="$ratio" 'BEGIN { exit !(r <= 1.5) }' || fail "process starts with forged slots cost ${ratio}x (want <= 1.5x)"
 lines=$(grep -c 'no free slot' "$T/loop.f.err")
 note "'no free slot' said $lines times for $((6 * N + 3)) processes that found none"
 [ "$lines" -le 16 ] || fail "'no free slot' said $lines times (log2 of the count: a few)"
