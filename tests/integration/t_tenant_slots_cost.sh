@@ -7,10 +7,10 @@
 # fork and an exec of /bin/true, 100 times) costs within 1.5x of the same loop in a clean
 # service (best of 3 each, alternately: the machine's load moves between loops). 0.2.0:
 # 4.1-5.4x; one pread pass a claim: 1.3-1.6x; a claim that knows it holds no slot (a fork
-# child, an exec told by BONSAI_SLOT) looking at 16 slots of a table found full: see
-# docs/security.md; 10 starts read 21,609 slots before, 1,449 after. It reads
-# /proc/1/stat at most once per claim (it read it once per
-# forged slot, twice per start), and says "no free slot" a few times in all, not once
+# child, an exec told by BONSAI_SLOT) looking at 16 slots of a table found full:
+# 0.83-1.02x (load 13-21). 10 starts read 21,609 slots before, 1,449 after. It reads
+# /proc/1/stat at most once per claim (it read it once per forged slot, twice per
+# start), and says "no free slot" a few times in all, not once
 # per process; `stat` reads /proc once, not once per slot, and reclaims none of the
 # forged slots (they may be live host processes).
 # timeout: 180
