@@ -160,9 +160,13 @@ bool listener_send(int sock, int fd, uint32_t mark) {
   std::string why;
   SvRendezvous rv;
   if (serve) rv = sv_rendezvous_open(service, shm_prefix(), owner, why);
-  if (!why.empty())
+  // Said once for the service (every static program's supervisor meets it), again only
+  // after a supervisor served the rendezvous since: the notices word in the segment.
+  std::atomic<uint32_t>& notices = seg->seg().exited.notices;
+  if (rv.fd >= 0) notices.fetch_and(~kNoticeRendezvous, std::memory_order_relaxed);
+  if (!why.empty() && !(notices.fetch_or(kNoticeRendezvous, std::memory_order_relaxed) & kNoticeRendezvous))
     sv_say(fmt::format("bonsaictl supervisor ({}): {}; until then each of the service's static programs starts a "
-                       "supervisor of its own\n", service, why));
+                       "supervisor of its own (said once for the service)\n", service, why));
   SvServe sv{rv.fd, deny_io_uring};
   answer->pid = getpid();
   answer_give(answer, 1, "");

@@ -126,7 +126,12 @@ struct alignas(64) ShmExited {
                                      // scans stop there (untrusted: clamp to kMaxSlots)
   std::atomic<uint32_t> notices;     // kNotice* bits: what the library said once for the whole
                                      // service (layout 14 wrote 0 here; frozen, any layout)
-  uint64_t pad_[5];
+  // Hints for claims (shm/shm_slots.h), never trusted alone (layout 14 wrote 0 here and
+  // 0.2.0's library does not move them): slot_epoch moves at every claim and every free of
+  // a slot; full_epoch is slot_epoch + 1 while a claim's whole pass found no slot to take.
+  std::atomic<uint64_t> slot_epoch;
+  std::atomic<uint64_t> full_epoch;
+  uint64_t pad_[3];
   std::atomic<uint64_t> calls[kCallCount];
   std::atomic<uint64_t> bytes[kCallCount];
   std::atomic<uint64_t> throttled[kCallCount];
@@ -141,6 +146,9 @@ struct alignas(64) ShmExited {
 // its stderr and sets the bit; the others stay quiet (never 40 lines a second).
 inline constexpr uint32_t kNoticeNewerLayout = 1;  // the segment is of a layout this build cannot read
 inline constexpr uint32_t kNoticeNewerHost = 2;    // the host segment of shares is of such a layout
+// The supervisors' rendezvous cannot be used (another user made its directory first, a
+// file in its way): said by the first supervisor to meet it, cleared by one that serves.
+inline constexpr uint32_t kNoticeRendezvous = 4;
 
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
 // which claimed the slot on its behalf and charges its system calls from outside.

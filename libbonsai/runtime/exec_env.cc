@@ -17,6 +17,7 @@
 
 #include "log/blog.h"
 #include "runtime/options.h"
+#include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
 #include "sys/env.h"
 #include "sys/raw_syscall.h"
@@ -76,7 +77,7 @@ BONSAI_STARTUP void capture_one(const char* e, void* preload) {
   Opt o{};
   const char* value = nullptr;
   bool known = option_entry(e, o, value);
-  if (known && (o == Opt::shm_fd || o == Opt::leave)) return;
+  if (known && (o == Opt::shm_fd || o == Opt::slot || o == Opt::leave)) return;
   const char* eq = std::strchr(e, '=');
   if (!eq) return;
   size_t len = std::strlen(e) + 1;
@@ -176,7 +177,7 @@ ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
   ExecPlan plan{envp, -1, false, nullptr, 0};
   if (g_kept_n == 0) return plan;  // nothing to hand down (no settings, or leaving)
   uint32_t present = 0;
-  long ld = -1, fdi = -1;
+  long ld = -1, fdi = -1, sloti = -1;
   bool foreign = false;
   size_t n = 0;
   for (; envp && envp[n]; ++n) {
@@ -188,6 +189,8 @@ ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
         if (exec_env_leaving(e + sizeof("BONSAI_LEAVE=") - 1)) return plan;  // the way out: as asked
       } else if (STARTS(e, "BONSAI_SHM_FD=")) {
         fdi = static_cast<long>(n);
+      } else if (STARTS(e, "BONSAI_SLOT=")) {
+        sloti = static_cast<long>(n);
       } else {
         for (size_t k = 0; k < g_kept_n; ++k)
           if (starts(e, g_kept[k].entry, g_kept[k].name_len)) present |= 1u << k;
@@ -206,11 +209,17 @@ ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
     }
   if (!foreign) plan.fd = shm_fd_for_exec(plan.fd_opened);
   bool need_fd = plan.fd >= 0 && !(fdi >= 0 && shm_parse_uint(envp[fdi] + sizeof("BONSAI_SHM_FD=") - 1, INT_MAX) == plan.fd);
-  if (!need_lib && !missing && !need_fd) return plan;  // the usual case: as asked
+  // What this process knows of its slot, for the program it becomes (same pid): else
+  // that program's claim passes over every slot a tenant may have made look taken.
+  char hint[128];
+  size_t hint_len = foreign ? 0 : shm_slot_hint(hint, sizeof hint);
+  bool need_hint = hint_len && !(sloti >= 0 && std::strcmp(envp[sloti], hint) == 0);
+  if (!need_lib && !missing && !need_fd && !need_hint) return plan;  // the usual case: as asked
 
-  size_t slots = n + 3 + n_missing;
+  size_t slots = n + 4 + n_missing;
   const char* old_ld = ld >= 0 ? envp[ld] + sizeof("LD_PRELOAD=") - 1 : "";
-  size_t strings = (need_lib ? sizeof("LD_PRELOAD=") + std::strlen(g_lib) + 1 + std::strlen(old_ld) : 0) + 40;
+  size_t strings = (need_lib ? sizeof("LD_PRELOAD=") + std::strlen(g_lib) + 1 + std::strlen(old_ld) : 0) + 40 +
+                   (need_hint ? hint_len + 1 : 0);
   size_t need = slots * sizeof(char*) + strings;
   char* mem = buf;
   if (need > cap) {
@@ -230,7 +239,9 @@ ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
   char* s = mem + slots * sizeof(char*);
   size_t o = 0;
   for (size_t i = 0; i < n; ++i) {
-    if ((need_lib && static_cast<long>(i) == ld) || (need_fd && static_cast<long>(i) == fdi)) continue;
+    if ((need_lib && static_cast<long>(i) == ld) || (need_fd && static_cast<long>(i) == fdi) ||
+        (need_hint && static_cast<long>(i) == sloti))
+      continue;
     out[o++] = envp[i];
   }
   if (need_lib) {
@@ -251,6 +262,11 @@ ExecPlan exec_plan(char* const* envp, char* buf, size_t cap) noexcept {
     for (unsigned v = static_cast<unsigned>(plan.fd); d == 0 || v; v /= 10) digits[d++] = static_cast<char>('0' + v % 10);
     while (d) *s++ = digits[--d];
     *s++ = '\0';
+  }
+  if (need_hint) {
+    out[o++] = s;
+    std::memcpy(s, hint, hint_len + 1);
+    s += hint_len + 1;
   }
   for (size_t k = 0; k < g_kept_n; ++k)
     if (missing & (1u << k)) out[o++] = const_cast<char*>(g_kept[k].entry);

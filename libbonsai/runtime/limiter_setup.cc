@@ -104,7 +104,7 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
     const char* given = option_env(Opt::shm_prefix);
     for (size_t i = 0; given && given[i] && i + 1 < sizeof prefix; ++i) prefix[i] = given[i];
     char why[320];
-    if (shm_attach(service, given, att, why, sizeof why)) {
+    if (shm_attach(service, given, att, why, sizeof why, option_env(Opt::slot))) {
       if (att.shared_buckets) g_limiter.buckets = att.shared_buckets;
       g_limiter.counters = att.counters ? att.counters : &g_local_counters;
       g_limiter.wait_hist = att.wait_hist;

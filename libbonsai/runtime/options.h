@@ -28,6 +28,7 @@ enum class OptType : uint8_t {
   X(shm_prefix, "BONSAI_SHM_PREFIX", Text, "", "namespace for segment names")                                   \
   X(shm_uid, "BONSAI_SHM_UID", Number, "", "owner of the service's segment (set by bonsaictl run)")             \
   X(shm_fd, "BONSAI_SHM_FD", Number, "", "the segment as an inherited descriptor (set by bonsaictl run)")       \
+  X(slot, "BONSAI_SLOT", Text, "", "the slot the process held before its exec (set by the library, checked)")    \
   X(ctl, "BONSAI_CTL", Text, "", "bonsaictl, which supervises the static and Go programs executed (set by run)") \
   X(strict, "BONSAI_STRICT", Text, "", "MARK:SERVICE: the launch's mark for the data calls (set by run --strict)")     \
   X(leave, "BONSAI_LEAVE", Flag, "", "the library does nothing in this process and hands nothing down")         \

@@ -29,6 +29,11 @@ namespace {
 
 BONSAI_STARTUP_DATA constinit ShmSegment* g_seg = nullptr;  // read at every exit
 constinit ShmSlot* g_slot = nullptr;
+// The process whose slot g_slot is (or who found none), its start time and the slots'
+// epoch its claim saw: handed to a fork child and across an exec (SlotKnown).
+constinit int g_claim_pid = 0;
+constinit uint64_t g_claim_start = 0;
+constinit uint64_t g_claim_epoch = 0;
 constinit std::atomic<uint64_t> g_installed_seq{0};
 constexpr int kReadTries = 1000;
 
@@ -43,15 +48,60 @@ bool fail(char* why, size_t cap, const char* fmt, const char* a, const char* b =
   return false;
 }
 
-ShmSlot* claim_for(int pid, uint64_t seen_seq) {
+// One unsigned decimal up to `stop` (or the end). @return false if there is none.
+bool hint_number(const char*& p, char stop, uint64_t& v) {
+  if (*p < '0' || *p > '9') return false;
+  v = 0;
+  for (int n = 0; *p >= '0' && *p <= '9'; ++p, ++n) {
+    if (n == 19) return false;
+    v = v * 10 + static_cast<uint64_t>(*p - '0');
+  }
+  if (*p != stop) return false;
+  if (stop) ++p;
+  return true;
+}
+
+// `forked`: a fork child (a new pid: no slot names it unless one was claimed since the
+// parent's claim); else a start or an exec (`hint`: BONSAI_SLOT, if it names this process).
+ShmSlot* claim_for(int pid, uint64_t seen_seq, bool forked, const char* hint = nullptr) {
   uint64_t start;
+  const bool parent_claimed = g_claim_pid != 0;  // in a fork child: the parent's claim
+  g_claim_pid = 0;  // no hint to hand down until this claim is done
   // /proc/self: our pid may be another pid namespace's than /proc's (issue #47).
   if (proc_status_self(start) != ProcStatus::Alive) return nullptr;
   char comm[16] = {};
   // Our own name without /proc (a start of every service member pays for this).
   if (prctl(PR_GET_NAME, comm) != 0) proc_comm(pid, comm, sizeof comm);
   comm[sizeof comm - 1] = '\0';
-  return slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns(), shm_kept_fd());
+  SlotKnown known{};
+  SlotKnown* kp = nullptr;
+  if (forked && parent_claimed) {
+    known.none = true;
+    known.epoch = g_claim_epoch;
+    kp = &known;
+  } else if (uint64_t h[4]; hint && hint_number(hint, ':', h[0]) && hint_number(hint, ':', h[1]) &&
+                                hint_number(hint, ':', h[2]) && hint_number(hint, '\0', h[3]) &&
+                                h[0] == static_cast<uint64_t>(pid) && h[1] == start) {
+    known.index = h[2] < kMaxSlots ? static_cast<unsigned>(h[2]) : kMaxSlots;
+    known.none = known.index == kMaxSlots;
+    known.epoch = h[3];
+    kp = &known;
+  }
+  SlotKnown out{};
+  if (!kp) kp = &out;
+  ShmSlot* slot = slot_claim(*g_seg, pid, start, comm, seen_seq, unix_ns(), shm_kept_fd(), kp);
+  g_claim_start = start;
+  g_claim_epoch = kp->epoch;
+  g_claim_pid = pid;
+  return slot;
+}
+
+size_t put_number(char* out, uint64_t v) {
+  char digits[24];
+  size_t d = 0;
+  do digits[d++] = static_cast<char>('0' + v % 10); while (v /= 10);
+  for (size_t k = 0; k < d; ++k) out[k] = digits[d - 1 - k];
+  return d;
 }
 
 // Is this process in a user namespace other than the initial one (its uid_map is not the
@@ -78,7 +128,8 @@ bool in_user_namespace() {
 
 }  // namespace
 
-bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap) noexcept {
+bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap,
+                const char* slot_hint) noexcept {
   out = ShmAttach{};
   char path[256];
   if (!prefix) prefix = "";
@@ -169,13 +220,31 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (!out.limits_problem) g_installed_seq.store(out.limits_seq, std::memory_order_relaxed);
   if (seg->header.scope.load(std::memory_order_relaxed) == static_cast<uint32_t>(ShmScope::Service))
     out.shared_buckets = seg->buckets;
-  g_slot = claim_for(raw_getpid(), out.limits_problem ? 0 : out.limits_seq);
+  g_slot = claim_for(raw_getpid(), out.limits_problem ? 0 : out.limits_seq, false, slot_hint);
   out.counters = g_slot ? &g_slot->counters : nullptr;
   out.wait_hist = &seg->wait_hist;
   out.shares = &seg->shares;
   out.fleet = &seg->fleet;
   out.protect = &seg->protect;
   return true;
+}
+
+size_t shm_slot_hint(char* out, size_t cap) noexcept {
+  int pid = g_claim_pid;
+  if (!g_seg || pid <= 0 || raw_getpid() != pid || cap < 12 + 4 * 21) return 0;
+  ShmSlot* slot = __atomic_load_n(&g_slot, __ATOMIC_RELAXED);
+  uint64_t index = slot ? slot_index(*g_seg, *slot) : kMaxSlots;
+  size_t n = 0;
+  for (const char* s = "BONSAI_SLOT="; *s; ++s) out[n++] = *s;
+  n += put_number(out + n, static_cast<uint64_t>(pid));
+  out[n++] = ':';
+  n += put_number(out + n, g_claim_start);
+  out[n++] = ':';
+  n += put_number(out + n, index);
+  out[n++] = ':';
+  n += put_number(out + n, g_claim_epoch);
+  out[n] = '\0';
+  return n;
 }
 
 BONSAI_STARTUP bool shm_attached() noexcept { return g_seg != nullptr; }  // every exit asks (issue #34)
@@ -215,7 +284,7 @@ void shm_mark_flag(uint32_t bit) noexcept {
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept {
   if (!g_seg) return current;
   uint64_t seen = g_slot ? g_slot->seen_seq.load(std::memory_order_relaxed) : 0;
-  g_slot = claim_for(static_cast<int>(getpid()), seen);
+  g_slot = claim_for(static_cast<int>(getpid()), seen, true);
   return g_slot ? &g_slot->counters : fallback;
 }
 

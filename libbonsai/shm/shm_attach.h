@@ -25,9 +25,12 @@ struct ShmAttach {
 };
 
 // Maps the segment of `service` (under `prefix`, may be null) and claims a slot.
+// `slot_hint`: BONSAI_SLOT as the image before this exec left it (may be null), used
+// only if it names this very process (pid and start time).
 // @return true with `out` filled; false with `why` set (one line) and nothing mapped;
 // `why` is empty when the problem is one said once per service and another process said it.
-bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap) noexcept;
+bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap,
+                const char* slot_hint = nullptr) noexcept;
 
 // True once shm_attach succeeded in this process.
 bool shm_attached() noexcept;
@@ -59,6 +62,13 @@ void shm_wait_end(ShmSlot* slot) noexcept;
 
 // Sets `bit` (a kSlot* flag) in this process's slot, if it has one.
 void shm_mark_flag(uint32_t bit) noexcept;
+
+// For an exec: "BONSAI_SLOT=PID:START:INDEX:EPOCH", what this process knows of its slot
+// (INDEX kMaxSlots: none while the slots' epoch is EPOCH), so the program it executes
+// (same pid) finds its slot, or knows it has none, without a pass over every slot.
+// Writes no global (safe in a vfork()ed child: there the pid is another, nothing is
+// written). @return its length (0: nothing to hand down).
+size_t shm_slot_hint(char* out, size_t cap) noexcept;
 
 // In a forked child (atfork handler): claims a slot of its own.
 // @return its counters; `fallback` if no slot was free; `current` if not attached.

@@ -31,12 +31,17 @@ void fold_counters(ShmSegment& seg, const ProcessCounters& pc) {
   }
 }
 
-void slot_free(ShmSlot& slot) {
+// Every claim and every free moves the epoch: a table found full, or a process known
+// to hold no slot, stays so only while it has not moved (slot_claim's hints).
+void epoch_move(ShmSegment& seg) { seg.exited.slot_epoch.fetch_add(1, std::memory_order_acq_rel); }
+
+void slot_free(ShmSegment& seg, ShmSlot& slot) {
   slot.pid.store(0, std::memory_order_relaxed);
   slot.start_time.store(0, std::memory_order_relaxed);
   slot.waiting.store(0, std::memory_order_relaxed);
   slot.flags.store(0, std::memory_order_relaxed);
   slot.state.store(st(SlotState::Free), std::memory_order_release);
+  epoch_move(seg);
 }
 
 void comm_copy(ShmSlot& slot, const char* comm) {
@@ -61,6 +66,7 @@ ShmSlot* claim_free(ShmSegment& seg, int pid, uint32_t pid_ns, uint64_t start_ti
     uint32_t expected = st(SlotState::Free);
     if (slot.state.load(std::memory_order_relaxed) != expected) continue;
     if (!slot.state.compare_exchange_strong(expected, st(SlotState::Claiming), std::memory_order_acq_rel)) continue;
+    epoch_move(seg);  // before the pid is written: a process that reads the old epoch has no slot yet
     slots_used_cover(seg, i);
     seg.slot_ns.pid_ns[i].store(pid_ns, std::memory_order_relaxed);  // before the pid: reclaim reads both
     slot.pid.store(pid, std::memory_order_relaxed);
@@ -168,6 +174,24 @@ class SlotHeads {
   uint32_t ns_[kMaxSlots];
 };
 
+// Slot i, if it is this very process's (after exec: same process, same slot, counts go on).
+ShmSlot* adopt_own(ShmSegment& seg, unsigned i, int pid, uint32_t ns, uint64_t start_time, const char* comm,
+                   uint64_t seen_seq) {
+  ShmSlot& slot = seg.slots[i];
+  if (slot.state.load(std::memory_order_acquire) != st(SlotState::Live) ||
+      slot.pid.load(std::memory_order_relaxed) != pid ||
+      seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed) != ns ||
+      slot.start_time.load(std::memory_order_relaxed) != start_time)
+    return nullptr;
+  slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
+  slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
+  // The library now running it: after an upgrade, another release than the forker's.
+  slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
+  // Named after the program it runs now (the name from before exec was kept).
+  if (comm && comm[0]) comm_copy(slot, comm);
+  return &slot;
+}
+
 constinit std::atomic<bool> g_failure_news{false};
 
 }  // namespace
@@ -180,34 +204,45 @@ unsigned slots_scan_end(const ShmSegment& seg) noexcept {
 }
 
 ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm, uint64_t seen_seq,
-                    uint64_t now_unix_ns, int fd) noexcept {
+                    uint64_t now_unix_ns, int fd, SlotKnown* known) noexcept {
   // `pid` is a pid of the claimer's namespace (a container's own pids): recorded with it.
   uint32_t ns = proc_self_pidns();
   unsigned end = slots_scan_end(seg);
+  uint64_t epoch = seg.exited.slot_epoch.load(std::memory_order_acquire);
+  // After exec: the slot the image before held, if it still names this very process.
+  if (known && known->index < end) {
+    if (ShmSlot* s = adopt_own(seg, known->index, pid, ns, start_time, comm, seen_seq)) {
+      known->epoch = seg.exited.slot_epoch.load(std::memory_order_acquire);
+      return s;
+    }
+  }
+  // No slot names us (no claim since that was known): the pass only looks for one to
+  // take, and while the whole table was found full at this very epoch, only a window of
+  // it (each claim its own, by pid: together they come round the table).
+  const bool own_none = known && known->none && known->epoch == epoch;
+  const bool window = own_none && end > kClaimWindow &&
+                      seg.exited.full_epoch.load(std::memory_order_relaxed) == epoch + 1;
+  const unsigned first = window ? static_cast<unsigned>(pid) * kClaimWindow % end : 0;
+  const unsigned count = window ? kClaimWindow : end;
   SlotHeads heads(seg, fd, end);
   // One pass: our own slot (after exec: same process, same slot, counts go on), else the
   // lowest free one, else one that a few reads of /proc prove dead.
-  OwnNsCache cache{ns, kClaimProbes};
+  OwnNsCache cache{ns, window ? 2 : kClaimProbes};
   unsigned free_at = kMaxSlots, dead_at = kMaxSlots;
   SlotHead dead{};
-  for (unsigned i = 0; i < end; ++i) {
+  for (unsigned k = 0; k < count; ++k) {
+    const unsigned i = first + k < end ? first + k : first + k - end;
     SlotHead h = heads.at(i);
-    if (h.state == st(SlotState::Live) && h.pid == pid && h.ns == ns && h.start == start_time) {
-      ShmSlot& slot = seg.slots[i];
-      if (slot.state.load(std::memory_order_acquire) == st(SlotState::Live) &&
-          slot.pid.load(std::memory_order_relaxed) == pid &&
-          seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed) == ns &&
-          slot.start_time.load(std::memory_order_relaxed) == start_time) {
-        slot.seen_seq.store(seen_seq, std::memory_order_relaxed);
-        slot.waiting.store(0, std::memory_order_relaxed);  // exec left one thread, not waiting
-        // The library now running it: after an upgrade, another release than the forker's.
-        slot.lib_version.store(BONSAI_VERSION_CODE, std::memory_order_relaxed);
-        // Named after the program it runs now (the name from before exec was kept).
-        if (comm && comm[0]) comm_copy(slot, comm);
-        return &slot;
+    if (!own_none && h.state == st(SlotState::Live) && h.pid == pid && h.ns == ns && h.start == start_time) {
+      if (ShmSlot* s = adopt_own(seg, i, pid, ns, start_time, comm, seen_seq)) {
+        if (known) known->epoch = seg.exited.slot_epoch.load(std::memory_order_acquire);
+        return s;
       }
     }
-    if (free_at < kMaxSlots || dead_at < kMaxSlots) continue;
+    if (free_at < kMaxSlots || dead_at < kMaxSlots) {
+      if (own_none) break;  // nothing more to look for
+      continue;
+    }
     if (h.state == st(SlotState::Free)) {
       free_at = i;
     } else if ((h.state == st(SlotState::Live) || h.state == st(SlotState::Claiming)) && h.pid > 0) {
@@ -216,18 +251,23 @@ ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* c
       if (own_ns_judge(&cache, h.ns, h.pid, start, here) == SlotProc::Dead) dead_at = i, dead = h;
     }
   }
-  // Free slots are taken lowest first, past the high-water mark only when none is below it.
-  if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns, free_at < end ? free_at : end))
-    return s;
+  if (known) known->epoch = epoch;  // what this claim saw before it took anything
+  // Free slots are taken lowest first, past the high-water mark only when none is below
+  // it (a window takes only what it saw: past the mark is for whole passes).
+  unsigned from = free_at < end ? free_at : window ? kMaxSlots : end;
+  if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns, from)) return s;
   if (dead_at < kMaxSlots && take_for_reclaim(seg, dead_at, dead.state, dead.pid, dead.start, dead.ns)) {
     ShmSlot& slot = seg.slots[dead_at];
     if (dead.state == st(SlotState::Live)) {
       fold_counters(seg, slot.counters);
       seg.exited.processes.fetch_add(1, std::memory_order_relaxed);
     }
-    slot_free(slot);
+    slot_free(seg, slot);
     if (ShmSlot* s = claim_free(seg, pid, ns, start_time, comm, seen_seq, now_unix_ns, dead_at)) return s;
   }
+  // A whole pass that found nothing: the claims after it look at a window only, until a
+  // slot is claimed or freed (the epoch moves).
+  if (!window) seg.exited.full_epoch.store(epoch + 1, std::memory_order_relaxed);
   uint64_t before = seg.exited.uncounted.fetch_add(1, std::memory_order_relaxed);  // `stat` says so
   g_failure_news.store(((before + 1) & before) == 0, std::memory_order_relaxed);
   return nullptr;
@@ -240,7 +280,7 @@ bool slot_release(ShmSegment& seg, ShmSlot& slot) noexcept {
   if (!slot.state.compare_exchange_strong(expected, st(SlotState::Folding), std::memory_order_acq_rel)) return false;
   fold_counters(seg, slot.counters);
   seg.exited.processes.fetch_add(1, std::memory_order_relaxed);
-  slot_free(slot);
+  slot_free(seg, slot);
   return true;
 }
 
@@ -268,7 +308,7 @@ unsigned slots_reclaim(ShmSegment& seg, const SlotJudge& judge, unsigned max, un
       fold_counters(seg, slot.counters);
       seg.exited.processes.fetch_add(1, std::memory_order_relaxed);
     }
-    slot_free(slot);
+    slot_free(seg, slot);
     ++n;
   }
   return n;

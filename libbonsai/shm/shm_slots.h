@@ -37,9 +37,24 @@ inline constexpr uint64_t kAnyStart = ~uint64_t{0};
 // @return the slot, or nullptr if no slot was free and none of those probed was
 // proved dead (then seg.exited.uncounted is raised: `bonsaictl stat` reports such
 // processes; slot_claim_failure_is_news says whether to say so).
+//
+// `known` (may be null): what the claimer knows of its own slot without a pass. A fork
+// child's pid is new, an exec keeps the pid and the image before says which slot it
+// held: then the pass is needed only to find a slot to take, and while the table is as
+// full as a whole pass last found it (seg.exited.full_epoch), a claim looks at
+// kClaimWindow slots only (from a place its pid picks), not at every slot a tenant
+// made look taken. Untrusted (the environment, the segment): a slot named is taken
+// only if it names this very process (pid, start time, namespace); "none" holds only
+// while seg.exited.slot_epoch is the value it was known at (no claim since).
+struct SlotKnown {
+  unsigned index = kMaxSlots;  // in: the slot this process held before its exec (kMaxSlots: none)
+  bool none = false;           // in: no slot named this process while slot_epoch was `epoch`
+  uint64_t epoch = 0;          // in: see `none`; out: slot_epoch as this claim left it
+};
 ShmSlot* slot_claim(ShmSegment& seg, int pid, uint64_t start_time, const char* comm,
-                    uint64_t seen_seq, uint64_t now_unix_ns, int fd = -1) noexcept;
+                    uint64_t seen_seq, uint64_t now_unix_ns, int fd = -1, SlotKnown* known = nullptr) noexcept;
 inline constexpr unsigned kClaimProbes = 8;
+inline constexpr unsigned kClaimWindow = 16;
 
 // After a slot_claim of this process returned nullptr: whether that is worth a line on
 // stderr. True for the service's 1st, 2nd, 4th, 8th... process that found no slot (the

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <csignal>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -248,4 +249,73 @@ TEST_CASE("slots: a claim reads the slots through the segment's descriptor when 
   CHECK(seg->exited.uncounted.load() == 1);
   munmap(m, sizeof(ShmSegment));
   close(fd);
+}
+
+TEST_CASE("slots: a claim that knows it holds no slot looks at a window of a table found full") {
+  auto seg = fresh();
+  uint64_t start;
+  REQUIRE(proc_status(getpid(), start) == ProcStatus::Alive);
+  const uint32_t ns = proc_self_pidns();
+  // A live process the tenant's slots name (as 1,024 forged host slots would name pid 1).
+  pid_t other = fork();
+  if (other == 0) {
+    pause();
+    _exit(0);
+  }
+  REQUIRE(other > 0);
+  uint64_t other_start = 0;
+  REQUIRE(proc_status(other, other_start) == ProcStatus::Alive);
+  for (unsigned i = 0; i < kMaxSlots; ++i) {
+    seg->slots[i].pid.store(other), seg->slots[i].start_time.store(other_start);
+    seg->slot_ns.pid_ns[i].store(ns);
+    seg->slots[i].state.store(static_cast<uint32_t>(SlotState::Live));
+  }
+  seg->exited.slots_used.store(kMaxSlots);
+  const int me = getpid();  // the claimer: a fork child, say
+  const unsigned at = static_cast<unsigned>(me) * kClaimWindow % kMaxSlots;
+  // A whole pass finds nothing and marks the table full at this epoch.
+  SlotKnown k{};
+  CHECK(slot_claim(*seg, me, start, "n", 0, 0, -1, &k) == nullptr);
+  const uint64_t epoch = seg->exited.slot_epoch.load();
+  CHECK(k.epoch == epoch);
+  CHECK(seg->exited.full_epoch.load() == epoch + 1);
+  // A slot freed behind the epoch's back (a tenant's write, a 0.2.0 process's release)
+  // outside the window: a claim that knows it has no slot does not see it (bounded) ...
+  const unsigned outside = (at + kClaimWindow + 100) % kMaxSlots;
+  seg->slots[outside].state.store(static_cast<uint32_t>(SlotState::Free));
+  SlotKnown none{kMaxSlots, true, epoch};
+  CHECK(slot_claim(*seg, me, start, "n", 0, 0, -1, &none) == nullptr);
+  CHECK(seg->exited.full_epoch.load() == epoch + 1);
+  // ... one whose window holds a free slot takes it, and the epoch moves ...
+  const unsigned inside = (at + 3) % kMaxSlots;
+  seg->slots[inside].state.store(static_cast<uint32_t>(SlotState::Free));
+  none = SlotKnown{kMaxSlots, true, epoch};
+  ShmSlot* s = slot_claim(*seg, me, start, "n", 0, 0, -1, &none);
+  REQUIRE(s);
+  CHECK(slot_index(*seg, *s) == inside);
+  CHECK(seg->exited.slot_epoch.load() == epoch + 1);
+  // ... and then "none" at the old epoch no longer holds: a whole pass (its own slot first).
+  none = SlotKnown{kMaxSlots, true, epoch};
+  CHECK(slot_claim(*seg, me, start, "exec", 0, 0, -1, &none) == s);
+  CHECK(std::string(s->comm) == "exec");
+  // The slot named by the image before exec is taken at once if it names this process ...
+  SlotKnown held{inside, false, 0};
+  CHECK(slot_claim(*seg, me, start, "again", 0, 0, -1, &held) == s);
+  CHECK(std::string(s->comm) == "again");
+  // ... and is only a hint: naming another process's slot gets that one nothing.
+  const unsigned theirs = (at + 4) % kMaxSlots;
+  SlotKnown wrong{theirs, false, 0};
+  CHECK(slot_claim(*seg, me, start, "x", 0, 0, -1, &wrong) == s);  // its own, by a pass
+  CHECK(seg->slots[theirs].pid.load() == other);
+  // A claim that knows nothing makes a whole pass: the slot outside any window is found.
+  ShmSlot* t = slot_claim(*seg, me, start + 1, "m", 0, 0);
+  REQUIRE(t);
+  CHECK(slot_index(*seg, *t) == outside);
+  // A release moves the epoch: a table found full is looked at whole again.
+  const uint64_t before = seg->exited.slot_epoch.load();
+  REQUIRE(slot_release(*seg, *s));
+  CHECK(seg->exited.slot_epoch.load() == before + 1);
+  CHECK(seg->exited.full_epoch.load() != seg->exited.slot_epoch.load() + 1);
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
 }

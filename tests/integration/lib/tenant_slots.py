@@ -7,7 +7,8 @@
 # file in layout 14 and ends at the section directory from layout 15), the slots precede
 # it; the slot of an anchor process (the segment's first claim, slot 0) gives where
 # they start, and the exited block is the 64-byte line reading
-# (processes=EXITED, uncounted=0, a high-water mark, zeros) before them.
+# (processes=EXITED, uncounted=0, a high-water mark, notices 0, two epoch words, zeros)
+# before them.
 #
 #   tenant_slots.py SEG forge ANCHOR_PID EXITED PID START NS COUNT
 #       fills slots 1..COUNT-1 (the anchor keeps slot 0) as Live processes (PID, START)
@@ -50,9 +51,10 @@ def layout(m, size, anchor, exited):
     if span % K_MAX_SLOTS or (span // K_MAX_SLOTS) % 64:
         sys.exit("tenant_slots: the anchor is not in slot 0 (span %d)" % span)
     slot_size = span // K_MAX_SLOTS
-    head, tail = struct.pack("<QQ", exited, 0), bytes(44)
+    # (the notices word after the mark, then the claims' epoch words, then zeros)
+    head = struct.pack("<QQ", exited, 0)
     found = [o for o in range(0, slots_off, 64)
-             if m[o:o + 16] == head and m[o + 20:o + 64] == tail
+             if m[o:o + 16] == head and m[o + 20:o + 24] == bytes(4) and m[o + 40:o + 64] == bytes(24)
              and 1 <= struct.unpack_from("<I", m, o + 16)[0] <= K_MAX_SLOTS]
     if len(found) != 1:
         sys.exit("tenant_slots: %d candidates for the exited block" % len(found))
