@@ -10,15 +10,19 @@
 namespace bonsai::ctl {
 namespace {
 
+constexpr CliOption kOptions[] = {
+    {"-o, --output", OptArg::Required, "FILE",
+     "where to write it (default /var/run/cdi/bonsai.yaml; - stdout);\n"
+     "a FILE that is not this user's and prefix's spec is never overwritten"},
+};
+
 int cmd_cdi(const Args& args) {
-  if (args.empty() || args[0] != "generate")
-    usage_error(args.empty() ? "cdi needs a subcommand: generate" : fmt::format("unknown cdi subcommand '{}'", args[0]));
-  std::string output = kCdiDefaultOutput;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--output" || args[i] == "-o") output = option_value(args, i);
-    else if (args[i].rfind("--output=", 0) == 0) output = args[i].substr(9);
-    else usage_error(fmt::format("unexpected argument '{}'", args[i]));
-  }
+  CliParsed p = options_parse(args, kOptions);
+  if (p.words.empty() || p.words[0] != "generate")
+    usage_error(p.words.empty() ? "cdi needs a subcommand: generate" : fmt::format("unknown cdi subcommand '{}'", p.words[0]));
+  if (p.words.size() > 1) usage_error(fmt::format("unexpected argument '{}'", p.words[1]));
+  if (!p.rest.empty()) usage_error(fmt::format("unexpected argument '{}'", p.rest[0]));
+  std::string output = p.value("--output", kCdiDefaultOutput);
   if (output.empty()) usage_error("--output needs a FILE (or - for stdout)");
   std::vector<std::string> notes;
   size_t n = cdi_generate(output, notes);
@@ -36,9 +40,8 @@ extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE]",
                              "device per service of this user (under BONSAI_SHM_PREFIX, as ls lists them):\n"
                              "podman run --device bonsai.dev/service=NAME IMAGE CMD runs CMD as a process\n"
                              "of the host's service NAME (the library preloaded, the service's segment and\n"
-                             "the supervisor for static and Go programs mounted; docs/containers.md).\n"
-                             "--output FILE  where to write it (default /var/run/cdi/bonsai.yaml; - stdout);\n"
-                             "a FILE that is not this user's and prefix's spec is never overwritten.\n"
+                             "the supervisor for static and Go programs mounted; docs/containers.md).\n",
+                             kOptions,
                              "Another user's services (--user NAME) are devices NAME:u<uid>. A segment that\n"
                              "fails bonsaictl's checks (owner, mode, type, a link) is no device.\n"
                              "load and rm rewrite the specs it wrote in /etc/cdi and /var/run/cdi.\n"
