@@ -31,7 +31,7 @@ std::string rule_text_human(const std::string& rule) {
     int u = -1;
     while (v >= 1024 && u < 3) v /= 1024, ++u;
     out += fmt::format("~{:.1f}{}", v, kUnits[u]);
-    at = end;
+    at = end + 1;  // past the 'B': "/s" follows
   }
   return out + rule.substr(at);
 }

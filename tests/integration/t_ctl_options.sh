@@ -45,7 +45,7 @@ out=$("$CTL" run -s video sh -c 'echo "$1"' sh --json) || fail "run CMD --json f
 
 # set --wait 500 SERVICE LIMIT: a live process, the wait applied, 500 not a service.
 need_cmd dd
-"$CTL" run -s video -- dd if=/dev/zero of=/dev/null bs=64k count=200 status=none &
+"$CTL" run -s video -- dd if=/dev/zero of=/dev/null bs=64k count=400 status=none &  # 25 MiB: ~6 s
 writer=$!
 ATTACH_SECS=10 wait_attached video 1
 "$CTL" set --wait 500 video 'write=64MiB/s' >"$T/out" 2>"$T/err" || fail "set --wait 500 video failed: $(cat "$T/err")"
