@@ -86,11 +86,33 @@ std::string command_help(const Command& c) {
 
 namespace {
 
+// Where the options of `c` end in `args`: at "--", and for run at CMD, its first operand
+// (CMD's own --help or --user are CMD's). Values of the table's options are skipped.
+size_t options_end(const Args& args, const Command& c) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return i;
+    if (a.size() < 2 || a[0] != '-') {
+      if (c.name == "run") return i;
+      continue;
+    }
+    if (a.find('=') != std::string::npos) continue;
+    auto takes_value = [&](CliOptions t) {
+      for (const CliOption& o : t)
+        for (std::string_view sp : option_spellings(o))
+          if (sp == a) return o.arg == OptArg::Required;
+      return false;
+    };
+    if (takes_value(c.options) || takes_value(kGlobalOptions)) ++i;
+  }
+  return args.size();
+}
+
 // `--user NAME|UID` (kGlobalOptions) before any "--", taken out of `args`: every command
 // then addresses that user's services. Root only (a user's segments are private to them).
-void user_option_take(Args& args) {
+void user_option_take(Args& args, size_t end) {
   const std::vector<std::string_view> names = option_spellings(kGlobalOptions[0]);
-  for (size_t i = 0; i < args.size(); ++i) {
+  for (size_t i = 0; i < end && i < args.size(); ++i) {
     if (args[i] == "--") return;
     std::string who;
     size_t eq = args[i].find('=');
@@ -136,9 +158,11 @@ int ctl_main(int argc, char** argv) {
     return kExitUsage;
   }
   Args args(argv + 2, argv + argc);
-  if (wants_help(args)) return fmt::print("{}", command_help(*cmd)), kExitOk;
+  size_t end = options_end(args, *cmd);
+  if (wants_help(Args(args.begin(), args.begin() + static_cast<long>(end))))
+    return fmt::print("{}", command_help(*cmd)), kExitOk;
   try {
-    user_option_take(args);
+    user_option_take(args, end);
     return cmd->run(args);
   } catch (const CtlError& e) {
     fmt::print(stderr, "bonsaictl {}: {}\n", cmd->name, e.what());

@@ -42,6 +42,8 @@ note "run -s vidoe: $(cat "$T/err")"
 # CMD's own options stay CMD's, with and without --.
 out=$("$CTL" run -s video sh -c 'echo "$1"' sh --json) || fail "run CMD --json failed"
 [ "$out" = --json ] || fail "run took CMD's option: '$out'"
+out=$("$CTL" run -s video sh -c 'echo "$1 $2 $3"' sh --help --user nobody) || fail "run CMD --help failed"
+[ "$out" = "--help --user nobody" ] || fail "run took CMD's --help or --user: '$out'"
 
 # set --wait 500 SERVICE LIMIT: a live process, the wait applied, 500 not a service.
 need_cmd dd
