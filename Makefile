@@ -80,7 +80,7 @@ OCI_RUNTIME := $(OUT)/bonsai-oci-runtime
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
-.PHONY: all lib ctl deps test test-layers test-maps test-symbols test-options test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
+.PHONY: all lib ctl deps test test-layers test-maps test-symbols test-options test-cli test-docs test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
 all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL) $(CDI_CTL) $(OCI_RUNTIME)
@@ -252,13 +252,23 @@ test-symbols: $(LIBBONSAI) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL))
 test-options:
 	$(Q)bash tests/tools/check_options_doc.sh
 
+# Each command's options table (bonsaictl help --options) and the man page, the bash
+# completion, the help and every `bonsaictl CMD --option` of the docs agree.
+test-cli: $(BONSAICTL)
+	$(Q)bash tests/tools/check_cli_doc.sh $(BONSAICTL)
+
+# Every configuration in the docs passes `bonsaictl check`; every example marked
+# runnable (```sh doctest, CONTRIBUTING.md) runs.
+test-docs: $(LIBBONSAI) $(BONSAICTL)
+	$(Q)bash tests/tools/doc_test.sh $(OUT)
+
 # Every suite (tests/suite.sh): the integration tests first, several at a time, while
 # the unit, fuzz and sanitizer builds compile at idle CPU priority; then the suites that
 # keep the CPU busy, one at a time. ~15 min on 2 cores; the closing lines give each
 # suite's time. One suite alone: test-unit, test-integration, test-upgrade, test-fuzz, test-asan, test-tsan.
 test: deps-check
 	$(Q)$(MAKE) --no-print-directory all preload
-	$(Q)$(MAKE) --no-print-directory test-layers test-maps test-symbols test-options
+	$(Q)$(MAKE) --no-print-directory test-layers test-maps test-symbols test-options test-cli test-docs
 	$(Q)MAKE="$(MAKE)" B=$(B) OUT=$(OUT) bash tests/suite.sh
 
 # The previous release's library (tests/golden/build_prev.sh: from the tag v0.2.0 of this

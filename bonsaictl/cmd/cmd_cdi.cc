@@ -23,11 +23,18 @@ std::string shell_word(const std::string& w) {
   return out + "'";
 }
 
+constexpr CliOption kOptions[] = {
+    {"-o, --output", OptArg::Required, "FILE",
+     "where to write it (default /var/run/cdi/bonsai.yaml; - stdout);\n"
+     "a FILE that is not this user's and prefix's spec is never overwritten"},
+};
+
 // `cdi docker-args NAME`: the docker run options of NAME's device, as shell words.
-int cmd_docker_args(const Args& args) {
-  if (args.size() != 2) usage_error("cdi docker-args needs one SERVICE");
+int cmd_docker_args(const CliParsed& p) {
+  if (p.words.size() != 2 || !p.rest.empty()) usage_error("cdi docker-args needs one SERVICE");
+  if (p.has("--output")) usage_error("cdi docker-args prints to stdout; --output is for cdi generate");
   std::vector<std::string> notes;
-  std::vector<std::string> words = cdi_docker_args(args[1], notes);
+  std::vector<std::string> words = cdi_docker_args(p.words[1], notes);
   for (const auto& note : notes) fmt::print(stderr, "bonsaictl cdi: {}\n", note);
   std::string line;
   for (const auto& w : words) line += (line.empty() ? "" : " ") + shell_word(w);
@@ -36,16 +43,14 @@ int cmd_docker_args(const Args& args) {
 }
 
 int cmd_cdi(const Args& args) {
-  if (!args.empty() && args[0] == "docker-args") return cmd_docker_args(args);
-  if (args.empty() || args[0] != "generate")
-    usage_error(args.empty() ? "cdi needs a subcommand: generate, docker-args"
-                             : fmt::format("unknown cdi subcommand '{}'", args[0]));
-  std::string output = kCdiDefaultOutput;
-  for (size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--output" || args[i] == "-o") output = option_value(args, i);
-    else if (args[i].rfind("--output=", 0) == 0) output = args[i].substr(9);
-    else usage_error(fmt::format("unexpected argument '{}'", args[i]));
-  }
+  CliParsed p = options_parse(args, kOptions);
+  if (!p.words.empty() && p.words[0] == "docker-args") return cmd_docker_args(p);
+  if (p.words.empty() || p.words[0] != "generate")
+    usage_error(p.words.empty() ? "cdi needs a subcommand: generate, docker-args"
+                                : fmt::format("unknown cdi subcommand '{}'", p.words[0]));
+  if (p.words.size() > 1) usage_error(fmt::format("unexpected argument '{}'", p.words[1]));
+  if (!p.rest.empty()) usage_error(fmt::format("unexpected argument '{}'", p.rest[0]));
+  std::string output = p.value("--output", kCdiDefaultOutput);
   if (output.empty()) usage_error("--output needs a FILE (or - for stdout)");
   std::vector<std::string> notes;
   size_t n = cdi_generate(output, notes);
@@ -63,9 +68,8 @@ extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE] | cdi docker-a
                              "device per service of this user (under BONSAI_SHM_PREFIX, as ls lists them):\n"
                              "podman run --device bonsai.dev/service=NAME IMAGE CMD runs CMD as a process\n"
                              "of the host's service NAME (the library preloaded, the service's segment and\n"
-                             "the supervisor for static and Go programs mounted; docs/containers.md).\n"
-                             "--output FILE  where to write it (default /var/run/cdi/bonsai.yaml; - stdout);\n"
-                             "a FILE that is not this user's and prefix's spec is never overwritten.\n"
+                             "the supervisor for static and Go programs mounted; docs/containers.md).\n",
+                             kOptions,
                              "Another user's services (--user NAME) are devices NAME:u<uid>. A segment that\n"
                              "fails bonsaictl's checks (owner, mode, type, a link) is no device.\n"
                              "load and rm rewrite the specs it wrote in /etc/cdi and /var/run/cdi.\n"

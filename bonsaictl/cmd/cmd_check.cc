@@ -35,9 +35,12 @@ std::string fleet_explain(const ServiceConfig& s) {
 }
 
 int cmd_check(const Args& args) {
-  if (args.empty()) usage_error("no FILE given");
+  CliParsed p = options_parse(args, {});
+  std::vector<std::string> files = p.words;
+  files.insert(files.end(), p.rest.begin(), p.rest.end());
+  if (files.empty()) usage_error("no FILE given");
   int status = kExitOk;
-  for (const auto& file : args) {
+  for (const auto& file : files) {
     std::vector<Diag> diags;
     Config cfg = yaml_load_file(file, diags);
     if (!diags.empty()) {
@@ -59,7 +62,8 @@ int cmd_check(const Args& args) {
 
 extern const Command kCmdCheck{"check", "check FILE...",
                                "Validates YAML configuration files (see docs/config.md) and changes nothing.\n"
-                               "Each problem is printed as FILE:LINE:COL: message.\n"
+                               "Each problem is printed as FILE:LINE:COL: message.\n",
+                               {},
                                "exit status: 0 all valid, 2 a file has errors\n",
                                cmd_check};
 

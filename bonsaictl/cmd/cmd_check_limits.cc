@@ -11,9 +11,12 @@ namespace bonsai::ctl {
 namespace {
 
 int cmd_check_limits(const Args& args) {
-  if (args.empty()) usage_error("no limit string given");
+  CliParsed p = options_parse(args, {});
+  std::vector<std::string> words = p.words;
+  words.insert(words.end(), p.rest.begin(), p.rest.end());
+  if (words.empty()) usage_error("no limit string given");
   std::string text;
-  for (const auto& a : args) text += (text.empty() ? "" : ",") + a;
+  for (const auto& a : words) text += (text.empty() ? "" : ",") + a;
   LimitSet set{};
   ParseError err;
   if (!limit_parse(text, set, err)) {
@@ -34,7 +37,8 @@ int cmd_check_limits(const Args& args) {
 
 extern const Command kCmdCheckLimits{"check-limits", "check-limits 'LIMITS'...",
                                      "Validates a limit string (BONSAI_LIMITS, set, run -l; see docs/limits.md) and\n"
-                                     "prints it back normalised. Several arguments are joined with ','.\n"
+                                     "prints it back normalised. Several arguments are joined with ','.\n",
+                                     {},
                                      "exit status: 0 valid, 2 invalid (the message quotes the offending text)\n",
                                      cmd_check_limits};
 

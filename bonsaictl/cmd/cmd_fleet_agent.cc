@@ -153,16 +153,22 @@ void rescan(std::map<std::string, std::unique_ptr<FleetService>>& served, const 
   }
 }
 
+constexpr CliOption kOptions[] = {
+    {"-c, --config", OptArg::Required, "FILE",
+     "serve FILE's fleet services, configured by FILE (which must be the\n"
+     "agent's user's or root's, not writable by group or others)"},
+    {"--host-id", OptArg::Required, "ID", "this host's name in the fleet (default: the hostname)"},
+    // `run` and `load` start their agent so: it leaves once no fleet service is left.
+    {"--exit-when-idle", OptArg::None, {}, {}, true},
+};
+
 int cmd_fleet_agent(const Args& args) {
   int ready = fleet_ready_fd_take();  // `load`/`run` started us: tell them whether we serve
-  std::string file, host_id;
-  bool exit_idle = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "-c") file = option_value(args, i);
-    else if (args[i] == "--host-id") host_id = option_value(args, i);
-    else if (args[i] == "--exit-when-idle") exit_idle = true;
-    else usage_error(fmt::format("fleet-agent: unknown argument '{}'", args[i]));
-  }
+  CliParsed p = options_parse(args, kOptions);
+  if (!p.words.empty() || !p.rest.empty())
+    usage_error(fmt::format("unexpected argument '{}'", p.words.empty() ? p.rest[0] : p.words[0]));
+  std::string file = p.value("-c"), host_id = p.value("--host-id");
+  bool exit_idle = p.has("--exit-when-idle");
   // Segments and the trusted configuration are the agent's own user's; root serving
   // another user's (--user) would act on what that user wrote as root.
   if (ctl_other_user())
@@ -246,10 +252,8 @@ extern const Command kCmdFleetAgent{
     "to it. Runs in the foreground; one per namespace (BONSAI_SHM_PREFIX and user),\n"
     "held by a lock file in a directory only the user can write (/dev/shm/...bonsai-fleet.UID.d).\n"
     "It serves the fleet services `load` and `run` wrote into that directory (never a\n"
-    "segment because it says fleet). `run` and `load` start one when none runs.\n"
-    "  -c FILE        serve FILE's fleet services, configured by FILE (which must be the\n"
-    "                 agent's user's or root's, not writable by group or others)\n"
-    "  --host-id ID   this host's name in the fleet (default: the hostname)\n"
+    "segment because it says fleet). `run` and `load` start one when none runs.\n",
+    kOptions,
     "exit status: 0 stopped by SIGINT/SIGTERM, 1 another agent holds the lock or its\n"
     "directory is not the user's own (squatted), 2 usage\n",
     cmd_fleet_agent};

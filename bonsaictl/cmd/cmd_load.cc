@@ -93,10 +93,13 @@ void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment
 }
 
 int cmd_load(const Args& args) {
-  if (args.size() > 1) usage_error("load takes one FILE");
-  if (args.empty() && access(kDefaultFile, F_OK) != 0)
+  CliParsed p = options_parse(args, {});
+  std::vector<std::string> files = p.words;
+  files.insert(files.end(), p.rest.begin(), p.rest.end());
+  if (files.size() > 1) usage_error("load takes one FILE");
+  if (files.empty() && access(kDefaultFile, F_OK) != 0)
     usage_error(fmt::format("load needs a FILE (there is no {})", kDefaultFile));
-  const std::string file = args.empty() ? kDefaultFile : args[0];
+  const std::string file = files.empty() ? kDefaultFile : files[0];
   std::vector<Diag> diags;
   Config cfg = yaml_load_file(file, diags);
   if (!diags.empty()) {
@@ -216,7 +219,8 @@ extern const Command kCmdLoad{"load", "load [FILE]",
                               "All or nothing: an invalid file or an unusable segment changes nothing.\n"
                               "A changed scope applies to processes that attach afterwards.\n"
                               "A fleet service needs a fleet agent: load starts one, and fails when none can run.\n"
-                              "A protect: service needs a protect-agent: load starts one unless one runs.\n"
+                              "A protect: service needs a protect-agent: load starts one unless one runs.\n",
+                              {},
                               "exit status: 0 loaded, 1 a segment could not be opened or no fleet agent can\n"
                               "run (e.g. another user squats its lock directory), 2 invalid file\n",
                               cmd_load};

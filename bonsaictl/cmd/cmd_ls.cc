@@ -7,16 +7,20 @@
 #include "segment/shm_client.h"
 #include "stat/stat_format.h"
 #include "stat/stat_snapshot.h"
+#include "stat/stat_text.h"
 
 namespace bonsai::ctl {
 namespace {
 
+constexpr CliOption kOptions[] = {
+    {"--json", OptArg::None, {}, "one JSON array"},
+};
+
 int cmd_ls(const Args& args) {
-  bool json = false;
-  for (const auto& a : args) {
-    if (a == "--json") json = true;
-    else usage_error(fmt::format("unexpected argument '{}'", a));
-  }
+  CliParsed p = options_parse(args, kOptions);
+  if (!p.words.empty() || !p.rest.empty())
+    usage_error(fmt::format("unexpected argument '{}'", p.words.empty() ? p.rest[0] : p.words[0]));
+  bool json = p.has("--json");
   std::string out = json ? "[" : "";
   if (!json) out += fmt::format("{:<24} {:<8} {:>9}  {}\n", "SERVICE", "SCOPE", "PROCESSES", "LIMITS");
   bool first = true;
@@ -30,7 +34,9 @@ int cmd_ls(const Args& args) {
       ServiceStat s = stat_snapshot(*seg);
       scope = s.scope == ShmScope::Service ? "service" : "process";
       procs = static_cast<unsigned>(s.processes.size());
-      lim = limits_text(s.limits);
+      lim = limits_text(s.limits);  // exact in JSON; a fleet's grant in human units in the table
+      if (!json)
+        for (auto& l : lim) l = rule_text_human(l);
     } catch (const CtlError& e) {
       problem = e.what();
       ++unusable;
@@ -64,7 +70,8 @@ int cmd_ls(const Args& args) {
 
 extern const Command kCmdLs{"ls", "ls [--json]",
                             "Lists this user's services (segments under BONSAI_SHM_PREFIX): scope, attached\n"
-                            "processes and limits. --json prints one JSON array.\n"
+                            "processes and limits.\n",
+                            kOptions,
                             "An unusable segment (damaged, or another user's file under the name) is listed\n"
                             "with what is wrong and how to recover.\n"
                             "exit status: 0 ok, 1 an unusable segment or /dev/shm unreadable, 2 usage error\n",

@@ -17,31 +17,36 @@ namespace {
 
 constexpr uint32_t kPeriodMinMs = 50, kPeriodMaxMs = 10'000, kPeriodDefaultMs = 250;
 
+constexpr CliOption kOptions[] = {
+    {"--period", OptArg::Required, "MS", "a decision every MS milliseconds (default 250, 50 to 10000)"},
+    {"--for", OptArg::Required, "SECONDS", "stop after SECONDS"},
+};
+
 int cmd_protect_agent(const Args& args) {
-  std::string file;
+  CliParsed opt = options_parse(args, kOptions);
+  std::vector<std::string> files = opt.words;
+  files.insert(files.end(), opt.rest.begin(), opt.rest.end());
+  if (files.size() > 1) usage_error(fmt::format("unexpected argument '{}'", files[1]));
+  if (files.empty()) usage_error("protect-agent needs a FILE");
+  std::string file = files[0];
   uint32_t period_ms = kPeriodDefaultMs;
   uint64_t for_s = 0;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--period") {
-      std::string v = option_value(args, i);
-      char* end = nullptr;
-      unsigned long ms = std::strtoul(v.c_str(), &end, 10);
-      if (v.empty() || *end || ms < kPeriodMinMs || ms > kPeriodMaxMs)
-        usage_error(fmt::format("bad --period '{}' (milliseconds, {} to {})", v, kPeriodMinMs, kPeriodMaxMs));
-      period_ms = static_cast<uint32_t>(ms);
-    } else if (args[i] == "--for") {
-      std::string v = option_value(args, i);
-      char* end = nullptr;
-      unsigned long s = std::strtoul(v.c_str(), &end, 10);
-      if (v.empty() || *end || s < 1 || s > 31'536'000) usage_error(fmt::format("bad --for '{}' (seconds, >= 1)", v));
-      for_s = s;
-    } else if (file.empty() && !args[i].empty() && args[i][0] != '-') {
-      file = args[i];
-    } else {
-      usage_error(fmt::format("unexpected argument '{}'", args[i]));
-    }
+  if (opt.has("--period")) {
+    std::string v = opt.value("--period");
+    char* end = nullptr;
+    unsigned long ms = std::strtoul(v.c_str(), &end, 10);
+    if (v.empty() || *end || v[0] == '-' || ms < kPeriodMinMs || ms > kPeriodMaxMs)
+      usage_error(fmt::format("bad --period '{}' (milliseconds, {} to {})", v, kPeriodMinMs, kPeriodMaxMs));
+    period_ms = static_cast<uint32_t>(ms);
   }
-  if (file.empty()) usage_error("protect-agent needs a FILE");
+  if (opt.has("--for")) {
+    std::string v = opt.value("--for");
+    char* end = nullptr;
+    unsigned long s = std::strtoul(v.c_str(), &end, 10);
+    if (v.empty() || *end || v[0] == '-' || s < 1 || s > 31'536'000)
+      usage_error(fmt::format("bad --for '{}' (seconds, >= 1)", v));
+    for_s = s;
+  }
   // It rewrites the squeezed services' limits: as its own user, in its own user's
   // segments, from a file only that user can write.
   if (ctl_other_user())
@@ -65,8 +70,9 @@ extern const Command kCmdProtectAgent{
     "above the target (in proportion to the overshoot, at most by half, down to\n"
     "their floors), and raises them back while it is well within (a few percent\n"
     "a period; doubling when the protected service is idle).\n"
-    "Run FILE's `load` first. --for: stop after SECONDS. On exit the\n"
-    "squeezed services get their configured rates back.\n"
+    "Run FILE's `load` first. On exit the squeezed services get their configured\n"
+    "rates back.\n",
+    kOptions,
     "exit status: 0 stopped, 1 a segment could not be opened, 2 invalid FILE\n",
     cmd_protect_agent};
 

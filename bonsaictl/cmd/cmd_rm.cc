@@ -19,14 +19,15 @@ void shares_forget(const std::string& name) {
   if (shares_trusted_read(t, why) > 0 && t.services.erase(name)) shares_trusted_write(t);
 }
 
+constexpr CliOption kOptions[] = {
+    {"-f, --force", OptArg::None, {}, "remove it even with processes attached, or unusable"},
+};
+
 int cmd_rm(const Args& args) {
-  bool force = false;
-  std::vector<std::string> names;
-  for (const auto& a : args) {
-    if (a == "--force" || a == "-f") force = true;
-    else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
-    else names.push_back(a);
-  }
+  CliParsed p = options_parse(args, kOptions);
+  bool force = p.has("--force");
+  std::vector<std::string> names = p.words;
+  names.insert(names.end(), p.rest.begin(), p.rest.end());
   if (names.empty()) usage_error("no SERVICE given");
   int status = kExitOk;
   for (const auto& name : names) {
@@ -62,7 +63,8 @@ extern const Command kCmdRm{"rm", "rm [--force] SERVICE...",
                             "Removes service segments. Refuses while processes are attached, or when the\n"
                             "segment is unusable (damaged, truncated, or a file another user put under\n"
                             "this name: only root can remove that one), unless --force; attached\n"
-                            "processes keep their current limits.\n"
+                            "processes keep their current limits.\n",
+                            kOptions,
                             "exit status: 0 removed, 1 refused or absent, 2 usage error\n",
                             cmd_rm};
 

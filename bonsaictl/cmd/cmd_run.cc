@@ -10,6 +10,7 @@
 #include <fmt/core.h>
 #include <grp.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "abi/limit_parse.h"
@@ -40,28 +41,48 @@ struct RunOptions {
   Args command;
 };
 
+constexpr CliOption kOptions[] = {
+    {"-c, --config", OptArg::Required, "FILE", "take SERVICE's limits, scope and compression from a YAML file"},
+    {"-s, --service", OptArg::Required, "SERVICE", "the service CMD joins (created if needed)"},
+    {"-l, --limit", OptArg::Required, "LIMIT",
+     "a limit in the BONSAI_LIMITS grammar (repeatable); replaces the\n"
+     "file's rules that share a call with it"},
+    {"--scope", OptArg::Required, "process|service", "process (each process its own buckets) or service (shared)"},
+    {"--io-uring", OptArg::Required, "deny|allow",
+     "deny: io_uring_setup fails (ENOSYS) in CMD and its children, so\n"
+     "io_uring users fall back to limited calls (sets no_new_privs\n"
+     "unless root: setuid programs then gain no privileges); default:\n"
+     "the file's io_uring, else as inherited (BONSAI_IO_URING), else\n"
+     "under a data limit deny as root, and a note that io_uring users\n"
+     "are NOT limited otherwise"},
+    {"--supervise", OptArg::None, {},
+     "charge CMD's system calls from a supervisor process (seccomp user\n"
+     "notification) instead of LD_PRELOAD; the default for statically\n"
+     "linked and Go programs, which LD_PRELOAD cannot reach. The tree\n"
+     "runs with no_new_privs (unless root) and io_uring denied (unless\n"
+     "--io-uring allow); it sees the calls limited (and the preads\n"
+     "protect: times, which it makes itself) when it starts"},
+    {"--no-supervise", OptArg::None, {}, "never supervise (a static or Go CMD then runs WITHOUT LIMITS)"},
+    {"--strict", OptArg::None, {},
+     "nothing in the tree escapes the limits named at launch: libbonsai.so\n"
+     "marks the calls it charges, and a seccomp filter sends every other\n"
+     "data call (raw syscalls, static, Go, 32-bit children) to a supervisor;\n"
+     "io_uring denied; no_new_privs unless root (also `strict: true`)"},
+};
+
 RunOptions run_parse(const Args& args) {
   RunOptions o;
-  size_t i = 0;
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "-c" || a == "--config") o.file = option_value(args, i);
-    else if (a == "-s" || a == "--service") o.service = option_value(args, i);
-    else if (a == "-l" || a == "--limit") o.limits.push_back(option_value(args, i));
-    else if (a == "--scope") o.scope = option_value(args, i);
-    else if (a == "--supervise") o.supervise = 1;
-    else if (a == "--no-supervise") o.supervise = 0;
-    else if (a == "--strict") o.strict = true;
-    else if (a == "--io-uring") o.io_uring = option_value(args, i);
-    else if (a.rfind("--io-uring=", 0) == 0) o.io_uring = a.substr(sizeof("--io-uring=") - 1);
-    else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
-    else break;  // the command, without "--"
-  }
-  o.command.assign(args.begin() + static_cast<long>(i), args.end());
+  CliParsed p = options_parse(args, kOptions, true);  // CMD's own options are CMD's
+  o.file = p.value("--config");
+  o.service = p.value("--service");
+  o.limits = p.values("--limit");
+  o.scope = p.value("--scope");
+  o.io_uring = p.value("--io-uring");
+  if (p.has("--supervise")) o.supervise = 1;
+  if (p.has("--no-supervise")) o.supervise = 0;
+  if (p.has("--supervise") && p.has("--no-supervise")) usage_error("--supervise and --no-supervise contradict each other");
+  o.strict = p.has("--strict");
+  o.command = p.rest;
   if (o.service.empty()) usage_error("-s SERVICE is required");
   if (o.command.empty()) usage_error("no command given (put it after --)");
   if (!o.scope.empty() && o.scope != "process" && o.scope != "service")
@@ -134,7 +155,13 @@ int cmd_run(const Args& args) {
     cfg = yaml_load_file(o.file, diags);
     if (!diags.empty()) return diags_print(diags), kExitUsage;
     const ServiceConfig* s = cfg.find(o.service);
-    if (!s) usage_error(fmt::format("{} has no service '{}'", o.file, o.service));
+    if (!s) {
+      std::vector<std::string_view> names;
+      for (const auto& c : cfg.services) names.push_back(c.name);
+      std::string_view hint = closest_word(o.service, names);
+      usage_error(fmt::format("{} has no service '{}'{}", o.file, o.service,
+                              hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint)));
+    }
     limits = s->limits;
     have_limits = true;
     if (o.scope.empty()) scope = s->scope;
@@ -190,6 +217,18 @@ int cmd_run(const Args& args) {
     usage_error(fmt::format("service '{}' has fleet caps: run it as its own user, not with --user", o.service));
   if (fleet_svc && o.scope == "process")
     usage_error("--scope process: a fleet service's caps hold all its processes together (scope service)");
+  struct stat st{};
+  if (!have_limits && stat(segment_path(o.service).c_str(), &st) != 0) {  // a new service without limits: misspelt?
+    std::vector<std::string> have;
+    try {
+      have = services_list();
+    } catch (const CtlError&) {
+    }
+    std::vector<std::string_view> names(have.begin(), have.end());
+    if (std::string_view hint = closest_word(o.service, names); !hint.empty())
+      fmt::print(stderr, "bonsaictl run: note: service '{}' is new and has no limits (did you mean '{}'?)\n", o.service,
+                 hint);
+  }
   auto seg = Segment::open(o.service, true, scope);
   // A program whose loader takes no build of the library runs without it (its loader
   // would say it cannot load it, or worse), NOT limited in stat, said in one line.
@@ -308,29 +347,8 @@ extern const Command kCmdRun{
     "           [--supervise|--no-supervise] [--strict] -- CMD [ARGS]",
     "Prepares SERVICE's segment (creating it if needed) and runs CMD under libbonsai:\n"
     "libbonsai.so (next to bonsaictl, or BONSAI_LIB) goes in front of LD_PRELOAD, whose\n"
-    "other entries are kept, and BONSAI_SERVICE=SERVICE is set; children inherit both.\n"
-    "  -c FILE    take SERVICE's limits, scope and compression from a YAML file\n"
-    "  -l LIMIT   a limit in the BONSAI_LIMITS grammar (repeatable); replaces the\n"
-    "             file's rules that share a call with it\n"
-    "  --scope S  process (each process its own buckets) or service (shared)\n"
-    "  --io-uring deny|allow\n"
-    "             deny: io_uring_setup fails (ENOSYS) in CMD and its children, so\n"
-    "             io_uring users fall back to limited calls (sets no_new_privs\n"
-    "             unless root: setuid programs then gain no privileges); default:\n"
-    "             the file's io_uring, else as inherited (BONSAI_IO_URING), else\n"
-    "             under a data limit deny as root, and a note that io_uring users\n"
-    "             are NOT limited otherwise\n"
-    "  --supervise     charge CMD's system calls from a supervisor process (seccomp user\n"
-    "                  notification) instead of LD_PRELOAD; the default for statically\n"
-    "                  linked and Go programs, which LD_PRELOAD cannot reach. The tree\n"
-    "                  runs with no_new_privs (unless root) and io_uring denied (unless\n"
-    "                  --io-uring allow); it sees the calls limited (and the preads\n"
-    "                  protect: times, which it makes itself) when it starts\n"
-    "  --no-supervise  never supervise (a static or Go CMD then runs WITHOUT LIMITS)\n"
-    "  --strict   nothing in the tree escapes the limits named at launch: libbonsai.so\n"
-    "             marks the calls it charges, and a seccomp filter sends every other\n"
-    "             data call (raw syscalls, static, Go, 32-bit children) to a supervisor;\n"
-    "             io_uring denied; no_new_privs unless root (also `strict: true`)\n"
+    "other entries are kept, and BONSAI_SERVICE=SERVICE is set; children inherit both.\n",
+    kOptions,
     "Without -c and -l an existing service keeps its limits (a new one has none).\n"
     "Warns when CMD is setuid (or static/Go with --no-supervise): LD_PRELOAD cannot reach it.\n"
     "A static or Go program the service starts later is supervised the same way.\n"

@@ -47,8 +47,7 @@ sockaddr_storage listen_parse(const std::string& text, socklen_t& len) {
   return ss;
 }
 
-unsigned count_value(const Args& args, size_t& i, const char* name) {
-  std::string text = option_value(args, i);
+unsigned count_value(const std::string& text, const char* name) {
   char* end = nullptr;
   errno = 0;
   unsigned long v = std::strtoul(text.c_str(), &end, 10);
@@ -57,20 +56,28 @@ unsigned count_value(const Args& args, size_t& i, const char* name) {
   return static_cast<unsigned>(v);
 }
 
+constexpr CliOption kOptions[] = {
+    {"-L, --listen", OptArg::Required, "ADDR:PORT",
+     "where to listen (default 127.0.0.1:9464; [::1]:PORT for IPv6,\n:PORT for every IPv4 address)"},
+    {"--web-config", OptArg::Required, "FILE",
+     "TLS and basic auth: Prometheus' exporter-toolkit web config\n"
+     "(tls_server_config, basic_auth_users with bcrypt hashes)"},
+    {"--max-requests", OptArg::Required, "N", "requests answered at once; beyond, 503 (default 40, 0: no bound)"},
+    {"--max-per-address", OptArg::Required, "N",
+     "connections from one client address, loopback addresses\nexempt (default 256, 0: no bound)"},
+};
+
 int cmd_serve(const Args& args) {
-  std::string listen = "127.0.0.1:9464";
-  std::string web_config;
+  CliParsed p = options_parse(args, kOptions);
+  std::string listen = p.value("--listen", "127.0.0.1:9464");
+  std::string web_config = p.value("--web-config");
   PerAddress per_address;
   ExporterOptions ex;
-  for (size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--listen" || args[i] == "-L") listen = option_value(args, i);
-    else if (args[i].rfind("--listen=", 0) == 0) listen = args[i].substr(9);
-    else if (args[i] == "--web-config") web_config = option_value(args, i);
-    else if (args[i] == "--max-requests") ex.max_requests = count_value(args, i, "--max-requests");
-    else if (args[i] == "--max-per-address") per_address.limit = count_value(args, i, "--max-per-address");
-    else if (!args[i].empty() && args[i][0] == '-') usage_error(fmt::format("unknown option '{}'", args[i]));
-    else segment_path(args[i]), ex.services.push_back(args[i]);  // validates the name
-  }
+  if (p.has("--max-requests")) ex.max_requests = count_value(p.value("--max-requests"), "--max-requests");
+  if (p.has("--max-per-address")) per_address.limit = count_value(p.value("--max-per-address"), "--max-per-address");
+  std::vector<std::string> names = p.words;
+  names.insert(names.end(), p.rest.begin(), p.rest.end());
+  for (const auto& n : names) segment_path(n), ex.services.push_back(n);  // validates the name
   socklen_t len = 0;
   sockaddr_storage addr = listen_parse(listen, len);
   if (!web_config.empty()) {
@@ -95,14 +102,8 @@ extern const Command kCmdServe{
     "A Prometheus exporter: answers GET /metrics with the text `stat --prometheus`\n"
     "prints, for the named services or every service of this user (services that come\n"
     "and go are followed); root without --user serves every user's, with a `user` label.\n"
-    "Stops cleanly on SIGTERM or SIGINT. Metrics: docs/metrics.md.\n"
-    "  --listen ADDR:PORT  where to listen (default 127.0.0.1:9464; [::1]:PORT for IPv6,\n"
-    "                      :PORT for every IPv4 address)\n"
-    "  --web-config FILE   TLS and basic auth: Prometheus' exporter-toolkit web config\n"
-    "                      (tls_server_config, basic_auth_users with bcrypt hashes)\n"
-    "  --max-requests N    requests answered at once; beyond, 503 (default 40, 0: no bound)\n"
-    "  --max-per-address N connections from one client address, loopback addresses\n"
-    "                      exempt (default 256, 0: no bound)\n"
+    "Stops cleanly on SIGTERM or SIGINT. Metrics: docs/metrics.md.\n",
+    kOptions,
     "Idle or half-sent connections are closed after 5 s; connections at most: the open-\n"
     "file limit (raised to its hard limit) less 64, up to 65536.\n"
     "exit status: 0 stopped by a signal, 1 cannot listen, 2 usage error or bad web config\n",

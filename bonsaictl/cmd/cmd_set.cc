@@ -4,6 +4,7 @@
 // their next call. --wait reports when no attached process still sleeps in a wait
 // under the old limits (the others apply them on their next call). `--stdin`: one
 // process for a controller's stream of changes, a limit list per line.
+#include <algorithm>
 #include <chrono>
 #include <fmt/core.h>
 #include <iostream>
@@ -175,18 +176,30 @@ int set_from_stdin(const std::string& service, bool merge) {
   return bad ? kExitUsage : kExitOk;
 }
 
+constexpr CliOption kOptions[] = {
+    {"--merge", OptArg::None, {},
+     "add the new rules to those in force: an old rule keeps the calls and\n"
+     "descriptor kinds no new rule names (refused when that is not one rule)"},
+    {"--wait", OptArg::Optional, "MS",
+     "wait (default 1000 ms, at most 3600000) until no attached process is\n"
+     "asleep under the old limits: the others apply them on their next call;\n"
+     "--wait MS takes a whole number after it as MS"},
+    {"--stdin", OptArg::None, {},
+     "apply a LIMIT list (or 'none') per line of standard input, each as it\n"
+     "comes: for controllers retuning rates many times a second (a bad line\n"
+     "is reported as stdin:LINE:COL and changes nothing)"},
+};
+
 int cmd_set(const Args& args) {
-  bool merge = false, from_stdin = false;
+  CliParsed p = options_parse(args, kOptions);
+  bool merge = p.has("--merge"), from_stdin = p.has("--stdin");
   long wait_ms = -1;
-  std::vector<std::string> rest;
-  for (const auto& a : args) {
-    if (a == "--merge") merge = true;
-    else if (a == "--stdin") from_stdin = true;
-    else if (a == "--wait") wait_ms = 1000;
-    else if (a.rfind("--wait=", 0) == 0) wait_ms = wait_parse(a.substr(7));
-    else if (a.size() > 1 && a[0] == '-' && rest.size() < 1) usage_error(fmt::format("unknown option '{}'", a));
-    else rest.push_back(a);
+  if (p.has("--wait")) {
+    std::string v = p.value("--wait");
+    wait_ms = v.empty() && std::find(args.begin(), args.end(), "--wait=") == args.end() ? 1000 : wait_parse(v);
   }
+  std::vector<std::string> rest = p.words;
+  rest.insert(rest.end(), p.rest.begin(), p.rest.end());
   if (from_stdin) {
     if (rest.size() != 1) usage_error("set --stdin takes SERVICE only (the limits come from standard input)");
     if (wait_ms >= 0) usage_error("set --stdin does not --wait");
@@ -230,15 +243,9 @@ extern const Command kCmdSet{
     "Replaces SERVICE's limits while it runs. LIMIT uses the BONSAI_LIMITS grammar,\n"
     "e.g. 'read+pread=10MiB/s' 'writes=8MB/s:burst=256KiB:fd=socket' 'openat=200/s';\n"
     "several LIMITs are joined with ','. 'none' removes every limit (accounting goes on).\n"
-    "  --merge     add the new rules to those in force: an old rule keeps the calls and\n"
-    "              descriptor kinds no new rule names (refused when that is not one rule)\n"
-    "  --wait[=MS] wait (default 1000 ms, at most 3600000) until no attached process is\n"
-    "              asleep under the old limits: the others apply them on their next call\n"
-    "  --stdin     apply a LIMIT list (or 'none') per line of standard input, each as it\n"
-    "              comes: for controllers retuning rates many times a second (a bad line\n"
-    "              is reported as stdin:LINE:COL and changes nothing)\n"
     "Prints the limits the service then runs under. Refuses (exit 2, nothing changed)\n"
-    "what `check` refuses in a file, the host capacity of `load` included.\n"
+    "what `check` refuses in a file, the host capacity of `load` included.\n",
+    kOptions,
     "exit status: 0 set (and applied), 1 no such service, damaged segment or not applied\n"
     "in time, 2 bad LIMIT or option, or limits `check` would refuse\n",
     cmd_set};

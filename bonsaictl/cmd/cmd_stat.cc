@@ -29,32 +29,49 @@ struct StatOptions {
   long count = -1;  // intervals to print with --watch; -1: until interrupted
 };
 
+constexpr CliOption kOptions[] = {
+    {"--json", OptArg::None, {}, "one JSON document per service per line (docs/stat-json.md)"},
+    {"--prometheus", OptArg::None, {},
+     "the Prometheus text format, for node_exporter's textfile collector\n(docs/metrics.md)"},
+    {"--pid", OptArg::Required, "PID", "the service process PID is attached to, and its counters"},
+    {"-w, --watch", OptArg::Required, "SECS", "print again every SECS with rates over the interval"},
+    {"-n, --count", OptArg::Required, "N", "with --watch: stop after N intervals (without --watch: refused)"},
+    {"--fleet", OptArg::Required, "SERVICE",
+     "the fleet as its Redis store sees it: every live host, when it\n"
+     "last called, what it asked for and used (docs/fleet.md)"},
+};
+
 StatOptions stat_parse(const Args& args) {
   StatOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--json") o.json = true;
-    else if (a == "--prometheus") o.prometheus = true;
-    else if (a == "--fleet") o.fleet = option_value(args, i);
-    else if (a == "--pid") {
-      std::string v = option_value(args, i);
-      char* end = nullptr;
-      long pid = std::strtol(v.c_str(), &end, 10);
-      if (!end || *end || pid <= 0 || pid > (1L << 22)) usage_error(fmt::format("bad --pid '{}'", v));
-      o.pid = static_cast<int>(pid);
-    }
-    else if (a == "--watch" || a == "-w") {
-      std::string v = option_value(args, i);
-      char* end = nullptr;
-      o.watch_s = std::strtod(v.c_str(), &end);
-      if (!end || *end || !(o.watch_s >= 0.01 && o.watch_s <= 86400)) usage_error(fmt::format("bad --watch '{}' (seconds, >= 0.01)", v));
-    } else if (a == "--count" || a == "-n") {
-      std::string v = option_value(args, i);
-      o.count = std::atol(v.c_str());
-      if (o.count <= 0) usage_error(fmt::format("bad --count '{}'", v));
-    } else if (!a.empty() && a[0] == '-') usage_error(fmt::format("unknown option '{}'", a));
-    else o.services.push_back(a);
+  CliParsed p = options_parse(args, kOptions);
+  o.json = p.has("--json");
+  o.prometheus = p.has("--prometheus");
+  o.fleet = p.value("--fleet");
+  if (p.has("--fleet") && o.fleet.empty()) usage_error("--fleet needs a SERVICE");
+  if (p.has("--pid")) {
+    std::string v = p.value("--pid");
+    char* end = nullptr;
+    long pid = std::strtol(v.c_str(), &end, 10);
+    if (v.empty() || !end || *end || pid <= 0 || pid > (1L << 22)) usage_error(fmt::format("bad --pid '{}'", v));
+    o.pid = static_cast<int>(pid);
   }
+  if (p.has("--watch")) {
+    std::string v = p.value("--watch");
+    char* end = nullptr;
+    o.watch_s = std::strtod(v.c_str(), &end);
+    if (v.empty() || !end || *end || !(o.watch_s >= 0.01 && o.watch_s <= 86400))
+      usage_error(fmt::format("bad --watch '{}' (seconds, >= 0.01)", v));
+  }
+  if (p.has("--count")) {
+    std::string v = p.value("--count");
+    bool digits = !v.empty() && v.size() <= 9 && v.find_first_not_of("0123456789") == std::string::npos;
+    o.count = digits ? std::stol(v) : 0;
+    if (o.count <= 0) usage_error(fmt::format("bad --count '{}' (a whole number > 0)", v));
+    // It counts --watch's intervals: alone it would be ignored, so it is refused.
+    if (o.watch_s <= 0) usage_error("--count N counts the intervals of --watch SECS: give --watch too");
+  }
+  o.services = p.words;
+  o.services.insert(o.services.end(), p.rest.begin(), p.rest.end());
   if (o.prometheus && (o.json || o.watch_s > 0 || o.pid))
     usage_error("--prometheus prints one exposition: not with --json, --watch or --pid");
   if (o.pid && o.watch_s > 0) usage_error("--pid looks a process up once: not with --watch");
@@ -232,15 +249,8 @@ extern const Command kCmdStat{
     "       stat --fleet SERVICE [--json]",
     "Prints each service's accounting (all services if none is named): per attached\n"
     "process, for exited processes and in total, per call: calls, bytes, throttled\n"
-    "(calls that waited) and time waited. Dead processes' slots are reclaimed first.\n"
-    "  --json        one JSON document per service per line (docs/stat-json.md)\n"
-    "  --prometheus  the Prometheus text format, for node_exporter's textfile collector\n"
-    "                (docs/metrics.md)\n"
-    "  --pid PID     the service process PID is attached to, and its counters\n"
-    "  --watch SECS  print again every SECS with rates over the interval\n"
-    "  --count N     with --watch: stop after N intervals\n"
-    "  --fleet SERVICE  the fleet as its Redis store sees it: every live host, when it\n"
-    "                last called, what it asked for and used (docs/fleet.md)\n"
+    "(calls that waited) and time waited. Dead processes' slots are reclaimed first.\n",
+    kOptions,
     "With --watch a removed segment is dropped (said once) and a segment re-created under\n"
     "the same name is followed; without SERVICE, services created meanwhile join.\n"
     "A damaged segment is reported with how to recover (rm --force, then load or run).\n"

@@ -44,6 +44,12 @@ TopSort sort_key(const std::string& k) {
   usage_error(fmt::format("bad sort key '{}' (rate, calls, cap, held, wait, name)", k));
 }
 
+// A whole number of refreshes; -1 for anything else.
+long count_parse(const std::string& v) {
+  if (v.empty() || v.size() > 9 || v.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stol(v);
+}
+
 struct Snap {
   std::unique_ptr<Segment> seg;
   ServiceStat prev;
@@ -74,34 +80,33 @@ std::vector<TopRow> collect(std::map<std::string, Snap>& snaps, const std::vecto
   return rows;
 }
 
+constexpr CliOption kOptions[] = {
+    {"-d, --delay", OptArg::Required, "SECS", "refresh interval (default 1, 0.1 to 3600)"},
+    {"-n, --count", OptArg::Required, "COUNT", "stop after COUNT refreshes"},
+    {"-s, --sort", OptArg::Required, "KEY", "sort by rate, calls, cap (% used), held, wait or name (default)"},
+    {"-b, --batch", OptArg::None, {}, "plain iterations even on a terminal (like top -b)"},
+};
+
 int cmd_top(const Args& args) {
+  CliParsed opt = options_parse(args, kOptions);
   double delay = 1.0;
   long count = -1;
-  bool batch = false;
-  TopSort key = TopSort::Name;
-  std::vector<std::string> named;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "-d" || a == "--delay") {
-      std::string v = option_value(args, i);
-      char* end = nullptr;
-      delay = std::strtod(v.c_str(), &end);
-      if (!end || *end || !(delay >= 0.1 && delay <= 3600)) usage_error(fmt::format("bad -d '{}' (0.1 to 3600 s)", v));
-    } else if (a == "-n" || a == "--count") {
-      std::string v = option_value(args, i);
-      count = std::atol(v.c_str());
-      if (count <= 0) usage_error(fmt::format("bad -n '{}'", v));
-    } else if (a == "-b" || a == "--batch") {
-      batch = true;
-    } else if (a == "-s" || a == "--sort") {
-      key = sort_key(option_value(args, i));
-    } else if (!a.empty() && a[0] == '-') {
-      usage_error(fmt::format("unknown option '{}'", a));
-    } else {
-      segment_path(a);  // validates the name
-      named.push_back(a);
-    }
+  bool batch = opt.has("--batch");
+  TopSort key = opt.has("--sort") ? sort_key(opt.value("--sort")) : TopSort::Name;
+  if (opt.has("--delay")) {
+    std::string v = opt.value("--delay");
+    char* end = nullptr;
+    delay = std::strtod(v.c_str(), &end);
+    if (!end || *end || !(delay >= 0.1 && delay <= 3600)) usage_error(fmt::format("bad -d '{}' (0.1 to 3600 s)", v));
   }
+  if (opt.has("--count")) {
+    std::string v = opt.value("--count");
+    count = count_parse(v);
+    if (count <= 0) usage_error(fmt::format("bad -n '{}' (a whole number > 0)", v));
+  }
+  std::vector<std::string> named = opt.words;
+  named.insert(named.end(), opt.rest.begin(), opt.rest.end());
+  for (const auto& a : named) segment_path(a);  // validates the name
   bool screen = !batch && isatty(STDOUT_FILENO) && isatty(STDIN_FILENO);
   signal(SIGINT, [](int) { g_stop = 1; });
   signal(SIGTERM, [](int) { g_stop = 1; });
@@ -173,10 +178,8 @@ extern const Command kCmdTop{
     "row per limit in force (the rate of the calls it covers, its cap, % of the cap used,\n"
     "calls held back per second, average wait of a held call) and one per unlimited call\n"
     "that moved anything. On a terminal it redraws full screen; q quits, r c p t w n sort.\n"
-    "Elsewhere, or with --batch, it prints plain iterations (like top -b).\n"
-    "  -d SECS   refresh interval (default 1)\n"
-    "  -n COUNT  stop after COUNT refreshes\n"
-    "  -s KEY    sort by rate, calls, cap (% used), held, wait or name (default)\n"
+    "Elsewhere, or with --batch, it prints plain iterations (like top -b).\n",
+    kOptions,
     "exit status: 0, 2 usage error\n",
     cmd_top};
 

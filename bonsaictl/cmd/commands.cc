@@ -2,6 +2,7 @@
 // The table of subcommands and the dispatcher (see commands.h).
 #include "cmd/commands.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fmt/core.h>
 #include <pwd.h>
@@ -28,11 +29,37 @@ const Command* const kTable[] = {&kCmdRun, &kCmdStat, &kCmdSet, &kCmdLoad, &kCmd
 void usage(FILE* out) {
   fmt::print(out, "usage: bonsaictl COMMAND [ARGS]   (bonsaictl COMMAND --help for details)\n");
   for (const Command* c : kTable) fmt::print(out, "  bonsaictl {}\n", c->synopsis);
+  fmt::print(out, "bonsaictl --version prints the version; bonsaictl help COMMAND a command's help\n");
+  fmt::print(out, "every command:\n{}", options_help(kGlobalOptions));
   fmt::print(out,
-             "bonsaictl --version prints the version; bonsaictl help COMMAND a command's help\n"
-             "every command: --user NAME (root only) addresses NAME's services; run also runs CMD as NAME\n"
              "environment: BONSAI_SHM_PREFIX (segment namespace), BONSAI_LIB (libbonsai.so to preload)\n"
              "exit status: 0 success, 1 runtime failure, 2 usage or configuration error\n");
+}
+
+// An unknown command named (to `help`, or as the command): the closest one and the usage, on stderr.
+void unknown_command(std::string_view context, std::string_view name) {
+  std::vector<std::string_view> names;
+  for (const Command* c : kTable) names.push_back(c->name);
+  std::string_view hint = closest_word(name, names);
+  fmt::print(stderr, "bonsaictl{}{}: unknown command '{}'{}\n", context.empty() ? "" : " ", context, name,
+             hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint));
+  usage(stderr);
+}
+
+// `help --options`: every command's options table, one option a line
+// (COMMAND<TAB>NAMES<TAB>VALUE<TAB>KIND; COMMAND '*' for those of every command), for
+// tests/tools/check_cli_doc.sh.
+void options_print() {
+  auto lines = [](std::string_view cmd, CliOptions t) {
+    std::string text = options_table_text(t);
+    for (size_t at = 0; at < text.size();) {
+      size_t nl = text.find('\n', at);
+      fmt::print("{}\t{}\n", cmd, std::string_view(text).substr(at, nl - at));
+      at = nl + 1;
+    }
+  };
+  lines("*", kGlobalOptions);
+  for (const Command* c : kTable) lines(c->name, c->options);
 }
 
 }  // namespace
@@ -51,29 +78,58 @@ bool wants_help(const Args& args) {
   return false;
 }
 
-std::string option_value(const Args& args, size_t& i) {
-  if (i + 1 >= args.size()) usage_error(fmt::format("option {} needs a value", args[i]));
-  return args[++i];
+std::string command_help(const Command& c) {
+  std::string out = fmt::format("usage: bonsaictl {}\n{}", c.synopsis, c.about);
+  out += options_help(c.options);
+  out += c.notes;
+  return out;
 }
 
 namespace {
 
-// `--user NAME|UID` before any "--", taken out of `args`: every command then addresses
-// that user's services. Root only (a user's segments are private to them).
-void user_option_take(Args& args) {
+// Where the options of `c` end in `args`: at "--", and for run at CMD, its first operand
+// (CMD's own --help or --user are CMD's). Values of the table's options are skipped.
+size_t options_end(const Args& args, const Command& c) {
   for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return i;
+    if (a.size() < 2 || a[0] != '-') {
+      if (c.name == "run") return i;
+      continue;
+    }
+    if (a.find('=') != std::string::npos) continue;
+    auto takes_value = [&](CliOptions t) {
+      for (const CliOption& o : t)
+        for (std::string_view sp : option_spellings(o))
+          if (sp == a) return o.arg == OptArg::Required;
+      return false;
+    };
+    if (takes_value(c.options) || takes_value(kGlobalOptions)) ++i;
+  }
+  return args.size();
+}
+
+// `--user NAME|UID` (kGlobalOptions) before any "--", taken out of `args`: every command
+// then addresses that user's services. Root only (a user's segments are private to them).
+void user_option_take(Args& args, size_t end) {
+  const std::vector<std::string_view> names = option_spellings(kGlobalOptions[0]);
+  for (size_t i = 0; i < end && i < args.size(); ++i) {
     if (args[i] == "--") return;
     std::string who;
-    if (args[i] == "--user" || args[i] == "-u") {
-      if (i + 1 >= args.size()) usage_error(fmt::format("option {} needs a value", args[i]));
+    size_t eq = args[i].find('=');
+    std::string_view name = std::string_view(args[i]).substr(0, eq);
+    if (std::find(names.begin(), names.end(), name) == names.end()) continue;
+    size_t take = 1;
+    if (eq != std::string::npos && args[i].rfind("--", 0) == 0) {
+      who = args[i].substr(eq + 1);
+    } else if (eq == std::string::npos) {
+      if (i + 1 >= args.size()) usage_error(fmt::format("option {} needs a value (NAME)", args[i]));
       who = args[i + 1];
-      args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i) + 2);
-    } else if (args[i].rfind("--user=", 0) == 0) {
-      who = args[i].substr(7);
-      args.erase(args.begin() + static_cast<long>(i));
+      take = 2;
     } else {
       continue;
     }
+    args.erase(args.begin() + static_cast<long>(i), args.begin() + static_cast<long>(i + take));
     ctl_target_user_named(who);
     return;
   }
@@ -91,9 +147,12 @@ int ctl_main(int argc, char** argv) {
   if (argc < 2) return usage(stderr), kExitUsage;
   std::string_view name = argv[1];
   if (name == "help" || name == "--help" || name == "-h") {
-    if (argc > 2)
-      if (const Command* c = command_find(argv[2])) return fmt::print("usage: bonsaictl {}\n{}", c->synopsis, c->help), kExitOk;
-    return usage(stdout), kExitOk;
+    if (argc == 2) return usage(stdout), kExitOk;
+    std::string_view what = argv[2];
+    if (what == "--options") return options_print(), kExitOk;
+    if (const Command* c = command_find(what)) return fmt::print("{}", command_help(*c)), kExitOk;
+    unknown_command("help", what);
+    return kExitUsage;
   }
   if (name == "sv-exec") return sv_exec_main(argc - 2, argv + 2);  // internal, never parsed as options
   if (name == "version" || name == "--version")  // the release, then what it reads and writes (docs/upgrades.md)
@@ -102,18 +161,15 @@ int ctl_main(int argc, char** argv) {
            kExitOk;
   const Command* cmd = command_find(name);
   if (!cmd) {
-    std::vector<std::string_view> names;
-    for (const Command* c : kTable) names.push_back(c->name);
-    std::string_view hint = closest_word(name, names);
-    fmt::print(stderr, "bonsaictl: unknown command '{}'{}\n", name,
-               hint.empty() ? "" : fmt::format(" (did you mean '{}'?)", hint));
-    usage(stderr);
+    unknown_command("", name);
     return kExitUsage;
   }
   Args args(argv + 2, argv + argc);
-  if (wants_help(args)) return fmt::print("usage: bonsaictl {}\n{}", cmd->synopsis, cmd->help), kExitOk;
+  size_t end = options_end(args, *cmd);
+  if (wants_help(Args(args.begin(), args.begin() + static_cast<long>(end))))
+    return fmt::print("{}", command_help(*cmd)), kExitOk;
   try {
-    user_option_take(args);
+    user_option_take(args, end);
     return cmd->run(args);
   } catch (const CtlError& e) {
     fmt::print(stderr, "bonsaictl {}: {}\n", cmd->name, e.what());

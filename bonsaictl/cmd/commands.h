@@ -7,18 +7,26 @@
 #include <string_view>
 #include <vector>
 
+#include "base/cli_options.h"
 #include "base/diag.h"
 
 namespace bonsai::ctl {
 
 using Args = std::vector<std::string>;
 
+// A command's help is generated: `about`, then its options table's lines, then `notes`
+// (the exit status last). The same table parses its arguments (base/cli_options.h).
 struct Command {
   std::string_view name;
   std::string_view synopsis;  // "check FILE..."
-  std::string_view help;      // what it does, options, exit status
+  std::string_view about;     // what it does
+  CliOptions options;         // its options, in the help's order
+  std::string_view notes;     // after the options: details, exit status
   int (*run)(const Args& args);
 };
+
+// The help `bonsaictl help NAME` prints: usage line, about, options, notes.
+std::string command_help(const Command& c);
 
 extern const Command kCmdCheck, kCmdCheckLimits, kCmdLoad, kCmdRun, kCmdSet, kCmdStat, kCmdLs, kCmdRm, kCmdServe, kCmdTop, kCmdFleetAgent, kCmdCdi, kCmdProtectAgent;
 
@@ -31,7 +39,5 @@ int ctl_main(int argc, char** argv);
 // True if `args` asks for help (-h/--help before any "--").
 bool wants_help(const Args& args);
 
-// Takes the value of an option at args[i] ("-c FILE"); advances i. Throws a usage error if missing.
-std::string option_value(const Args& args, size_t& i);
 
 }  // namespace bonsai::ctl

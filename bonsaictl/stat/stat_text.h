@@ -10,6 +10,9 @@ namespace bonsai::ctl {
 
 // "1.50 MiB", "312 B".
 std::string human_bytes(double bytes);
+// A rule as `ls` shows it: a byte rate that no unit divides (a fleet's grant,
+// 209712B/s) as "~204.8KiB/s"; every other text as rule_format wrote it.
+std::string rule_text_human(const std::string& rule);
 // "12.0 ms" for nanoseconds.
 std::string human_ns(uint64_t ns);
 // "0.2.0" from a slot's version_code(); "unknown" for 0.

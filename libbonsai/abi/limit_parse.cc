@@ -143,7 +143,7 @@ struct Parser {
     if (!number_parse(s, mant, frac, unit)) return fail(orig, "bad rate '%.*s'", orig);
     uint64_t factor;
     if (!unit_factor(unit, factor))
-      return fail(unit, "unknown unit '%.*s' (use B KB MB GB KiB MiB GiB, or a bare count/s)", unit);
+      return fail(unit, "unknown unit '%.*s' (use B KB kB MB GB TB KiB MiB GiB TiB, or a bare count/s)", unit);
     rule.unit = unit.empty() ? RateUnit::Calls : RateUnit::Bytes;
     if (mant == 0) return fail(orig, "rate must be > 0 (got '%.*s')", orig);
     uint64_t micro = 0;

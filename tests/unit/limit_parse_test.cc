@@ -420,7 +420,7 @@ TEST_CASE("rate_parse: byte and call rates", "[limit_parse]") {
   uint64_t rate;
   RateUnit unit;
   REQUIRE_FALSE(rate_parse("10XB/s", rate, unit, err));
-  CHECK(std::string(err.message) == "unknown unit 'XB' (use B KB MB GB KiB MiB GiB, or a bare count/s)");
+  CHECK(std::string(err.message) == "unknown unit 'XB' (use B KB kB MB GB TB KiB MiB GiB TiB, or a bare count/s)");
   CHECK(err.offset == 2);
   REQUIRE_FALSE(rate_parse("0/s", rate, unit, err));
   CHECK(std::string(err.message) == "rate must be > 0 (got '0/s')");
