@@ -226,8 +226,13 @@ $(B)/preload/musl/%: tests/preload/musl/%.c
 	@mkdir -p $(@D)
 	$(call say,MUSLCC,$<)$(MUSL_GCC) -std=gnu11 -O2 -g -Wall -Wextra $(WERROR) -o $@ $<
 
+# Each case's time goes to $(OUT)/unit-durations.txt and the ten slowest are shown: the
+# sanitized runs are the longest CPU-bound suites of `make test` (test_scale.h).
 test-unit: $(UNIT_BIN)
-	$(UNIT_BIN)
+	$(Q)$(UNIT_BIN) --durations yes >$(OUT)/unit.log 2>&1; rc=$$?; \
+	  grep -E '^[0-9]+\.[0-9]+ s: ' $(OUT)/unit.log | sort -rn >$(OUT)/unit-durations.txt; \
+	  grep -vE '^[0-9]+\.[0-9]+ s: ' $(OUT)/unit.log; \
+	  echo "slowest cases ($(OUT)/unit-durations.txt):"; head -n 10 $(OUT)/unit-durations.txt | sed 's/^/  /'; exit $$rc
 
 test-integration: $(LIBBONSAI) $(BONSAICTL) $(PRELOAD_BIN) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL) $(PRELOAD_MUSL_BIN))
 	$(Q)BONSAI_BUILD=$(OUT) bash tests/integration/lib/make_roots.sh

@@ -3,6 +3,8 @@
 // every error path is reported at the line and column of the offending value.
 #include <catch2/catch.hpp>
 
+#include "test_scale.h"
+
 #include <chrono>
 #include <malloc.h>
 #include <string>
@@ -235,8 +237,10 @@ TEST_CASE("yaml: bounded input: size, alias expansion, diagnostics, many service
   // Each run starts from a trimmed heap: else what earlier tests of the suite left in it
   // decides (10k services cost 0.045 s and 40k 0.96 s there, 21x, while `bonsaictl
   // check` of 10k, 40k and 160k services takes 0.28, 1.5 and 4.5 s: linear).
-  double small = secs_for(10000), large = secs_for(40000);
-  WARN("10k services: " << small << " s, 40k: " << large << " s");
+  // Sanitized builds take a quarter of the sizes: the ratio is what is checked.
+  const int n_small = bonsai::test::scaled(10000);
+  double small = secs_for(n_small), large = secs_for(4 * n_small);
+  WARN(n_small << " services: " << small << " s, " << 4 * n_small << ": " << large << " s");
   CHECK(large < 12 * small);
 }
 
