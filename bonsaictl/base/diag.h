@@ -30,10 +30,15 @@ void diags_print(const std::vector<Diag>& diags);
 // Thrown by commands; main prints "bonsaictl: what()" and exits with `code`.
 struct CtlError : std::runtime_error {
   int code;
-  CtlError(int exit_code, const std::string& message) : std::runtime_error(message), code(exit_code) {}
+  bool show_usage;  // main adds the command's synopsis line (a usage error, not refused input)
+  CtlError(int exit_code, const std::string& message, bool usage = true)
+      : std::runtime_error(message), code(exit_code), show_usage(usage) {}
 };
 
 [[noreturn]] inline void usage_error(const std::string& m) { throw CtlError(kExitUsage, m); }
+// Well-formed input that is refused (limits `check` would refuse): exit 2, the reason
+// alone -- the command was used correctly, so no synopsis follows it.
+[[noreturn]] inline void refused_error(const std::string& m) { throw CtlError(kExitUsage, m, false); }
 [[noreturn]] inline void runtime_error(const std::string& m) { throw CtlError(kExitRuntime, m); }
 
 // The candidate closest to `word` (edit distance <= 2), or "" (for "did you mean").

@@ -117,7 +117,7 @@ uint64_t apply(Segment& seg, LimitSet set, bool merge, LimitSet& result) {
     uint64_t cur_seq;
     LimitSet current = limits_read_checked(seg, cur_seq);  // never trust the count read
     std::string why;
-    if (!limits_merge(current, set, why)) usage_error(fmt::format("set --merge: {}; nothing was changed", why));
+    if (!limits_merge(current, set, why)) refused_error(fmt::format("set --merge: {}; nothing was changed", why));
     set = current;
   }
   SharesTrusted trusted;
@@ -129,7 +129,7 @@ uint64_t apply(Segment& seg, LimitSet set, bool merge, LimitSet& result) {
     fmt::print(stderr, "bonsaictl set: NOTE: the host capacity was installed by an older bonsai and has no trusted "
                        "copy: the rates are not checked against it (bonsaictl load its file again)\n");
   else if (std::string p = shares_trusted_problem(trusted, seg.service(), set); !p.empty())
-    usage_error(fmt::format("{} (as `check` refuses it in a file); nothing was changed", p));
+    refused_error(fmt::format("{} (as `check` refuses it in a file); nothing was changed", p));
   if (host_resolve(set))  // shares: `:ceil=` borrows from the installed host capacity
     fmt::print(stderr, "bonsaictl set: WARNING: a ceil has no host capacity over its calls (bonsaictl load a "
                        "file with 'host: capacity:'): held to its rate\n");

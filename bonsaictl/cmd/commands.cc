@@ -173,7 +173,7 @@ int ctl_main(int argc, char** argv) {
     return cmd->run(args);
   } catch (const CtlError& e) {
     fmt::print(stderr, "bonsaictl {}: {}\n", cmd->name, e.what());
-    if (e.code == kExitUsage && std::string_view(e.what()).find("usage") == std::string_view::npos)
+    if (e.code == kExitUsage && e.show_usage && std::string_view(e.what()).find("usage") == std::string_view::npos)
       fmt::print(stderr, "usage: bonsaictl {}\n", cmd->synopsis);
     return e.code;
   } catch (const std::exception& e) {

@@ -29,6 +29,7 @@ note "refused: $out"
 [ "$rc" = 2 ] || fail "set over the capacity: exit $rc, not 2: $out"
 grep -q "add up to 18MiB/s, more than its 16MiB/s" <<<"$out" || fail "set did not say why: $out"
 grep -q "nothing was changed" <<<"$out" || fail "set did not say nothing changed: $out"
+! grep -q "^usage:" <<<"$out" || fail "a refused set is not a usage error, yet it printed the usage: $out"
 [ "$(jq_stat b 'd["limits_seq"]')" = "$seq0" ] || fail "the refused set changed b's limits"
 "$CTL" stat b | grep -q "writes=8MiB/s:ceil=16MiB/s" || fail "b's limits changed: $("$CTL" stat b)"
 
