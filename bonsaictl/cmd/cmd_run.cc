@@ -312,7 +312,7 @@ int cmd_run(const Args& args) {
       fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
     export_compression(compression);
     if (strict) {
-      // Strict mode (docs/limits.md): the library marks its calls with this launch's mark;
+      // Strict mode (docs/supervised.md): the library marks its calls with this launch's mark;
       // the filter sends every unmarked data call the limits name to the supervisor.
       if (plan.limits.count == 0) {
         fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: --strict has nothing to hold {} to "

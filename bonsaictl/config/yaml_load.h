@@ -65,7 +65,7 @@ struct ServiceConfig {
   CompressionConfig compression;
   FleetConfig fleet;
   std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
-  bool strict = false;              // `strict: true`: run as with --strict (docs/limits.md "Strict mode")
+  bool strict = false;              // `strict: true`: run as with --strict (docs/supervised.md "Strict mode")
   std::string user;                 // "" (the caller's) or the user the service runs as (root's load/run)
   YAML::Mark user_mark;
 };
