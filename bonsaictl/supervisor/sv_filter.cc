@@ -36,7 +36,7 @@ int rule_add_unmarked(scmp_filter_ctx ctx, uint32_t act, int nr, uint32_t mark) 
 // A rule that never matches (fcntl(kStrictProbeFd, F_GETFL): no descriptor has that
 // number): the kernel hands a listener over only for a filter that can notify, and a
 // limit set naming no system call (`fwrite=...`, `fread=...`: functions of the library)
-// must start like any other (issue #49).
+// must start like any other.
 constexpr int kNeverFd = kStrictProbeFd;
 
 }  // namespace

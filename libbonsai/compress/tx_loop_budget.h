@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The event loop's compression budget (issue 53): the level a non-blocking sender's
+// The event loop's compression budget: the level a non-blocking sender's
 // next chunk may run at is capped by the CPU time one chunk may take on its thread.
 // A policy sees its connection alone, and at a binding cap a blocking sender's CPU
 // waits anyway, so `datarate` takes compression as free and climbs to zstd:9. An
