@@ -82,11 +82,11 @@ low() { ls /usr/share/doc/*/changelog*.gz | unique | xargs -r cat; }
 # REPEAT (issue 53's "long repeated text"): HIGH's first 16 MiB over and over, a repeat
 # every 16 MiB, beyond the 8 MiB window that bonsai's zstd streams and `zstd --adapt`
 # both keep: neither finds the repeats, so it measures the same as text without them
-# unless a window reaches 16 MiB back (docs/compression-measured.md#long-repeated-text-issue-53).
+# unless a window reaches 16 MiB back (docs/notes/compression-measured.md#long-repeated-text-issue-53).
 repeat() { high | head -c $(( 16 * 1048576 )); }
 # REPEAT4: HIGH's first 4 MiB over and over, a repeat within the 8 MiB window: zstd:3
 # and up find it (20-1000x), lz4 (64 KiB of history) and zstd:1 (a 2^14-entry table)
-# do not (docs/compression-measured.md#long-repeated-text-issue-53). Full runs only.
+# do not (docs/notes/compression-measured.md#long-repeated-text-issue-53). Full runs only.
 repeat4() { high | head -c $(( 4 * 1048576 )); }
 D=${DATA_DIR:-$W}
 mkdir -p "$D"

@@ -8,7 +8,7 @@
 // the window, 2: bonsai's (codec.h: hash 2^11, min match 256, bucket 2^3).
 //   cc -O2 -o zstd_window bench/zstd_window.c -lzstd
 //   ./zstd_window FILE BYTES LEVEL TABLES CHUNK WLOG LDM
-// Results: docs/compression-measured.md#long-repeated-text-issue-53.
+// Results: docs/notes/compression-measured.md#long-repeated-text-issue-53.
 #define ZSTD_STATIC_LINKING_ONLY
 #include <stdio.h>
 #include <stdlib.h>

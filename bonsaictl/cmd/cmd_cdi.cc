@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `bonsaictl cdi generate [--output FILE]`: the CDI spec of this user's services
-// (issue #47, docs/containers.md), so that `podman run --device bonsai.dev/service=NAME`
+// (docs/containers.md), so that `podman run --device bonsai.dev/service=NAME`
 // makes a container's processes members of the host's service NAME.
 #include <cctype>
 #include <cstring>

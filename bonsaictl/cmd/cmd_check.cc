@@ -11,7 +11,7 @@
 namespace bonsai::ctl {
 namespace {
 
-// What a fleet service's hosts do before their first grant (issue 50): the fallback
+// What a fleet service's hosts do before their first grant: the fallback
 // `load` publishes, cap / expected_hosts, or the whole cap on every host.
 std::string fleet_explain(const ServiceConfig& s) {
   const FleetConfig& f = s.fleet;

@@ -33,7 +33,7 @@ namespace {
 // The configuration `load` reads when given no FILE (the Debian package's conffile).
 constexpr const char* kDefaultFile = "/etc/bonsai/bonsai.yaml";
 
-// `protect:` (issue 52): starts `bonsaictl protect-agent FILE` in its own session unless a
+// `protect:`: starts `bonsaictl protect-agent FILE` in its own session unless a
 // live controller serves the protected services already (its pid in their segments;
 // protect-agent itself refuses a second one). Says what it did.
 void protect_agent_ensure(const Config& cfg, std::vector<std::unique_ptr<Segment>>& segs, const std::string& file) {
@@ -152,7 +152,7 @@ int cmd_load(const Args& args) {
   for (size_t i = 0; i < segs.size(); ++i) {
     const ServiceConfig& s = cfg.services[i];
     segs[i]->set_scope(s.scope);
-    // `protect:` (issue 52): which calls its processes time, read again at this new limits sequence.
+    // `protect:`: which calls its processes time, read again at this new limits sequence.
     segs[i]->guarded([&] {
       ShmProtect& sp = segs[i]->seg().protect;
       sp.calls.store(s.protect.present ? s.protect.calls : 0, std::memory_order_relaxed);
@@ -194,7 +194,7 @@ int cmd_load(const Args& args) {
   }
   // A fleet service needs this namespace's agent (one per namespace: its lock decides).
   // None can run (its lock squatted, it died at once): loud, exit 1 -- the services
-  // would wait at their fallback with nobody leasing (issue 50).
+  // would wait at their fallback with nobody leasing.
   if (fleet) {
     std::string msg = trusted_problem;
     bool ok = msg.empty() && fleet_agent_ensure(msg);

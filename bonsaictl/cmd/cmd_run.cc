@@ -250,12 +250,12 @@ int cmd_run(const Args& args) {
     uint64_t seq;
     seg->check();
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
-    // protect: (issue 52): a supervised program's protected reads are made and timed by its supervisor.
+    // protect: a supervised program's protected reads are made and timed by its supervisor.
     seg->guarded([&] { protect_calls = seg->seg().protect.calls.load(std::memory_order_relaxed); });
     plan.protect = protect_calls & kSvTimedCalls;
   }
   seg.reset();
-  if (fleet_svc) {  // no agent can run: the program is not started (issue 50), as `load` fails
+  if (fleet_svc) {  // no agent can run: the program is not started, as `load` fails
     std::string msg = trusted_problem;
     if (!msg.empty() || !fleet_agent_ensure(msg)) runtime_error("no fleet agent can serve the service: " + msg);
     if (!msg.empty()) fmt::print(stderr, "bonsaictl run: {}\n", msg);
@@ -288,7 +288,7 @@ int cmd_run(const Args& args) {
         foreign ? preload_without_bonsai(old ? old : "") : preload_value(preload_entry(lib), old ? old : "");
     setenv("LD_PRELOAD", value.c_str(), 1);
     setenv("BONSAI_SERVICE", o.service.c_str(), 1);
-    // Who supervises a static or Go program the tree executes (issue #40): this bonsaictl.
+    // Who supervises a static or Go program the tree executes: this bonsaictl.
     char self[4096];
     if (ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1); n > 0) {
       self[n] = '\0';
@@ -312,7 +312,7 @@ int cmd_run(const Args& args) {
       fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
     export_compression(compression);
     if (strict) {
-      // Strict mode (docs/limits.md): the library marks its calls with this launch's mark;
+      // Strict mode (docs/supervised.md): the library marks its calls with this launch's mark;
       // the filter sends every unmarked data call the limits name to the supervisor.
       if (plan.limits.count == 0) {
         fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: --strict has nothing to hold {} to "

@@ -72,7 +72,7 @@ WaitResult wait_applied(Segment& handle, uint64_t seq, uint64_t timeout_ms) {
           ++r.installed;
         } else if (s.waiting.load(std::memory_order_acquire) > 0) {
           ++r.behind;
-          // A container's process by our pid for it (issue #47); its own pid if we cannot see it.
+          // A container's process by our pid for it; its own pid if we cannot see it.
           int pid = s.pid.load(std::memory_order_relaxed), here = 0;
           if (procs->judge(seg.slot_ns.pid_ns[i].load(std::memory_order_relaxed), pid,
                            s.start_time.load(std::memory_order_relaxed), here) == SlotProc::Alive)

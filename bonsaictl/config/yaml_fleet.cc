@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The `fleet:` section of a service (issue 37, docs/fleet.md): the store, the lease
-// period, an optional password file, namespace and expected host count (issue 50),
+// The `fleet:` section of a service (docs/fleet.md): the store, the lease
+// period, an optional password file, namespace and expected host count,
 // each checked with its line and column. With
 // it the service's limits are caps of the whole fleet, and its scope is `service`.
 #include <cerrno>

@@ -103,7 +103,7 @@ struct Loader {
     svc.rule_floors.push_back(floor_rate);
   }
 
-  // Protect (issue 52): the least the controller may leave the rule, in its unit, <= rate.
+  // Protect: the least the controller may leave the rule, in its unit, <= rate.
   void floor_of(const YAML::Node& node, const Rule& r, uint64_t& out, bool& ok) {
     if (capacity_) return ok = false, error(node.Mark(), "a capacity rule has no 'floor' (nothing squeezes the host)");
     std::string text = node.IsScalar() ? node.Scalar() : "";

@@ -23,7 +23,7 @@ struct CompressionConfig {
   std::vector<std::string> levels;  // none | lz4 | zstd:N
 };
 
-// A service's `fleet:` (issue 37): its limits are caps of the whole fleet of hosts.
+// A service's `fleet:`: its limits are caps of the whole fleet of hosts.
 inline constexpr uint32_t kFleetPeriodMinMs = 50;
 inline constexpr uint32_t kFleetPeriodMaxMs = 10'000;
 inline constexpr uint32_t kFleetPeriodDefaultMs = 250;
@@ -35,12 +35,12 @@ struct FleetConfig {
   YAML::Mark password_mark;   // of password_file's value (checked on disk by yaml_load_file)
   std::string sentinel_password_file;  // redis+sentinel: AUTH on the Sentinels ("" : none)
   YAML::Mark sentinel_password_mark;   // of sentinel_password_file's value (checked on disk as password_file)
-  std::string fleet_namespace;  // `namespace:` (issue 50): "" the shared default (keys bonsai:fleet:{SERVICE}:...)
+  std::string fleet_namespace;  // `namespace:`: "" the shared default (keys bonsai:fleet:{SERVICE}:...)
   uint32_t expected_hosts = 0;  // `expected_hosts:`: the fallback before any grant is cap / this (0: the whole cap)
 };
 inline constexpr uint32_t kFleetExpectedHostsMax = 1'000'000;
 
-// A service's `protect:` (issue 52, docs/protect.md): the durations of its `calls` are
+// A service's `protect:` (docs/protect.md): the durations of its `calls` are
 // measured, and while their p99 is above `p99_ns` the controller lowers the rates of the
 // `squeeze` services' rules toward their floors (raising them back when it is within).
 inline constexpr uint64_t kProtectP99MinNs = 10'000;           // 10 us: finer is below what a period can measure
@@ -65,7 +65,7 @@ struct ServiceConfig {
   CompressionConfig compression;
   FleetConfig fleet;
   std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
-  bool strict = false;              // `strict: true`: run as with --strict (docs/limits.md "Strict mode")
+  bool strict = false;              // `strict: true`: run as with --strict (docs/supervised.md "Strict mode")
   std::string user;                 // "" (the caller's) or the user the service runs as (root's load/run)
   YAML::Mark user_mark;
 };
@@ -103,7 +103,7 @@ Config yaml_load_file(const std::string& path, std::vector<Diag>& diags);
 // sharing rule its capacity rule (shares_resolve). Problems go to `diags`. (yaml_shares.cc)
 void shares_check(Config& cfg, std::vector<Diag>& diags);
 
-// Protect (issue 52, yaml_protect.cc): every squeezed service is defined, is not the
+// Protect (yaml_protect.cc): every squeezed service is defined, is not the
 // protecting one, is squeezed by one protected service only, is not itself protected,
 // has a limit to lower and neither fleet caps nor ceilings (which would undo a lowered
 // rate); floors are at most their rates. Problems go to `diags`.

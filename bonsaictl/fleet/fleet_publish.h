@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What `run` and `load` do for a service's `fleet:` (issue 37): keep its configuration
+// What `run` and `load` do for a service's `fleet:`: keep its configuration
 // where only the user can write (the agent's), the caps in its segment, publish the starting limits (the fallback:
 // the cap / the hosts last seen live, or / expected_hosts), and start a fleet agent for
 // the namespace when none holds its lock.
@@ -13,7 +13,7 @@ namespace bonsai::ctl {
 
 // The fleet agent's lock for this host namespace (BONSAI_SHM_PREFIX and uid): the file
 // `lock` in a directory of its own, /dev/shm/<prefix>bonsai-fleet.<uid>.d, that only
-// the user can write (issue 50: another user cannot create, hold or replace it).
+// the user can write (another user cannot create, hold or replace it).
 std::string fleet_lock_dir();
 std::string fleet_lock_path();
 

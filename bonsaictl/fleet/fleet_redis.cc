@@ -138,7 +138,7 @@ std::string RedisConn::connect_node(const FleetStore& s, uint64_t timeout_ns) {
   redisSetTimeout(ctx_, tv);
   if (!password_file_.empty()) {
     std::string why;
-    // An ACL user (redis://USER@HOST:PORT, issue 50): AUTH USER PASSWORD; else the default user's.
+    // An ACL user (redis://USER@HOST:PORT): AUTH USER PASSWORD; else the default user's.
     Reply r(static_cast<redisReply*>(
         s.user.empty() ? redisCommand(ctx_, "AUTH %b", pw.data(), pw.size())
                        : redisCommand(ctx_, "AUTH %b %b", s.user.data(), s.user.size(), pw.data(), pw.size())));

@@ -21,7 +21,7 @@ namespace bonsai::ctl {
 
 struct LeaseReply {
   uint32_t live = 0;
-  bool clash = false;                // another agent called with this host id lately (issue 50)
+  bool clash = false;                // another agent called with this host id lately
   std::vector<uint64_t> granted;     // per rule
   std::vector<uint64_t> fleet_used;  // per rule
 };

@@ -6,14 +6,14 @@
 // when the whole fleet has been gone for a while. Numbers are formatted with %.0f:
 // Lua's tostring would write a microsecond clock as 1.7e+15.
 //
-// Scale (issue 50): a call's own work is O(log hosts) -- the wants are a sorted set,
+// Scale: a call's own work is O(log hosts) -- the wants are a sorted set,
 // dead hosts are dropped at most 64 per call (each host dies once), nothing is
 // unpack()ed -- and the share level and the fleet's use are computed at most once a
 // period per rule (a walk of the sorted wants and of the reported uses, O(hosts)),
 // kept in the rule's `lvl` hash for the other calls of that period. So Redis's work
 // per period grows linearly with the hosts, with no limit short of its memory.
 //
-// Host-id clash (issue 50): each agent sends a token of its own (random per start).
+// Host-id clash: each agent sends a token of its own (random per start).
 // The host's token changing is a restart; changing again within ten periods means
 // two agents call with one id (or one restarting over and over: worth saying too).
 // Ten, not one or two: two agents on a starved machine miss periods. It is kept in the

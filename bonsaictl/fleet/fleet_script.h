@@ -16,7 +16,7 @@ namespace bonsai::ctl {
 // else 0, then per rule: granted units, units the live hosts used last period}.
 extern const std::string_view kFleetLeaseScript;
 
-// "bonsai:fleet:{SERVICE}:" in the default namespace (the keys before issue 50),
+// "bonsai:fleet:{SERVICE}:" in the default namespace (the keys before namespaces existed),
 // "bonsai:fleet:NAMESPACE:{SERVICE}:" in another: every key of one service shares a
 // hash slot (the braces), and an ACL key pattern ~bonsai:fleet:NAMESPACE:* holds one
 // namespace (~bonsai:fleet:{* the default one).

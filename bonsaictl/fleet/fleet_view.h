@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `bonsaictl stat --fleet SERVICE` (issue 37): the fleet as the store sees it -- every
+// `bonsaictl stat --fleet SERVICE`: the fleet as the store sees it -- every
 // live host, when it last called, what it asked for and used last period, per rule --
 // read from Redis with the service's store and password (its segment names them).
 #pragma once

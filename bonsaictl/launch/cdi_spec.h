@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Containers through the Container Device Interface (issue #47, docs/containers.md):
+// Containers through the Container Device Interface (docs/containers.md):
 // a CDI spec of kind bonsai.dev/service with one device per service of ctl_uid() under
 // shm_prefix(), so that `podman run --device bonsai.dev/service=NAME ...` runs the
 // container's processes as members of the host's service NAME. What a device injects:

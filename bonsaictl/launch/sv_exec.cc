@@ -46,7 +46,7 @@ std::unique_ptr<Segment> open_segment(const std::string& service, int shm_fd, bo
   return seg;
 }
 
-// sv-exec --libc (issue #48): a dynamic program whose loader takes no build of the
+// sv-exec --libc: a dynamic program whose loader takes no build of the
 // library. One line, NOT limited in stat, and the program runs without the library
 // (its loader would otherwise say it cannot load it): never a failure of bonsai's.
 int foreign_libc_exec(const char* path, char** prog_argv, const std::string& service, int shm_fd, bool other_uid,

@@ -18,7 +18,7 @@ struct SvPlan {
   LimitSet limits{};      // the limits in force at launch: they choose the calls notified
   bool deny_io_uring = true;
   int shm_fd = -1;        // the segment as a descriptor (a process that changed uid), else opened by name
-  // Strict mode (issue #39; 0: off): a data call whose first argument carries this mark
+  // Strict mode (0: off): a data call whose first argument carries this mark
   // in its upper half (abi/strict_mark.h: the library's) goes unnotified; io_uring is
   // denied, and kernel AIO contexts (io_setup) to all but the library.
   uint32_t strict_mark = 0;

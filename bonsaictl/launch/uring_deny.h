@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// io_uring is never silent under a data limit (issue #40): `run` (preload mode) denies it
+// io_uring is never silent under a data limit: `run` (preload mode) denies it
 // by default where that needs no no_new_privs -- run as root, the filter installed here,
 // before the command (and a --user drop): everything the command starts inherits it --
 // and elsewhere says at launch that io_uring users will not be limited and how to deny

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What stands between a client and `serve`'s /metrics (#36): connections per client
+// What stands between a client and `serve`'s /metrics: connections per client
 // address (loopback exempt), basic auth with a bcrypt budget and a cache of matched
 // passwords, client certificates. Called from libmicrohttpd's threads; each guard
 // locks its own state. Never blocks on the network.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A fleet service's lease drawn for `stat` (table, --json, Prometheus; issue 37): per
+// A fleet service's lease drawn for `stat` (table, --json, Prometheus): per
 // host the grant, the lease's state, the fallbacks, the fleet-wide use, from the copy
 // stat_snapshot made of the segment (FleetStat). `stat --fleet`, the fleet as Redis
 // sees it, is fleet/fleet_view.h.

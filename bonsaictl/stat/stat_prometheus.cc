@@ -79,7 +79,7 @@ void per_call(std::string& out, const Family& f, const std::vector<LabeledStat>&
     }
 }
 
-// Protect (issue 52): each protected service's target, last measured p99 and decision.
+// Protect: each protected service's target, last measured p99 and decision.
 // The squeezed rules' current rates are bonsai_limit_*_per_second of their services.
 void protect_prometheus(std::string& out, const std::vector<LabeledStat>& services) {
   bool any = false;

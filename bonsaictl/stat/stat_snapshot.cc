@@ -78,7 +78,7 @@ void fleet_trusted_show(const std::string& service, FleetStat& s) {
 }  // namespace
 
 // Does process `pid` hold an io_uring (a descriptor on "anon_inode:[io_uring]")? What
-// moves through a ring is not limited: `stat` says so (issue #40). One readlink per
+// moves through a ring is not limited: `stat` says so. One readlink per
 // descriptor, up to 4096 of them.
 static bool proc_has_uring(int pid) {
   char dir[64];

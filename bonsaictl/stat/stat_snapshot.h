@@ -32,7 +32,7 @@ using CallStats = std::array<CallStat, kCallCount>;
 std::vector<std::string> not_limited(uint32_t slot_flags);
 
 struct ProcStat {
-  int pid = 0;              // our pid for it (a container's process: its host pid, issue #47)
+  int pid = 0;              // our pid for it (a container's process: its host pid)
   uint32_t pid_ns = 0;      // another pid namespace's process: that namespace (else 0)
   int ns_pid = 0;           // ... and its pid there
   bool pid_unseen = false;  // ... in a namespace not visible from here: `pid` is ns_pid, not ours
@@ -65,7 +65,7 @@ struct FleetRuleStat {
 struct FleetStat {
   bool enabled = false;
   std::string store, host_id;
-  std::string fleet_namespace;  // "default" or `namespace:` (issue 50)
+  std::string fleet_namespace;  // "default" or `namespace:`
   uint32_t period_ms = 0, live_hosts = 0;
   uint32_t expected_hosts = 0;  // 0: not given
   bool id_clash = false;        // the store saw another agent with this host id lately
@@ -76,7 +76,7 @@ struct FleetStat {
   std::vector<FleetRuleStat> rules;  // one per rule of the limits
 };
 
-// A protected service's controller status as its segment says (issue 52, docs/protect.md).
+// A protected service's controller status as its segment says (docs/protect.md).
 // The squeezed services' current rates are their own `limits` (the controller publishes them).
 struct ProtectStat {
   bool enabled = false;      // its `protect:` names calls

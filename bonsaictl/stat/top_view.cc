@@ -53,7 +53,7 @@ std::vector<TopRow> top_rows(const ServiceStat& prev, const ServiceStat& cur) {
     covered |= rule.calls;
     rows.push_back(row);
   }
-  // protect: (issue 52): the measured p99 against the target and the controller's last
+  // protect: the measured p99 against the target and the controller's last
   // decision; the squeezed rules' rows show the caps it set.
   if (cur.protect.enabled) {
     TopRow row{cur.service, cur.protect.controller_pid

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The 32-bit x86 ABI under the supervisor (issue #39: strict mode holds 32-bit programs
+// The 32-bit x86 ABI under the supervisor (strict mode holds 32-bit programs
 // too). A 32-bit program -- or `int $0x80` in a 64-bit one, which the kernel serves with
 // the 32-bit table -- makes the same calls under other numbers and with 32-bit layouts.
 // They are brought to the 64-bit table's form (sv_syscalls.h): the number looked up in

@@ -36,7 +36,7 @@ int rule_add_unmarked(scmp_filter_ctx ctx, uint32_t act, int nr, uint32_t mark) 
 // A rule that never matches (fcntl(kStrictProbeFd, F_GETFL): no descriptor has that
 // number): the kernel hands a listener over only for a filter that can notify, and a
 // limit set naming no system call (`fwrite=...`, `fread=...`: functions of the library)
-// must start like any other (issue #49).
+// must start like any other.
 constexpr int kNeverFd = kStrictProbeFd;
 
 }  // namespace
@@ -86,7 +86,7 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
   // container's root lacks it and takes no_new_privs, docs/containers.md).
   if (rc == 0 && geteuid() == 0 && cap_sys_admin()) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   // No speculative-store-bypass mitigation forced on the tree: the filter does not
-  // sandbox hostile code (docs/limits.md), and the mitigation slows every program.
+  // sandbox hostile code (docs/supervised.md), and the mitigation slows every program.
   // Both best effort (an older libseccomp or kernel lacks them).
   if (rc == 0 && seccomp_api_get() >= 4) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_SSB, 1);
   if (rc == 0) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree of the numbers

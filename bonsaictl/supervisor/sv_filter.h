@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The seccomp filter a supervised tree runs under: NOTIFY for the system calls the
 // service's limits name (sv_syscalls.h), in the 64-bit, 32-bit and x32 ABIs; ENOSYS for
-// io_uring_setup when denied; everything else allowed. Strict mode (issue #39): only
+// io_uring_setup when denied; everything else allowed. Strict mode: only
 // calls whose first argument lacks the library's mark are notified, kernel AIO contexts
 // of anyone but the library are refused, and a probe tells a nested run it is inside.
 // Loading it and handing its listener over is the launch's (launch/sv_launch.h).
@@ -29,7 +29,7 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
 // translates by name to the 32-bit ABI (its direct and socketcall forms) and to x32,
 // and the 32-bit forms that have names of their own (abi/syscall_table.h's i386
 // columns: sendfile64 for sendfile, recvmmsg_time64 for recvmmsg), which no
-// translation of the 64-bit name reaches (issue #49: sendfile64 went unnotified).
+// translation of the 64-bit name reaches (sendfile64 went unnotified).
 std::vector<int> sv_filter_numbers(int nr64);
 
 // Is this process inside a tree started with `run --strict`? The strict filter answers

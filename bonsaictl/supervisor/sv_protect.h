@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Protected reads of supervised programs (issue 52, docs/protect.md "Supervised
+// Protected reads of supervised programs (docs/protect.md "Supervised
 // programs"). The supervisor answers most calls CONTINUE and never sees them end, so it
 // cannot time them. A read at an offset of its own of a service whose `protect:` names
 // it (pread; preadv, and preadv2 at an offset, charged and timed as preadv) is made by
@@ -18,8 +18,8 @@
 // answer can be lost. The kernel drops a reply given while a signal is waking the
 // waiting task (SECCOMP_IOCTL_NOTIF_SEND succeeds, the task finds itself interrupted
 // and restarts the call): a read made here would have moved the position for nothing,
-// and the restart would skip that data. Measured: 1 to 3 lost 64 KiB chunks in 6 of 10
-// reads of 32 MiB under a 10 kHz interval timer. A pread's restart reads the same
+// and the restart would skip that data (it does: docs/notes/supervisor-measured.md,
+// "Lost answers"). A pread's restart reads the same
 // bytes again: harmless (the lost answer is then counted and charged twice).
 #pragma once
 #include <linux/types.h>

@@ -15,7 +15,7 @@
 
 namespace bonsai::ctl {
 
-// The supervisor's descriptors (issue 49): it keeps one per thread (its I/O counters)
+// The supervisor's descriptors: it keeps one per thread (its I/O counters)
 // and one per process (a pidfd). Raises its own soft RLIMIT_NOFILE to the hard limit
 // and keeps one spare descriptor, so that a thread's process can always be looked up
 // (sv_tgid_of) however many are open: a call is never let go because a table is full.

@@ -34,7 +34,7 @@ void SvLimits::refresh() {
   shares_refresh();  // a capacity changed by `load` (cheap when nothing shares)
   uint64_t seq_now = s.limits.seq.load(std::memory_order_acquire);
   if (view_.seq == seq_now && view_.seq) return fleet_lapse_check();
-  // protect: (issue 52): the reads this supervisor times, read again at each limits change (untrusted: masked).
+  // protect: the reads this supervisor times, read again at each limits change (untrusted: masked).
   protect_calls_ = s.protect.calls.load(std::memory_order_relaxed) & kSvTimedCalls;
   LimitSet set{};
   uint64_t seq = 0;

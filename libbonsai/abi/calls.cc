@@ -27,7 +27,7 @@ constexpr CallMask mask_of_dir(CallDir d) {
 }
 
 // `opens`: every call that opens a file by path -- open(2), openat(2) (and openat2,
-// charged as openat) and creat(2): whichever of them a libc's open() makes (issue #49).
+// charged as openat) and creat(2): whichever of them a libc's open() makes.
 constexpr CallMask kOpens = CallMask{1} << static_cast<unsigned>(CallId::open) |
                             CallMask{1} << static_cast<unsigned>(CallId::openat) |
                             CallMask{1} << static_cast<unsigned>(CallId::creat);

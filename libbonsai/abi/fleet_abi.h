@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A service's fleet block (issue 37): when its limits are a share of a cap held by many
+// A service's fleet block: when its limits are a share of a cap held by many
 // hosts through Redis. bonsaictl (`run`/`load`) writes the configuration, the fleet
 // agent the lease; the library reads only the lease expiry and the fallback rates, and
 // trusts neither. Layout only. Bump BONSAI_ABI_VERSION on any change.
@@ -14,7 +14,7 @@ namespace bonsai {
 inline constexpr uint32_t kFleetStoreMax = 128;   // "redis://HOST:PORT" or "redis+unix:///path", NUL-terminated
 inline constexpr uint32_t kFleetPathMax = 128;    // the password file's path
 inline constexpr uint32_t kFleetHostIdMax = 64;   // --host-id
-inline constexpr uint32_t kFleetNamespaceMax = 64; // `fleet: namespace:` (issue 50), NUL-terminated
+inline constexpr uint32_t kFleetNamespaceMax = 64; // `fleet: namespace:`, NUL-terminated
 
 // The agent's view of the lease (stat shows it).
 enum class FleetState : uint32_t {
@@ -48,7 +48,7 @@ struct alignas(64) ShmFleet {
   std::atomic<uint64_t> want[kMaxRules];        // units asked for it
   std::atomic<uint64_t> fleet_used[kMaxRules];  // units per period, all live hosts (last reports)
   std::atomic<uint64_t> owed[kMaxRules];        // excess used during an outage, still to repay
-  // ---- written by bonsaictl run/load (issue 50) ----
+  // ---- written by bonsaictl run/load ----
   char fleet_namespace[kFleetNamespaceMax];     // "": the default namespace (keys bonsai:fleet:{SERVICE}:...)
   std::atomic<uint32_t> expected_hosts;         // before any grant the fallback is cap / this (0: 1)
 };

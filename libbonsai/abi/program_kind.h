@@ -6,7 +6,7 @@
 // of its privileges) -- when its exec changes the caller's ids: root's setuid-root
 // program (or a user's own setuid one) keeps LD_PRELOAD and is judged by what it is. A #! script is judged by its interpreter. One judgement for
 // bonsaictl (`run`: launch_kind.h) and the library (a service process's exec:
-// runtime/exec_kind.h, issue #40), so the two never disagree about a program.
+// runtime/exec_kind.h), so the two never disagree about a program.
 //
 // From the ELF header and program headers (32- or 64-bit): PT_INTERP is dynamic; a
 // PT_NOTE holding Go's build id (name "Go", type 4) is Go. A dynamic program costs an
@@ -31,7 +31,7 @@ enum class GoLook : uint8_t {
              // run, and the library at every exec of a service's processes)
 };
 
-// Which build of the library a dynamic program's loader can take (issue #48,
+// Which build of the library a dynamic program's loader can take (see
 // docs/libc.md), told by its PT_INTERP's file name, ELF class and machine: glibc's
 // loader (ld-linux-x86-64.so.2) takes the glibc build, musl's (ld-musl-x86_64.so.1)
 // the musl one; any other (a 32-bit or x32 program, another libc) neither: Foreign.

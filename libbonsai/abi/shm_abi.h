@@ -30,9 +30,9 @@
 
 #define BONSAI_ABI_VERSION 15 // 15: the section directory after the frozen base (ShmSectionDir);
                               //     ShmExited::notices (was padding)
-                              // 14: ShmSegment::protect (protected calls' durations, issue 52)
-                              // 13: ShmFleet namespace, expected_hosts, id_clash (issue 50)
-                              // 12: ShmSegment::slot_ns (containers, issue #47)
+                              // 14: ShmSegment::protect (protected calls' durations)
+                              // 13: ShmFleet namespace, expected_hosts, id_clash
+                              // 12: ShmSegment::slot_ns (containers)
                               // 11: ShmSlot::sv_calls (strict mode); 2: ProcessCounters and ShmExited gained wire_bytes[]
                               // 3: 1024 slots, slots_used/uncounted, ShmSlot::waiting
                               // 4: ShmSlot::flags (kSlotSupervised)
@@ -41,8 +41,8 @@
                               // 7: BucketState::late_ns
                               // 8: ProcessCounters, ShmExited: refused, shortened, held_ns;
                               //    BucketState::light_tat_ns
-                              // 9: ShmSegment::fleet (fleet-wide caps, issue 37)
-                              // 10: shares (issue 38): Rule::ceil, Rule::host1 (Rule is 40
+                              // 9: ShmSegment::fleet (fleet-wide caps)
+                              // 10: shares: Rule::ceil, Rule::host1 (Rule is 40
                               //    bytes), BucketState::ceil_tat_ns, ShmSegment::shares;
                               //    the host segment (abi/host_abi.h). 9 and 10 landed together.
 
@@ -69,7 +69,7 @@ struct alignas(64) ShmShares {
   std::atomic<uint64_t> held_ceil_ns[kMaxRules]; // time calls waited for the ceiling
 };
 
-// The pid namespace of each slot's process (issue #47, docs/containers.md): the inode
+// The pid namespace of each slot's process (docs/containers.md): the inode
 // of its /proc/self/ns/pid, written by the claimer before the slot goes Live; 0 if it
 // could not tell. A slot's pid is a pid in that namespace: a container's process has
 // its own pids (its first is 1), so a reader in another namespace maps (namespace,
@@ -153,7 +153,7 @@ inline constexpr uint32_t kNoticeRendezvous = 4;
 // ShmSlot::flags: the process is held by a supervisor (`bonsaictl run --supervise`),
 // which claimed the slot on its behalf and charges its system calls from outside.
 inline constexpr uint32_t kSlotSupervised = 1;
-// The process runs a static or Go program whose supervisor could not start (issue #40):
+// The process runs a static or Go program whose supervisor could not start:
 // nothing charges its calls; `stat` says "NOT limited". Claimed by `bonsaictl sv-exec`.
 inline constexpr uint32_t kSlotUnlimited = 2;
 // The process set up an io_uring (the library saw io_uring_setup succeed through glibc's
@@ -161,7 +161,7 @@ inline constexpr uint32_t kSlotUnlimited = 2;
 // limited" (it also finds rings made by inline system calls, in /proc/PID/fd).
 inline constexpr uint32_t kSlotUring = 4;
 // The process runs a dynamic program whose loader takes no build of the library (a 32-bit
-// program, a libc bonsai has none for: issue #48, docs/libc.md): it runs without the
+// program, a libc bonsai has none for: docs/libc.md): it runs without the
 // library, nothing charges its calls; `stat` says "NOT limited". Claimed by `bonsaictl
 // run` or `sv-exec --libc`.
 inline constexpr uint32_t kSlotForeignLibc = 8;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The arithmetic of fleet leases (issue 37, docs/fleet.md), shared by the library
+// The arithmetic of fleet leases (docs/fleet.md), shared by the library
 // (the fallback it applies when a lease runs out) and bonsaictl's fleet agent (what a
 // host asks for, the rate a grant means, what it repays after an outage). Pure
 // functions: no clock, no syscalls, no allocation. The grant itself is computed in
@@ -14,7 +14,7 @@ namespace bonsai {
 
 // A host's fallback rate for a cap shared by `live` hosts: cap / live, at least 1
 // (a fallback is never "unlimited" and never zero). live 0 (no grant yet: the store
-// never counted the hosts) divides by `expected` (`fleet: expected_hosts:`, issue 50;
+// never counted the hosts) divides by `expected` (`fleet: expected_hosts:`;
 // 0 counts as 1: the whole cap). The one place the library, the supervisor and
 // bonsaictl (load/run write it as ShmFleet::fallback[], the agent after each grant)
 // take a fallback from.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The protect controller's arithmetic (issue 52, docs/protect.md), pure: the p99 of one
+// The protect controller's arithmetic (docs/protect.md), pure: the p99 of one
 // period from two histogram snapshots, the decision against the target, and the step
 // that moves a squeezed rule's rate between its floor and its configured rate. No clock,
 // no syscalls, no allocation.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Shares (issue 38): HTB's semantics on the GCRA clocks of token_bucket.h. A rule has a
+// Shares: HTB's semantics on the GCRA clocks of token_bucket.h. A rule has a
 // guaranteed rate (its own bucket, as without shares) and a ceiling (a second clock in
 // the same BucketState, ceil_tat_ns, at the ceil rate); the host has one bucket per call
 // set at its capacity (abi/host_abi.h), which every taker charges. A refill:

@@ -28,7 +28,7 @@ struct LevelList {
 
 // The default list (codec_params.h kDefaultLevels): none, lz4, zstd:1, zstd:3, zstd:5,
 // zstd:6, zstd:9: zstd:5 and zstd:6 fill the gap where zstd:3 waits for a cap's bucket
-// and zstd:9 is CPU-bound. why: see docs/compression-measured.md#the-default-level-list
+// and zstd:9 is CPU-bound. why: see docs/notes/compression-measured.md#the-default-level-list
 LevelList levels_default() noexcept;
 
 // Parses "none,lz4,zstd:1,zstd:3,zstd:9" (order kept; must be ordered by cost;
@@ -64,7 +64,7 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 // The match tables are capped, which bounds a sender's context: the hash table at 2^18
 // entries (levels from zstd:5 up would make 2^19-2^21), the chain table at 2^17
 // (zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/compression.md.
-// why: see docs/compression-measured.md#the-zstd-window-and-match-tables
+// why: see docs/notes/compression-measured.md#the-zstd-window-and-match-tables
 inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
 // A connection's zstd frames start with a 2 MiB window (wire v3's), so a receiver maps
 // a decoder for 2 MiB only; once zstd has taken this much of the connection's data (the
@@ -79,7 +79,7 @@ inline constexpr unsigned kZstdChainLog = 17;
 // stream_long_matches): a rolling hash over the whole window finds repeats of 256 bytes
 // or more that the capped match tables have lost. It slows text down, so it stays off
 // there. A 2^11-entry table: 23 KiB with its sequence store.
-// why: see docs/compression-measured.md#long-distance-matching
+// why: see docs/notes/compression-measured.md#long-distance-matching
 inline constexpr unsigned kLdmHashLog = 11;
 inline constexpr unsigned kLdmMinMatch = 256;
 inline constexpr unsigned kLdmBucketLog = 3;

@@ -11,7 +11,7 @@
 namespace bonsai::compress {
 
 // The default list (levels_default). Why these levels: see
-// docs/compression-measured.md#the-default-level-list.
+// docs/notes/compression-measured.md#the-default-level-list.
 inline constexpr Level kDefaultLevels[] = {
     {Method::Raw, 0}, {Method::Lz4, 0}, {Method::Zstd, 1}, {Method::Zstd, 3},
     {Method::Zstd, 5}, {Method::Zstd, 6}, {Method::Zstd, 9},
@@ -42,7 +42,7 @@ size_t zstd_stream_params(int level, bool ldm, int window_log, ZstdParam* out) n
 // lz4's 64 KiB) lose what lies more than a few hundred KiB back, so on data that
 // repeats MiBs apart such a level compresses several times better in a stream than
 // a one-shot sample can show (bench/zstd_window.c: zstd:1 3.7x, zstd:3 24.9x).
-// why: see docs/compression-measured.md#long-repeated-text-issue-53
+// why: see docs/notes/compression-measured.md#long-repeated-text-issue-53
 bool zstd_level_reaches_window(int level) noexcept;
 
 // Bytes of zstd's long-distance matcher with our parameters (its hash table, bucket

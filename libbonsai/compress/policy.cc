@@ -64,7 +64,7 @@ void policy_cap_rate(PolicyState& s, double rate_bps) noexcept {
   // The cap changed under a running sender (`bonsaictl set`): the link the model measured
   // and every back-off earned against it are stale. Start over as at the first period:
   // the cap's rate is the link until a period measures it, and the next period ends with
-  // the model's pick. why: see docs/compression-measured.md#the-policys-start-and-a-live-cap-change
+  // the model's pick. why: see docs/notes/compression-measured.md#the-policys-start-and-a-live-cap-change
   s.model.wire_bps = rate;
   datarate_restart(s.dr);
   s.acc_chunks = 0;

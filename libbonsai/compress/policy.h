@@ -33,7 +33,7 @@ void policy_init(PolicyState& s, const PolicyConfig& cfg, uint8_t nlevels) noexc
 // the middle of the ladder (zstd:3 in the default list) instead of `none`, so its first
 // period (which measures the link: the wire rate is seen at any level) already
 // compresses. Uncapped senders still start at `none`.
-// why: see docs/compression-measured.md#the-policys-start-and-a-live-cap-change
+// why: see docs/notes/compression-measured.md#the-policys-start-and-a-live-cap-change
 // `rate_bps` (0: unknown): the cap's rate, the model's link until a period measures
 // it, so that the first calibration round already picks a level (see datarate's
 // on_round).

@@ -58,7 +58,7 @@ int model_tie_break(const CostModel& m, int a, double ra, int b, double rb) {
 // beats its ceiling, and moves a little below it (headers, the bucket's wake-ups); a
 // CPU-bound level's rate reads low in a period another process took CPU from, or whose
 // data compressed slowly, and a move to the cheaper level on such a period loses.
-// why: see docs/compression-measured.md#the-datarate-policys-decisions
+// why: see docs/notes/compression-measured.md#the-datarate-policys-decisions
 bool below_ceiling(const DatarateState& s, const CostModel& m, int to, double cdr) {
   if (to >= s.ccl || cdr <= 0) return false;
   double ceiling = model_link_ceiling_on(m, s.period, s.ccl, static_cast<uint8_t>(to));
@@ -68,7 +68,7 @@ bool below_ceiling(const DatarateState& s, const CostModel& m, int to, double cd
 // predicts a loss beyond the tie margin (the model's CPU figures carry the load of the
 // moment), downward if it predicts a clear one. Longer back-offs probe regardless, so a
 // wrong model cannot hide the best level for ever.
-// why: see docs/compression-measured.md#the-datarate-policys-decisions
+// why: see docs/notes/compression-measured.md#the-datarate-policys-decisions
 bool worth_probing(const DatarateState& s, const CostModel& m, int to, double cdr) {
   // The level above, measured on the mix's chunks (not the model: what it took in the
   // last second), cannot compress what the current level moves: its probe could only
@@ -127,7 +127,7 @@ bool history_shift(const DatarateState& s, const CostModel& m, int from) {
 // with the calibration chunk's CPU ratio between the two levels and with the one the two
 // periods measured (other data, but the stream's real cost): one-shot calibration
 // overstates a dearer zstd level's CPU, and CPU per byte moves with the data. Where the
-// two disagree, the rates decide. why: see docs/compression-measured.md#the-datarate-policys-decisions
+// two disagree, the rates decide. why: see docs/notes/compression-measured.md#the-datarate-policys-decisions
 double same_data_verdict(const DatarateState& s, const CostModel& m, int from) {
   const PeriodMeasure &a = s.before_period, &b = s.period;
   if (a.app == 0 || b.app == 0 || a.cpu_ns == 0 || b.cpu_ns == 0) return 0;
@@ -161,7 +161,7 @@ int model_pick(const DatarateState& s, const CostModel& m, double cdr) {
   // within kCpuPickMargin: the model errs upwards on CPU (one-shot calibration runs
   // zstd's small-input parameters), and with the stream's history to come
   // (kPickHistGain) a pick link-bound on the sample runs CPU-bound in the stream.
-  // why: see docs/compression-measured.md#the-datarate-policys-decisions
+  // why: see docs/notes/compression-measured.md#the-datarate-policys-decisions
   double headroom = m.hist_gain > 0 && m.hist_gain < kPickHistGain ? kPickHistGain / m.hist_gain : 1.0;
   double floor = model_rate(m, static_cast<uint8_t>(best)) * (1 - kCpuPickMargin);
   while (best > 1 && model_cpu_bound(m, static_cast<uint8_t>(best), headroom) &&
@@ -322,7 +322,7 @@ uint8_t datarate_on_chunk(PolicyState& s, const ChunkReport& r) noexcept {
   // The first period measures the link: chunks that did not wait spend the bucket's
   // initial depth (10 ms of rate) and would overstate it, and so does the first that
   // waited (it waits for part of one chunk's debt only).
-  // why: see docs/compression-measured.md#the-datarate-policys-decisions
+  // why: see docs/notes/compression-measured.md#the-datarate-policys-decisions
   if (!s.dr.warm && !s.warm_waited && s.warm_skipped < kWarmSkipMax) {
     ++s.warm_skipped;
     s.warm_waited = r.blocked_ns > 0;

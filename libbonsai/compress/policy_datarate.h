@@ -18,7 +18,7 @@ inline constexpr double kTieMargin = 0.02;   // a dearer level must be 2% better
 // A change between two levels in `DatarateState::fresh` starts a new codec frame (zstd:
 // no history for a while, a lower ratio over it), so its short probe reads low: within
 // this further margin the model (trusted at both levels) decides.
-// why: see docs/compression-measured.md#the-datarate-policys-margins
+// why: see docs/notes/compression-measured.md#the-datarate-policys-margins
 inline constexpr double kFreshMargin = 0.06;
 inline constexpr double kDownGate = 0.05;    // a cheaper level predicted 5% worse is not probed
 // A level measured below this share of its predicted rate shows the model wrong there
@@ -37,7 +37,7 @@ inline constexpr double kCpuPickMargin = 0.05;
 // the first period) take the stream's ratio over the one-shot sample's (hist_gain) as at
 // least this: a stream's history lifts its ratio as it grows, and the CPU must keep up
 // with the link at the ratio to come, not the first 50 ms's.
-// why: see docs/compression-measured.md#the-datarate-policys-margins
+// why: see docs/notes/compression-measured.md#the-datarate-policys-margins
 inline constexpr double kPickHistGain = 1.4;
 
 // A level that keeps matches across the whole window (DatarateState::reach) is probed
@@ -68,7 +68,7 @@ inline bool datarate_new_frame(const DatarateState& s, unsigned a, unsigned b) n
 // known (the cap's rate, policy_capped_start): moves to the model's pick at once, as the
 // end of the first period would (not a probe: that period then measures the picked
 // level), which would otherwise run its whole first period at the middle level.
-// why: see docs/compression-measured.md#the-datarate-policys-margins
+// why: see docs/notes/compression-measured.md#the-datarate-policys-margins
 // @return the level index (s.ccl).
 uint8_t datarate_round_pick(DatarateState& s, const CostModel& m) noexcept;
 

@@ -43,7 +43,7 @@ struct DatarateState {
   // below it lose repeats MiBs back, which one-shot calibration cannot see (every level
   // samples alike there), so the model never sends a stream up to it: it is probed
   // directly, at growing intervals, and judged by the rates.
-  // why: see docs/compression-measured.md#long-repeated-text-issue-53
+  // why: see docs/notes/compression-measured.md#long-repeated-text-issue-53
   uint8_t reach;
   bool reach_probe;     // the change just made is such a probe
   uint16_t reach_c;     // periods below `reach` since the last reach probe

@@ -52,7 +52,7 @@ void model_observe(CostModel& m, uint8_t level, uint64_t app, uint64_t wire, uin
   else if (m.wire_bps > 0 && wire_bps > m.wire_bps)
     m.wire_bps = wire_bps;  // the link is at least this fast
   // Never faster than the cap: a period's wire rate includes what the bucket's depth let
-  // through at once. why: see docs/compression-measured.md#the-policys-start-and-a-live-cap-change
+  // through at once. why: see docs/notes/compression-measured.md#the-policys-start-and-a-live-cap-change
   if (m.cap_bps > 0 && m.wire_bps > m.cap_bps) m.wire_bps = m.cap_bps;
 }
 

@@ -54,7 +54,7 @@ inline constexpr double kBindingShare = 0.05;
 // so its periods wait 5-30% of their time at 55-80% of the cap: they say nothing about
 // the link, and taken as link-bound they lowered the link's estimate (10 MiB/s to 7.0
 // at a 10 MiB/s cap) and sent probes up from a CPU-bound level.
-// why: see docs/compression-measured.md#long-repeated-text-issue-53
+// why: see docs/notes/compression-measured.md#long-repeated-text-issue-53
 inline constexpr double kLinkFull = 0.9;
 inline constexpr double kLinkWaitShare = 0.5;
 

@@ -32,20 +32,20 @@ constexpr uint64_t kIdleResampleNs = 4 * kResampleNs;
 // every level still sees the same data (while another sender's round holds the copy, a
 // round runs one level per chunk, both runs on that chunk:
 // no one waits for the copy). All at once a round holds one chunk longer than a binding
-// cap's bucket hides. why: see docs/compression-measured.md#calibration-rounds
+// cap's bucket hides. why: see docs/notes/compression-measured.md#calibration-rounds
 constexpr uint64_t kClaimLapseNs = 200'000'000;  // a spread round's owner that went quiet
 // A level whose first run took at least this long is reported on it (in every round):
 // zstd's table set-up for a 128 KiB chunk (~0.75 MiB of tables cleared, ~40 us) is
 // under 4% of such a run, within the run-to-run noise, and a second run doubles what
 // the round costs. Faster runs (lz4, zstd:1 and 3) still run twice.
-// why: see docs/compression-measured.md#calibration-rounds
+// why: see docs/notes/compression-measured.md#calibration-rounds
 constexpr uint64_t kOneRunNs = 1'000'000;
 
 // Whether a spread round runs level `l`: every level until the policy has made its
 // first pick (at the start, and again after a live change of the cap: datarate's
 // model_best compares them all); after it, the policy's level and its two neighbours,
 // the only levels Algorithm 1 moves to, probes and mixes with. The others' runs cost a
-// sender at its CPU's limit link time. why: see docs/compression-measured.md#calibration-rounds
+// sender at its CPU's limit link time. why: see docs/notes/compression-measured.md#calibration-rounds
 // `top`: the highest level the sender's budget lets a chunk run at (a non-blocking
 // sender's, compress/tx_loop_budget.h; else the last level): levels above it do not
 // run, and the neighbours are those of the level the chunks run at.
@@ -169,7 +169,7 @@ void calibrate(TxStream& s, const IoOps& io, const void* src, size_t len, double
 // saves less than kLdmOnBelow on a calibration chunk. There zstd's tables find little;
 // the repeats LDM finds far back are what can be gained. Off again above kLdmOffAbove,
 // where LDM costs speed for next to no ratio. Each switch starts a new zstd frame, so
-// the two thresholds are apart. why: see docs/compression-measured.md#long-distance-matching
+// the two thresholds are apart. why: see docs/notes/compression-measured.md#long-distance-matching
 constexpr double kLdmOnBelow = 1.3;
 constexpr double kLdmOffAbove = 1.6;
 void choose_long_matches(TxStream& s) {
@@ -192,7 +192,7 @@ void tx_calibrate(TxStream& s, const IoOps& io, const void* src, size_t len, dou
 // Whether this chunk calibrates (a round in progress, or the policy asks for one).
 // Unbound (CPU-bound, at `none` or at a level), the model only has to keep showing
 // that dearer levels are slower: a round every kIdleResample is enough (a round costs a
-// CPU-bound sender its time: see docs/compression-measured.md#calibration-rounds).
+// CPU-bound sender its time: see docs/notes/compression-measured.md#calibration-rounds).
 // At a binding cap a spread round runs only while the sender is more than kAheadShare
 // of the bucket's depth ahead of the link (`lead`, in depths; -1: no bucket to read,
 // then after a chunk that waited): that lead hides one run and the chunk's own

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The event loop's compression budget (issue 53): the level a non-blocking sender's
+// The event loop's compression budget: the level a non-blocking sender's
 // next chunk may run at is capped by the CPU time one chunk may take on its thread.
 // A policy sees its connection alone, and at a binding cap a blocking sender's CPU
 // waits anyway, so `datarate` takes compression as free and climbs to zstd:9. An
@@ -9,7 +9,7 @@
 // 0.3-3.7 s). So on a non-blocking call the chunk's level is capped by a per-chunk
 // time budget, and the thread's budget follows the share of its time the thread spent
 // compressing over its connections: above kLoopShare it shrinks, well below it grows.
-// why: see docs/compression-measured.md#an-event-loops-thread-is-not-free
+// why: see docs/notes/compression-measured.md#an-event-loops-thread-is-not-free
 // Pure but for loop_budget_of_thread (time passed in, no allocation).
 #pragma once
 #include <cstddef>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The mix of two levels (see tx_mix.h and docs/compression.md, "The mix of two levels").
-// why: see docs/compression-measured.md#the-mix-of-two-levels
+// why: see docs/notes/compression-measured.md#the-mix-of-two-levels
 #include "compress/tx_mix.h"
 
 #include "compress/policy_datarate.h"

@@ -71,7 +71,7 @@ void miss(TxStream& s) {
 // the byte cap binds, every byte saved is application data gained and the CPU would
 // otherwise wait: every chunk is compressed (lz4's sample cannot tell what zstd gains on
 // slightly compressible data). Elsewhere (CPU or socket bound) a 4 KiB lz4 sample must
-// shrink by 10% first. why: see docs/compression-measured.md#the-incompressible-data-guard
+// shrink by 10% first. why: see docs/notes/compression-measured.md#the-incompressible-data-guard
 bool worth_trying(TxStream& s, const void* src, size_t len) {
   // Bound: no back-off either. The CPU would wait anyway, and a chunk sent raw is also
   // missing from the stream's history. If compressing makes the sender CPU-bound, the
@@ -205,7 +205,7 @@ ssize_t tx_write(TxStream& s, const IoOps& io, const WireMeter& m, int fd, const
     // Calibration stays in the chunk's time, counted as time not spent on the chunk
     // (with the waits): the bucket refills meanwhile (up to its depth), so leaving it out
     // makes the next chunks' waits look short and the period's rate high.
-    // why: see docs/compression-measured.md#calibration-in-the-chunks-time
+    // why: see docs/notes/compression-measured.md#calibration-in-the-chunks-time
     uint64_t cal_ns = 0;
     if (sample) {
       uint64_t c0 = io.now_ns();

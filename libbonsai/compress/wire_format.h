@@ -20,7 +20,7 @@ inline constexpr uint8_t kWireVersionOne = 2;    // one zstd stream: still decod
 inline constexpr uint8_t kWireVersionOld = 1;    // self-contained frames: still decoded
 // The largest zstd window (log2 bytes) a stream of `version` may ask for: 8 MiB from
 // version 4 (what `zstd --adapt` uses), 2 MiB before. A decoder refuses a zstd frame
-// asking for more. why: see docs/compression-measured.md#the-zstd-window-and-match-tables
+// asking for more. why: see docs/notes/compression-measured.md#the-zstd-window-and-match-tables
 inline constexpr int kZstdWindowLogMax = 23;
 inline constexpr int kZstdWindowLogNarrow = 21;
 inline constexpr int zstd_window_log_max(uint8_t version) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // zstd's tracing hooks, answered "off" here. Debian's libzstd.a (linked into the
 // library) references them as weak symbols; left undefined, each is a symbol lookup
-// that fails through every loaded object at every exec (issue #34). A begin hook that
+// that fails through every loaded object at every exec. A begin hook that
 // returns 0 tells zstd not to trace; the end hooks are then never called.
 #include <cstddef>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The one libstdc++ function the library's code refers to, defined here so that the
-// link takes nothing from libstdc++.a (issue #34: its exception runtime mallocs an
+// link takes nothing from libstdc++.a (its exception runtime mallocs an
 // emergency pool of ~73 KiB in a constructor of every process, and adds imports and
 // relocations to each start-up). Only the library links this file: bonsaictl and the
 // unit tests keep the real libstdc++. `make test-symbols` checks the library imports

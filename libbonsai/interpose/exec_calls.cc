@@ -11,7 +11,7 @@
 // scan and one fstat/fcntl pair before the real call.
 // In a service process, a static or Go program (runtime/exec_kind.h: its ELF headers,
 // read only when the process is in a service) is executed through bonsaictl's
-// supervising trampoline instead (runtime/exec_supervise.h, issue #40); if that exec
+// supervising trampoline instead (runtime/exec_supervise.h); if that exec
 // fails, the program is executed as asked. fexecve and execveat are not redirected.
 // close_range() and closefrom() skip the kept segment descriptor, so a child that
 // closes every descriptor and then changes uid still finds the service.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Resolution of glibc's functions (see real.h): by hand (sys/next_symbol.h), else with
 // dlsym -- itself looked up, not linked (sys/late_bound.h: glibc has it in libc only
-// since 2.34, in libdl before, which a program need not load; issue #48). A missing
+// since 2.34, in libdl before, which a program need not load). A missing
 // symbol resolves to a stub that fails with ENOSYS, so a wrapper never calls through a
 // null pointer.
 #include "interpose/real.h"

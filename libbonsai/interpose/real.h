@@ -3,7 +3,7 @@
 // write, never ours. Each pointer is resolved once, on first use (wrappers can run
 // before our constructor), so a process pays only for the calls it makes: by a
 // lock-free lookup in the objects behind ours (next_symbol.h) once the constructor has
-// noted them, else with dlsym(RTLD_NEXT) (issue #34: one dlsym is ~700 instructions and,
+// noted them, else with dlsym(RTLD_NEXT) (one dlsym is ~700 instructions and,
 // cold, ~2 us of every exec). A symbol this libc lacks makes the call fail with ENOSYS.
 #pragma once
 #include <atomic>

@@ -58,7 +58,7 @@ size_t split_bytes(Ticket& t, size_t chunk, size_t total, Piece&& piece) {
   return static_cast<size_t>(wrap::transfer_split(t, total, chunk, false, is_write, moved));
 }
 
-// Strict mode (issue #49): glibc's internal read()/write() under a stdio call are
+// Strict mode: glibc's internal read()/write() under a stdio call are
 // unmarked, so the supervisor charges them under `read`/`write` when those are limited.
 // A stdio call whose bucket is that very one (`writes=...`: one bucket for fwrite and
 // write) is left to the supervisor, paid once; one with a bucket of its own

@@ -43,7 +43,7 @@ inline long result(long r) noexcept {
   return r;
 }
 
-// glibc's __libc_single_threaded (2.32 on), looked up rather than linked (issue #48);
+// glibc's __libc_single_threaded (2.32 on), looked up rather than linked;
 // without it (an older glibc, musl) every process counts as threaded.
 constinit LateSlot g_single_threaded{0};
 

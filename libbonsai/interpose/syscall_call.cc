@@ -2,7 +2,7 @@
 // syscall(): programs (and libaio's io_submit) that call the data system calls by
 // number through glibc's syscall() are limited and shaped like the named calls, and the
 // metadata calls by number are charged under their names (syscall(SYS_openat) is an
-// openat, issue #49); which number is which call, and where its arguments are, is
+// openat); which number is which call, and where its arguments are, is
 // abi/syscall_table.h's.
 // io_submit pays for the bytes its iocbs request before submitting them
 // (completion sizes are not seen here).
@@ -150,7 +150,7 @@ using wrap::at;
 #endif
 
 // A ring set up through glibc's syscall() (liburing built on libc, QEMU, older fio):
-// what moves through it is unseen. Never silent (issue #40): once on stderr, and in the
+// what moves through it is unseen. Never silent: once on stderr, and in the
 // slot for `stat`. Rings made by inline system calls are found by `stat` in /proc.
 [[gnu::noinline]] long uring_setup_seen(long r) {
   if (r >= 0 && limiter_active()) {

@@ -52,7 +52,7 @@ const char* kind_of(mode_t m) noexcept {
 }
 
 // The errno's name, as glibc's strerrorname_np gives it: glibc has it only since 2.32
-// and musl not at all (issue #48), so the names an open or a write of these files can
+// and musl not at all, so the names an open or a write of these files can
 // meet are listed here.
 const char* errname(long neg) noexcept {
   switch (-neg) {

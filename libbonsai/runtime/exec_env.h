@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// What a service process hands down to the programs it executes (issue #16, #8.7):
+// What a service process hands down to the programs it executes:
 // the library in LD_PRELOAD, the BONSAI_* settings the process was started with
 // (captured once at set-up: a process may clear or rewrite its own environment
 // later), and the service segment as an inherited descriptor (BONSAI_SHM_FD) so a

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// What kind of program an exec is about to start, as far as the library is concerned
-// (issue #40): a dynamic program the library reaches through LD_PRELOAD; a static
+// What kind of program an exec is about to start, as far as the library is concerned:
+// a dynamic program the library reaches through LD_PRELOAD; a static
 // one, or a Go one, which it cannot reach and which is then supervised instead
 // (runtime/exec_supervise.h); a setuid/setgid one the loader strips LD_PRELOAD from,
 // left alone. The judgement is bonsaictl run's too (abi/program_kind.h), sections
@@ -23,7 +23,7 @@ namespace bonsai {
 using ExecKind = ProgramKind;
 
 // Judges the file at `path` (Other: missing, unreadable, not ELF, not a regular file);
-// `loader`: a dynamic program's loader and the libc it belongs to (issue #48).
+// `loader`: a dynamic program's loader and the libc it belongs to.
 inline ExecKind exec_kind_of(const char* path, ProgramLoader* loader = nullptr) noexcept {
   return program_kind(path, GoLook::Sections, nullptr, 0, loader);
 }

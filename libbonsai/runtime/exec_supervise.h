@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A static or Go program executed by a service process is supervised (issue #40):
+// A static or Go program executed by a service process is supervised:
 // LD_PRELOAD cannot reach it, so the exec is turned into an exec of bonsaictl's
 // trampoline (`BONSAI_CTL sv-exec -- PATH ARGV...`, set by `bonsaictl run`), which, in
 // the same process, starts a supervisor for the service, loads the seccomp filter,
@@ -32,7 +32,7 @@ bool exec_supervise_wanted() noexcept;
 // target, when the new environment does not leave (BONSAI_LEAVE). Says once when a
 // setuid/setgid target is left alone, or when there is no trampoline (BONSAI_CTL unset).
 // A dynamic target whose loader takes neither build of the library (a 32-bit program,
-// another libc: abi/program_kind.h ProgramLibc::Foreign, issue #48) goes through it too,
+// another libc: abi/program_kind.h ProgramLibc::Foreign) goes through it too,
 // with "--libc": the trampoline says so in one line, marks it NOT limited in the
 // service's stat and runs it without the library (no loader error).
 // @return true with `out` set: argv = [ctl, "sv-exec", ["--libc",] "--", path, argv...],

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The library's half of fleet caps (issue 37): when the host's lease runs out (the
+// The library's half of fleet caps: when the host's lease runs out (the
 // agent killed, the store away) the process applies the fallback rates by itself,
 // never unlimited and never blocked. Checked only where the clock is already read (a
 // wait's slow path): the fast path is unchanged. Runs inside the host process: no

@@ -25,7 +25,7 @@ BONSAI_STARTUP bool limiter_install(const LimitSet& set) noexcept {
   const LimitsView* prev = g_limiter.view.load(std::memory_order_acquire);
   // The process's first install (its set-up) is built in place, in the ring's first
   // slot, which no reader has seen: not staged in `next`, two .bss pages fewer written
-  // at every start with limits (issue #34).
+  // at every start with limits.
   bool first = !prev && g_ring.next_view.load(std::memory_order_relaxed) == 0;
   LimitsView& staged = first ? g_ring.views[0] : next;
   // A rate-only update (the same rules) keeps the table: only the parameters change.
@@ -68,7 +68,7 @@ void limiter_uninstall() noexcept {
 BONSAI_STARTUP void limiter_update_fast_view() noexcept {
   // Read-only (.rodata): it is never written, and 5.8 KiB of it in .data spread the
   // pages every start writes (relocations, the constructor's globals, the loader's
-  // zeroing of the page where .bss begins) over three pages instead of one (issue #34).
+  // zeroing of the page where .bss begins) over three pages instead of one.
   static constexpr LimitsView unlimited = [] {
     LimitsView v{};
     for (auto& row : v.table.bucket_of)

@@ -3,7 +3,7 @@
 // environment (BONSAI_LIMITS, BONSAI_STATS, ...) or its service's segment
 // (BONSAI_SERVICE, watched for live changes), and again in a forked child. Every
 // function here runs at every start or fork of a limited program: BONSAI_STARTUP
-// (sys/startup.h) keeps them on the start-up pages (issue #34; `make test-symbols`,
+// (sys/startup.h) keeps them on the start-up pages (`make test-symbols`,
 // tests/integration/t_startup_pages.sh). Runs inside the host process: no
 // allocation, no locks, no exceptions; on anything unexpected it runs unlimited and
 // says so once.

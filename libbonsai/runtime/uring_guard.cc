@@ -2,8 +2,8 @@
 // BONSAI_IO_URING=deny: a seccomp filter that answers io_uring_setup with ENOSYS
 // (see uring_guard.h). Set-up only: libseccomp allocates. libseccomp is opened with
 // dlopen when a filter is to be installed, never linked: every process would map it
-// at start for a guard that is opt-in (issue #34: start-up cost). dlopen and dlsym are
-// looked up too (sys/late_bound.h, issue #48): glibc before 2.34 has them in libdl.
+// at start for a guard that is opt-in (start-up cost). dlopen and dlsym are
+// looked up too (sys/late_bound.h): glibc before 2.34 has them in libdl.
 #include "runtime/uring_guard.h"
 
 #include <cerrno>

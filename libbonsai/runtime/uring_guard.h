@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The io_uring guard (issue #9 item 4): io_uring moves data with no system call a
+// The io_uring guard: io_uring moves data with no system call a
 // wrapper sees, so BONSAI_IO_URING=deny makes io_uring_setup fail with ENOSYS in
 // this process and everything it starts (a seccomp filter is inherited across fork
 // and exec), and liburing users fall back to plain read/write, which are limited.

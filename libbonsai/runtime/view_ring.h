@@ -19,7 +19,7 @@ namespace bonsai {
 // The ring of views and, just before its first slot, the set BONSAI_LIMITS is parsed
 // into (limiter_setup.cc). A process's first install builds its view in place in that
 // slot (limiter_install), so a start with limits writes the ring's counters, the set and
-// the view's head: two .bss pages, the struct starting one (issue #34;
+// the view's head: two .bss pages, the struct starting one (see
 // tests/preload/startup_pages prints the pages a start writes).
 inline constexpr size_t kViewRing = 16;
 struct alignas(4096) ViewRing {

@@ -67,7 +67,7 @@ ShmSlot* claim_for(int pid, uint64_t seen_seq, bool forked, const char* hint = n
   uint64_t start;
   const bool parent_claimed = g_claim_pid != 0;  // in a fork child: the parent's claim
   g_claim_pid = 0;  // no hint to hand down until this claim is done
-  // /proc/self: our pid may be another pid namespace's than /proc's (issue #47).
+  // /proc/self: our pid may be another pid namespace's than /proc's.
   if (proc_status_self(start) != ProcStatus::Alive) return nullptr;
   char comm[16] = {};
   // Our own name without /proc (a start of every service member pays for this).
@@ -162,7 +162,7 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
       (st.st_mode & 077)) {
     raw_close(static_cast<int>(fd));
     // A user namespace (rootless Podman: the host's owner is another uid in here) is
-    // refused in so many words (issue #47, docs/containers.md).
+    // refused in so many words (docs/containers.md).
     if (in_user_namespace())
       return fail(why, cap, "service '%s': %s is not owned by the service's uid as this user namespace maps it "
                   "(a rootless container joins only a service of the user it runs as: docs/containers.md)",
@@ -247,7 +247,7 @@ size_t shm_slot_hint(char* out, size_t cap) noexcept {
   return n;
 }
 
-BONSAI_STARTUP bool shm_attached() noexcept { return g_seg != nullptr; }  // every exit asks (issue #34)
+BONSAI_STARTUP bool shm_attached() noexcept { return g_seg != nullptr; }  // every exit asks
 
 bool shm_lost() noexcept { return g_seg && shm_guard_lost(g_seg); }
 

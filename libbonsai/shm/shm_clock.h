@@ -2,7 +2,7 @@
 // The clock of shared buckets. A service's buckets hold times (tat) that every
 // attached process compares with its own CLOCK_MONOTONIC; a process in a time
 // namespace (unshare --time --monotonic N) reads a clock N seconds off, which used
-// to stall every other process of the service (issue 8, item 8). Buckets therefore
+// to stall every other process of the service. Buckets therefore
 // run on the host's CLOCK_MONOTONIC: each process subtracts its namespace's offset,
 // read from /proc/self/timens_offsets (absent or unreadable: offset 0; the bucket's
 // clamp, kMaxAheadNs in bucket/token_bucket.h, then still bounds the damage).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The service segment as a descriptor handed down the process tree (issue #8.7,
-// #16): `bonsaictl run` opens it and passes BONSAI_SHM_FD (the number) and
+// The service segment as a descriptor handed down the process tree:
+// `bonsaictl run` opens it and passes BONSAI_SHM_FD (the number) and
 // BONSAI_SHM_UID (its owner); a child that changed uid attaches through the
 // descriptor without a lookup by name or a permission check. The library keeps the
 // descriptor open at a high number (close-on-exec while the image runs); the exec
@@ -22,7 +22,7 @@ unsigned shm_owner_uid() noexcept;
 // The uid that `uid` (a uid of the parent user namespace: the host's, for a rootless
 // container) has in this process's user namespace, by /proc/self/uid_map; `uid` itself
 // outside a user namespace or when it is not mapped. A file the host's `uid` owns shows
-// this owner in here (issue #47, docs/containers.md). Raw calls; attach time only.
+// this owner in here (docs/containers.md). Raw calls; attach time only.
 unsigned shm_uid_here(unsigned uid) noexcept;
 
 // BONSAI_SHM_FD if it is the segment `path` of `uid`: open read-write, a regular,

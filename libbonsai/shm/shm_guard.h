@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The SIGBUS guard of mapped segments. A segment is a file anyone of its owner can
 // truncate, remove or replace; touching a page past the new end of a truncated file
-// raises SIGBUS, which would kill the host process (issue 8, item 5). The guard's
+// raises SIGBUS, which would kill the host process. The guard's
 // handler recognises faults whose address lies inside a registered mapping, maps
 // anonymous zeroed memory over the whole mapping (the faulting instruction then
 // completes on it) and marks the mapping lost; every other SIGBUS goes to the

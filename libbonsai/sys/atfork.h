@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // pthread_atfork(nullptr, nullptr, child), without the call. pthread_atfork is a stub
 // from libc_nonshared.a that the linker puts at the far end of the library's code, a
-// page no other start-up code shares: one more page fault at every exec (issue #34,
+// page no other start-up code shares: one more page fault at every exec (see
 // sys/startup.h). It only forwards to glibc's exported __register_atfork with this
 // object's __dso_handle (so the handler goes when a dlclose unloads us), as this does.
 // musl exports pthread_atfork itself (no __register_atfork; a handler stays registered

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // pthread_cleanup_push/pop for the library's cancellable waits, without linking glibc's
-// cancellation hooks (issue #48). glibc's macros (C, no exceptions) call
+// cancellation hooks. glibc's macros (C, no exceptions) call
 // __pthread_register_cancel, __pthread_unregister_cancel and __pthread_unwind_next:
 // GLIBC_2.34 in libc, in libpthread before, which a single-threaded program does not
 // load. These are the same macros with the three looked up on first use

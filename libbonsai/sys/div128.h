@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// 128-by-64-bit division without libgcc's __udivti3 (issue #34). The compiler calls that
+// 128-by-64-bit division without libgcc's __udivti3. The compiler calls that
 // helper for any `unsigned __int128 / x`; the linker puts it at the far end of the
 // library's 1 MiB of code, so the first rate computed at start-up (bucket_params for
 // BONSAI_LIMITS or a service's limits) cost every exec one more page fault, ~5 us on a

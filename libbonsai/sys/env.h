@@ -12,7 +12,7 @@ const char* env_get(const char* name) noexcept;
 // env_get for a name that begins with "BONSAI_" (every option, runtime/options.h): when
 // the environment holds no BONSAI_* variable at all (a start with the library and no
 // setting), answers nullptr without reading the name or calling getenv, whose pages a
-// start would otherwise fault in (issue #34). Set-up only.
+// start would otherwise fault in. Set-up only.
 const char* env_get_bonsai(const char* name) noexcept;
 
 // Does environment entry `e` start with "BONSAI_"? Compared against immediates: no

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A libc function the library calls but does not link (issue #48): looked up by name on
+// A libc function the library calls but does not link: looked up by name on
 // first use (sys/next_symbol.h) and kept. The glibc build so needs nothing newer than
 // GLIBC_2.17 from the loader: a function glibc added later, or kept in libdl/libpthread
 // before 2.34 (which a program need not load), is simply absent where it does not

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// pthread_mutex_trylock, looked up rather than linked (issue #48): glibc has it in libc
+// pthread_mutex_trylock, looked up rather than linked: glibc has it in libc
 // only since 2.34 (GLIBC_2.34), in libpthread before. Where this process has none, it
 // has no threads library either: glibc's pthread_mutex_lock/unlock in libc then do
 // nothing and no second thread exists, so the try succeeds, as theirs would. musl and the

@@ -5,9 +5,9 @@
 // plain reads. No lock, no allocation, async-signal-safe: a wrapper's first call may
 // resolve libc's function anywhere (in a signal handler, a vfork()ed child, under the
 // application's locks), so the constructor no longer resolves anything up front, and a
-// process start pays for none of it (issue #34: 13 dlsym calls were ~25 us of every exec).
+// process start pays for none of it (13 dlsym calls were ~25 us of every exec).
 //
-// It is also how the library reaches the libc functions it does not link (issue #48):
+// It is also how the library reaches the libc functions it does not link:
 // the glibc build needs nothing newer than GLIBC_2.17, so dlsym, dlopen, the
 // cancellation hooks and the like -- newer, or in libdl/libpthread before glibc 2.34,
 // which a program need not load -- are looked up here when first needed

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // fstat and fstatat as the system calls themselves: glibc has exported them as functions
 // only since 2.33 (before, inline wrappers of __fxstat), so the library makes the
-// calls (issue #48: the glibc build needs nothing newer than GLIBC_2.17). On x86_64 the
+// calls (the glibc build needs nothing newer than GLIBC_2.17). On x86_64 the
 // kernel's struct stat is glibc's and musl's. errno untouched. @return 0 or -errno.
 #pragma once
 #include <sys/stat.h>

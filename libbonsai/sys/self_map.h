@@ -2,7 +2,7 @@
 // This shared object's entry in the dynamic loader's list of loaded objects: its load
 // address, its dynamic section and the path it was loaded by (l_name, the loader's
 // string, valid as long as the object is loaded). Found by its own _DYNAMIC, without
-// dladdr, whose page of libc a start would otherwise fault in (issue #34).
+// dladdr, whose page of libc a start would otherwise fault in.
 // glibc publishes the list as _r_debug; musl as _dl_debug_addr (its debugger hook,
 // the same layout: musl's loaded objects begin as a link_map does).
 #pragma once

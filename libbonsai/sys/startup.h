@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Code and data every process start touches, kept on few pages (issue #34). Every exec
+// Code and data every process start touches, kept on few pages. Every exec
 // of a limited program runs the constructor and the exit hooks; each page of the
 // library they touch first costs a page fault (2-5 us on a virtual machine, against
 // ~750 us for a whole start of /bin/true), and the library's 1 MiB of code (zstd)

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Short strings (paths) built without printf. A service member's start builds its
 // segment's path and two /proc paths; vfprintf is three pages of libc's code to fault
-// in at every exec (issue #34, sys/startup.h). Truncation is an error, never silent.
+// in at every exec (sys/startup.h). Truncation is an error, never silent.
 #pragma once
 #include <cstddef>
 #include <cstring>

@@ -6,7 +6,7 @@
 # the same ~3.5x there, so the model kept the stream on lz4/zstd:1, which cannot reach
 # 4 MiB back (0.88 of `zstd --adapt | pv -L`); zstd:3 and up find the repeats (25x and
 # more). The policy now probes the first level with the window's reach directly and
-# judges it by the rates (docs/compression-measured.md#long-repeated-text-issue-53).
+# judges it by the rates (docs/notes/compression-measured.md#long-repeated-text-issue-53).
 # Measured on a quiet 2-core machine: datarate 960-1150 MiB/s, `zstd --adapt` 170-320.
 # Here: datarate must reach 1.3x `zstd --adapt | pv -L 100m` on the same data and send
 # most of its chunks at zstd:3 or above; the bytes must arrive exact.

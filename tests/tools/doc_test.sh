@@ -4,7 +4,7 @@
 #  0. The configuration keys the loader accepts, docs/config.md's table and
 #     bonsai.yaml(5)'s KEYS are the same set.
 #  1. Every bonsai configuration the docs show passes `bonsaictl check`: each fenced
-#     ```yaml block of README.md and docs/*.md, each ``` block of the man pages, that
+#     ```yaml block of README.md, docs/*.md and docs/notes/*.md, each ``` block of the man pages, that
 #     has a top-level `version:`, `services:` or `host:` key (other YAML, such as a
 #     Prometheus scrape configuration, is not bonsai's), and every config/*.yaml.
 #     bonsai.yaml(5) names every shipped example (config/*.yaml). A password file the
@@ -50,7 +50,7 @@ extract() {
   done <"$file"
 }
 mkdir -p "$TMP/blocks"
-for f in README.md docs/*.md packaging/man/*.scd; do extract "$f"; done
+for f in README.md docs/*.md docs/notes/*.md packaging/man/*.scd; do extract "$f"; done
 
 # 0. Keys: every key the loader accepts (its kKeys lists, bonsaictl/config/) is a row
 # of docs/config.md's table and a definition in bonsai.yaml(5), and neither documents

@@ -111,7 +111,7 @@ TEST_CASE("datarate: a cap changed live restarts the policy with the new rate as
 }
 
 TEST_CASE("datarate: a starved sender's short waits neither bind nor lower the link", "[compress]") {
-  // Issue 53 (docs/compression-measured.md#long-repeated-text-issue-53): a sender that
+  // Issue 53 (docs/notes/compression-measured.md#long-repeated-text-issue-53): a sender that
   // other processes keep off the CPU moves 77% of a 10 MiB/s cap while waiting 12% of
   // its time. Taken as link-bound, such periods lowered the link's estimate (to 7.0 MiB/s
   // in a traced run) and sent probes up from a CPU-bound level.

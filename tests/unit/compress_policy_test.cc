@@ -121,7 +121,7 @@ TEST_CASE("datarate finds the best level when the model is wrong", "[compress]")
 }
 
 TEST_CASE("datarate moves down when other processes take the CPU it picked its level on", "[compress]") {
-  // Issue 53 (docs/compression-measured.md#long-repeated-text-issue-53): calibrated on
+  // Issue 53 (docs/notes/compression-measured.md#long-repeated-text-issue-53): calibrated on
   // a free CPU at 5 MiB/s, zstd:9 keeps up with the link; from 0.3 s on, compression
   // takes 3x as long (a loaded machine), zstd:9 runs CPU-bound at a third of the link
   // and zstd:3, link-bound still, is the best level.
@@ -145,7 +145,7 @@ TEST_CASE("datarate moves down when other processes take the CPU it picked its l
 }
 
 TEST_CASE("datarate finds the level whose stream reaches repeats no sample shows", "[compress]") {
-  // Issue 53's REPEAT4 (docs/compression-measured.md#long-repeated-text-issue-53): text
+  // Issue 53's REPEAT4 (docs/notes/compression-measured.md#long-repeated-text-issue-53): text
   // repeated every 4 MiB. One-shot samples put every level at its usual ratio, so the
   // model keeps a CPU-bound sender at 100 MiB/s on lz4/zstd:1; in the stream zstd:3 and
   // up find the repeats (25x, and ~10x faster: matches are cheap). Measured by the

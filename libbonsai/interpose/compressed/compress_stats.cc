@@ -16,7 +16,7 @@ namespace bonsai::compress {
 namespace {
 // Copied at start-up (nginx rewrites its environment). Zero-initialised (.bss; its
 // option is set by stats_setup, the only way to a line): with a non-zero initialiser
-// its 1 KiB pushed .data onto a second page, one more page fault at every start (issue #34).
+// its 1 KiB pushed .data onto a second page, one more page fault at every start.
 constinit ExitLine g_stats_line{};
 }  // namespace
 
