@@ -50,9 +50,11 @@ after=$("$CTL" ls --json)
 [ -e "$(seg_file gamma)" ] && fail "a bad load created gamma"
 [ "$(jq_stat beta 'd["scope"]')" = service ] || fail "beta's scope is not service"
 
-# Limits from a file with run -c; -l replaces the rules that share a call.
+# Limits from a file with run -c; -l merges as `set --merge` does: the new rule as
+# written, the file's rule keeps the calls it does not name (reads less read).
 "$CTL" run -c "$T/good.yaml" -s alpha -l 'read=1MiB/s' -- true || fail "run -c failed"
-[ "$(jq_stat alpha 'd["limits"]')" = "['read=1MiB/s']" ] || fail "run -c -l limits: $(jq_stat alpha 'd["limits"]')"
+[ "$(jq_stat alpha 'd["limits"]')" = "['pread+readv+preadv+recv+recvfrom+recvmsg+recvmmsg+fread=10MiB/s', 'read=1MiB/s']" ] ||
+  fail "run -c -l limits: $(jq_stat alpha 'd["limits"]')"
 "$CTL" run -c "$T/good.yaml" -s nosuch -- true 2> "$T/err"; rc=$?
 [ $rc = 2 ] || fail "run with an unknown service exited $rc"
 
