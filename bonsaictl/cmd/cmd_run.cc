@@ -45,8 +45,8 @@ constexpr CliOption kOptions[] = {
     {"-c, --config", OptArg::Required, "FILE", "take SERVICE's limits, scope and compression from a YAML file"},
     {"-s, --service", OptArg::Required, "SERVICE", "the service CMD joins (created if needed)"},
     {"-l, --limit", OptArg::Required, "LIMIT",
-     "a limit in the BONSAI_LIMITS grammar (repeatable); replaces the\n"
-     "file's rules that share a call with it"},
+     "a limit in the BONSAI_LIMITS grammar (repeatable); goes over the\n"
+     "file's rules as set --merge does"},
     {"--scope", OptArg::Required, "process|service", "process (each process its own buckets) or service (shared)"},
     {"--io-uring", OptArg::Required, "deny|allow",
      "deny: io_uring_setup fails (ENOSYS) in CMD and its children, so\n"
