@@ -29,7 +29,7 @@
 #include "abi/wait_hist.h"
 
 #define BONSAI_ABI_VERSION 15 // 15: the section directory after the frozen base (ShmSectionDir);
-                              //     ShmExited::notices (was padding)
+                              //     ShmExited::notices (was padding); ShmLimits::nohost_taken (was padding)
                               // 14: ShmSegment::protect (protected calls' durations, issue 52)
                               // 13: ShmFleet namespace, expected_hosts, id_clash (issue 50)
                               // 12: ShmSegment::slot_ns (containers, issue #47)

@@ -35,7 +35,10 @@ struct Scan {
   LimitSet set;
 };
 constinit Scan g_scan{};
-constinit std::atomic<bool> g_busy{false};
+// The refresher's start time, 0 when none: a refresh left half-way (a fork child of a
+// refreshing thread) is taken over after kSiblingsStaleNs.
+constinit std::atomic<uint64_t> g_busy{0};
+constexpr uint64_t kSiblingsStaleNs = 1'000'000'000;
 constinit std::atomic<uint64_t> g_next_ns{0};
 constinit std::atomic<uint64_t> g_reserved[kNoHostPublished]{};
 
@@ -121,12 +124,15 @@ void refresh(const char* prefix, unsigned uid, uint64_t now) noexcept {
 
 uint64_t shm_siblings_reserved(const char* prefix, unsigned uid, uint8_t host1, uint64_t now_ns) noexcept {
   if (host1 == 0 || host1 > kNoHostPublished) return 0;
-  if (now_ns >= g_next_ns.load(std::memory_order_relaxed) && !g_busy.exchange(true, std::memory_order_acquire)) {
+  uint64_t busy = g_busy.load(std::memory_order_relaxed);
+  if (now_ns >= g_next_ns.load(std::memory_order_relaxed) && now_ns &&
+      (busy == 0 || now_ns - busy > kSiblingsStaleNs) &&
+      g_busy.compare_exchange_strong(busy, now_ns, std::memory_order_acquire)) {
     if (now_ns >= g_next_ns.load(std::memory_order_relaxed)) {
       g_next_ns.store(now_ns + kSiblingsRefreshNs, std::memory_order_relaxed);
       refresh(prefix, uid, now_ns);
     }
-    g_busy.store(false, std::memory_order_release);
+    g_busy.store(0, std::memory_order_release);
   }
   return g_reserved[host1 - 1].load(std::memory_order_relaxed);
 }
