@@ -7,8 +7,9 @@
 # a's segment and b's borrowing holds them back: together within the capacity (1.08x
 # for a loaded CI; was 1.25x) and a keeps its 4 MiB/s. Then a container of a forges its
 # published count (a huge jump at every pass) while b writes alone: b still gets the
-# capacity less a's guarantee, never less (the count is clamped to a's own rate).
-# timeout: 120
+# capacity less a's guarantee, never less (the count is clamped to a's own rate). Last,
+# the same beside b supervised (`run -s`: its supervisor borrows through the same path).
+# timeout: 150
 # parallel: no (rates within 8%)
 . "$(dirname "$0")/lib/cdi_lib.sh"
 cleanup_hooks+=('rm -f /dev/shm/${BONSAI_SHM_PREFIX}bonsai-host.*')
@@ -96,4 +97,16 @@ check_rate "b beside a forged count, against the capacity less a's 4 MiB/s" "$rf
 podman kill "$forger" > /dev/null 2>&1
 kill $db 2> /dev/null
 wait $db 2> /dev/null
+
+# The same beside a supervised b (a static program: the supervisor borrows for it through
+# the same hold-back): a's container at its rate, b's 30 MiB at the capacity less a's 4.
+need_prog sv_static
+crun "$A" "$ROOT" dd if=/dev/zero of=/dev/null bs=64k count=448
+sleep 2.5  # attached and taking (a fresh look of the supervisor's waits two refreshes)
+out=$("$CTL" run -s "$B" -- "$PRE/sv_static" write "$T/out" 30M 2> "$T/sv.err") || fail "supervised write: $(cat "$T/sv.err")"
+rc=$(cwait "$CID")
+[ "$rc" = 0 ] || fail "the container's dd: exit $rc: $(cat "$T/$CID.log")"
+rs=$(awk -v s="$(field "$out" secs)" 'BEGIN { printf "%.0f", 30 * 1048576 / s }')
+note "a in a container beside a supervised b: b $(mib "$rs") MiB/s"
+check_rate "a's 4 MiB/s and the supervised b together, against the capacity" $((4 * MiB + rs)) 1 $((16 * MiB)) 0.75 1.08
 exit 0
