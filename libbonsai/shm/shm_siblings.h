@@ -8,7 +8,7 @@
 // (share_reserved_rate): a tenant's forged counter costs at most its own guarantee.
 // Read with pread(2), never mapped (a tenant truncating its file cannot fault us);
 // refreshed at most every kSiblingsRefreshNs by one caller at a time, the others read the
-// last sums: no allocation, no lock (a flag tried once), bounded work.
+// last sums: no allocation, no lock (a compare-and-swap tried once), bounded work.
 #pragma once
 #include <cstdint>
 
