@@ -12,7 +12,9 @@
 #include "bucket/limits_carry.h"
 #include "shm/seqlock.h"
 #include "shm/shm_guard.h"
+#include "shm/shm_fd.h"
 #include "shm/shm_host.h"
+#include "shm/shm_siblings.h"
 #include "supervisor/sv_say.h"
 #include "supervisor/sv_syscalls.h"
 #include "sys/clock.h"
@@ -138,14 +140,28 @@ void SvLimits::shares_refresh() {
   }
   ShmHost* h = shm_host();
   uint64_t seq = h ? h->capacity.seq.load(std::memory_order_acquire) : 0;
-  if (seq == view_.host_seq && seq && !(seq & 1)) return;
-  view_.host_seq = seq;
-  for (uint32_t r = 0; r < view_.lim.set.count; ++r) {
-    const Rule& rule = view_.lim.set.rules[r];
-    Rule cap;
-    view_.host1[r] = 0;
-    if (rule_ceil_above(rule) && shm_host_rule(rule.host1, cap) && share_params(rule, cap, view_.share[r]))
-      view_.host1[r] = rule.host1;
+  if (seq != view_.host_seq || !seq || (seq & 1)) {
+    view_.host_seq = seq;
+    for (uint32_t r = 0; r < view_.lim.set.count; ++r) {
+      const Rule& rule = view_.lim.set.rules[r];
+      Rule cap;
+      view_.host1[r] = 0;
+      view_.reserved[r] = 0;
+      if (rule_ceil_above(rule) && shm_host_rule(rule.host1, cap) && share_params(rule, cap, view_.share[r]))
+        view_.host1[r] = rule.host1, view_.cap[r] = cap;
+    }
+  }
+  // What the user's containers take at their rates the host's bucket never sees is not
+  // lendable, as in the library (runtime/share_wait.cc).
+  uint64_t now = mono_ns();
+  for (uint32_t r = 0; r < view_.lim.set.count && r < kMaxRules; ++r) {
+    if (!view_.host1[r]) continue;
+    uint64_t res = shm_siblings_reserved(shm_prefix().c_str(), shm_owner_uid(), view_.host1[r], now);
+    if (res == view_.reserved[r]) continue;
+    Rule cap = view_.cap[r];
+    rule_set_rate(cap, share_host_rate(view_.cap[r].rate, res));
+    ShareParams p;
+    if (share_params(view_.lim.set.rules[r], cap, p)) view_.share[r] = p, view_.reserved[r] = res;
   }
 }
 

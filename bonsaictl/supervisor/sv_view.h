@@ -29,6 +29,10 @@ struct SvView {
   ShareParams share[kMaxRules]{};
   uint8_t host1[kMaxRules]{};
   uint64_t host_seq = 0;
+  // The capacity rule of each, and the units/s of it held back for the user's containers
+  // (shm/shm_siblings.h): share[].host is rebuilt when that moves.
+  Rule cap[kMaxRules]{};
+  uint64_t reserved[kMaxRules]{};
   // The bucket's parameters if `bucket` is one of the view's, else nullptr.
   const BucketParams* params(uint8_t bucket) const {
     return usable && bucket < lim.set.count ? &lim.params[bucket] : nullptr;

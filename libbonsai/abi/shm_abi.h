@@ -29,7 +29,7 @@
 #include "abi/wait_hist.h"
 
 #define BONSAI_ABI_VERSION 15 // 15: the section directory after the frozen base (ShmSectionDir);
-                              //     ShmExited::notices (was padding)
+                              //     ShmExited::notices (was padding); ShmLimits::nohost_taken (was padding)
                               // 14: ShmSegment::protect (protected calls' durations)
                               // 13: ShmFleet namespace, expected_hosts, id_clash
                               // 12: ShmSegment::slot_ns (containers)
@@ -113,9 +113,15 @@ struct alignas(64) ShmHeader {
 struct alignas(64) ShmLimits {
   std::atomic<uint64_t> seq;        // even: stable; starts at 2
   std::atomic<uint64_t> changed_unix_ns;  // when the last change was published
-  uint64_t pad_[6];
+  // Shares: units the service's processes without the host segment (a container's,
+  // kSlotNoHost) took at their guaranteed rates, per host capacity rule 1..6 (`host1 - 1`):
+  // the host's bucket never saw them, so its borrowers hold that much back
+  // (runtime/share_siblings.h), clamped to this service's own rates. Relaxed adds, one per
+  // refill. Layout 14 kept these words as padding (zero), so older readers ignore them.
+  std::atomic<uint64_t> nohost_taken[6];
   LimitSet set;
 };
+inline constexpr uint8_t kNoHostPublished = 6;  // capacity rules whose container takes are published
 
 // Counts of processes that have exited (folded in when their slot is released or
 // reclaimed), so that service totals survive them.

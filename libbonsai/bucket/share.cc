@@ -30,6 +30,19 @@ bool share_params(const Rule& rule, const Rule& capacity, ShareParams& out) noex
   return true;
 }
 
+uint64_t share_reserved_rate(uint64_t before, uint64_t after, uint64_t elapsed_ns, uint64_t guaranteed) noexcept {
+  if (after <= before || elapsed_ns == 0 || guaranteed == 0) return 0;
+  unsigned __int128 moved = after - before;
+  unsigned __int128 rate = moved * 1'000'000'000u / elapsed_ns;
+  return rate >= guaranteed ? guaranteed : static_cast<uint64_t>(rate);
+}
+
+uint64_t share_host_rate(uint64_t capacity, uint64_t reserved) noexcept {
+  uint64_t floor = capacity / kShareHostFloorDiv;
+  if (floor == 0) floor = 1;
+  return reserved >= capacity || capacity - reserved < floor ? floor : capacity - reserved;
+}
+
 ShareStep share_take(BucketState& own, BucketState& host, const ShareParams& p, uint64_t units, uint64_t now,
                      uint64_t slack, const ShareStep* retry) noexcept {
   ShareStep step{ShareWay::Wait, retry ? retry->ceil_at : 0, 0, retry ? retry->rounds : 0};

@@ -33,6 +33,20 @@ struct ShareParams {
 // kMaxRate, another unit): the rule is then held to its rate alone.
 bool share_params(const Rule& rule, const Rule& capacity, ShareParams& out) noexcept;
 
+// Takes the host never saw (a container's processes cannot reach the host segment and
+// publish them in their own service's segment instead, ShmLimits::nohost_taken) are not
+// lendable. The rate (units/s) to hold back for one service: what its counter moved from
+// `before` to `after` over `elapsed_ns`, at most `guaranteed` (the service's own rate for
+// that capacity, units/s): a forged counter holds back at most the guarantee the service
+// has anyway, never more; one going backwards holds back nothing (its loss alone).
+uint64_t share_reserved_rate(uint64_t before, uint64_t after, uint64_t elapsed_ns, uint64_t guaranteed) noexcept;
+
+// The capacity a borrower's host bucket runs at with `reserved` units/s held back: never
+// below a sixteenth of it (the host's own takers charge at this rate, so a rate near 0
+// would push the host's clock far ahead and stop borrowing long after the containers stop).
+uint64_t share_host_rate(uint64_t capacity, uint64_t reserved) noexcept;
+inline constexpr uint64_t kShareHostFloorDiv = 16;
+
 enum class ShareWay : uint8_t { Rate, Borrow, Wait };
 
 struct ShareStep {

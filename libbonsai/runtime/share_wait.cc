@@ -9,13 +9,16 @@
 #include "bucket/share.h"
 #include "log/blog.h"
 #include "runtime/host_clock.h"
+#include "runtime/options.h"
 #include "runtime/limiter_state.h"
 #include "runtime/ticket.h"
 #include "runtime/ticket_pay.h"
 #include "runtime/pace.h"
 #include "runtime/wait.h"
 #include "shm/shm_attach.h"
+#include "shm/shm_fd.h"
 #include "shm/shm_host.h"
+#include "shm/shm_siblings.h"
 #include "sys/cancel_cleanup.h"
 #include "sys/clock.h"
 
@@ -30,6 +33,10 @@ struct ShareCache {
   uint64_t host_seq = 0;
   bool shares = false;
   uint8_t host1 = 0;
+  uint8_t nohost1 = 0;    // no host segment: the capacity rule its rate takes are published for
+  uint64_t reserved = 0;  // units/s of the capacity held back for the user's containers
+  Rule rule{};            // the rule and its capacity: p.host is rebuilt when `reserved` moves
+  Rule cap{};
   ShareParams p{};
 };
 constinit thread_local ShareCache t_share{};
@@ -38,6 +45,7 @@ constinit thread_local ShareCache t_share{};
 bool share_lookup(const Ticket& t, ShareCache*& out) noexcept {
   ShmHost* host = shm_host();
   ShareCache& c = t_share;
+  out = &c;
   uint64_t hseq = host ? host->capacity.seq.load(std::memory_order_acquire) : 0;
   if (c.gen != t.gen || c.bucket != t.bucket || c.host_seq != hseq) {
     c = ShareCache{};
@@ -52,15 +60,30 @@ bool share_lookup(const Ticket& t, ShareCache*& out) noexcept {
       if (host && !(hseq & 1) && shm_host_rule(rule.host1, cap) && share_params(rule, cap, c.p)) {
         c.shares = true;
         c.host1 = rule.host1;
+        c.rule = rule;
+        c.cap = cap;
       } else if (!host && shm_attached()) {
         // No host segment (a container's device does not mount it, docs/shares.md): the
         // rule runs at its guaranteed rate; the slot tells `stat`, nothing else is said.
+        // Its takes are published for the host's borrowers (shm/shm_siblings.h).
         shm_mark_flag(kSlotNoHost);
+        c.nohost1 = rule.host1;
       } else {
         BONSAI_LOG_ONCE(LogLevel::Warn,
                         "shares: a rule has a ceil but no usable host capacity (bonsaictl load a file with "
                         "`host: capacity:`); it is held to its own rate");
       }
+    }
+  }
+  if (c.shares) {
+    // What the user's containers take at their rates the host's bucket never sees: not
+    // lendable (a scan of their segments at most every kSiblingsRefreshNs, else a load).
+    uint64_t r = shm_siblings_reserved(option_env(Opt::shm_prefix), shm_owner_uid(), c.host1, mono_ns());
+    if (r != c.reserved) {
+      Rule cap = c.cap;
+      rule_set_rate(cap, share_host_rate(c.cap.rate, r));
+      ShareParams p;
+      if (share_params(c.rule, cap, p)) c.p = p, c.reserved = r;
     }
   }
   out = &c;
@@ -91,7 +114,10 @@ void share_wait_cancelled(void* slot) {
 
 bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* waited) noexcept {
   ShareCache* c;
-  if (!share_lookup(t, c)) return false;
+  if (!share_lookup(t, c)) {
+    if (c->nohost1) shm_publish_nohost(c->nohost1, units);  // taken at the rate by the caller
+    return false;
+  }
   ShmHost* host = shm_host();
   if (!host) return false;
   BucketState& own = g_limiter.buckets[t.bucket];
@@ -147,10 +173,14 @@ bool share_wait_slow(Ticket& t, bool cancellable, uint64_t units, uint64_t* wait
 }
 
 bool share_settle_slow(const Ticket& t, uint64_t units) noexcept {
-  // Settles follow every read beyond the credit: without a host segment, nothing to look up.
+  // Settles follow every read beyond the credit: without a host segment, only what a
+  // container's process took is published (the cached look-up, no syscall).
   ShmHost* host = shm_host();
-  if (!host) return false;
   ShareCache* c;
+  if (!host) {
+    if (shm_attached() && !share_lookup(t, c) && c->nohost1) shm_publish_nohost(c->nohost1, units);
+    return false;
+  }
   if (!share_lookup(t, c)) return false;
   uint64_t now = mono_ns() - limiter_clock_offset();
   ShareWay way = share_take_late(g_limiter.buckets[t.bucket], host->buckets[c->host1 - 1], c->p, units, now);

@@ -251,6 +251,11 @@ BONSAI_STARTUP bool shm_attached() noexcept { return g_seg != nullptr; }  // eve
 
 bool shm_lost() noexcept { return g_seg && shm_guard_lost(g_seg); }
 
+void shm_publish_nohost(uint8_t host1, uint64_t units) noexcept {
+  if (!g_seg || host1 == 0 || host1 > kNoHostPublished || shm_lost()) return;
+  g_seg->limits.nohost_taken[host1 - 1].fetch_add(units, std::memory_order_relaxed);
+}
+
 bool shm_notice_first(uint32_t bit) noexcept {
   if (!g_seg || shm_lost()) return true;
   return !(g_seg->exited.notices.fetch_or(bit, std::memory_order_relaxed) & bit);

@@ -35,6 +35,11 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
 // True once shm_attach succeeded in this process.
 bool shm_attached() noexcept;
 
+// Shares without the host segment: adds `units` taken at a guaranteed rate of a rule that
+// borrows from capacity rule `host1` to the segment's ShmLimits::nohost_taken (relaxed,
+// no-op beyond kNoHostPublished or without a segment).
+void shm_publish_nohost(uint8_t host1, uint64_t units) noexcept;
+
 // For a problem said once for the whole service (a kNotice* bit of abi/shm_abi.h): sets
 // the bit in the segment's notices word. @return true if this process is the one to say
 // it (the first of the service; or no segment attached: nobody else can say it).

@@ -315,3 +315,44 @@ TEST_CASE("shares: threads racing on one rule and one host lose no take", "[shar
   CHECK(rate_units <= 10 * MB / 100 + 1000);  // within the rate's depth (10 ms)
   CHECK(rate_units + borrow_units <= 10 * MB / 100 + 100 * MB / 100 + 2000);  // and the host's
 }
+
+TEST_CASE("shares: a container's published takes are held back, clamped to its guarantee", "[shares]") {
+  // 4 MB/s over 100 ms: 400 kB moved.
+  CHECK(share_reserved_rate(1000, 1000 + 400'000, 100'000'000, 4 * MB) == 4 * MB);
+  CHECK(share_reserved_rate(0, 100'000, 100'000'000, 4 * MB) == 1 * MB);
+  // A forged counter (a huge jump, or the top of the range) holds back the guarantee, never more.
+  CHECK(share_reserved_rate(0, ~uint64_t{0}, 1, 4 * MB) == 4 * MB);
+  CHECK(share_reserved_rate(5, ~uint64_t{0}, 100'000'000, 4 * MB) == 4 * MB);
+  // Backwards, no time, no guarantee: nothing.
+  CHECK(share_reserved_rate(500, 100, 100'000'000, 4 * MB) == 0);
+  CHECK(share_reserved_rate(0, 100, 0, 4 * MB) == 0);
+  CHECK(share_reserved_rate(0, 100'000, 100'000'000, 0) == 0);
+  // The host keeps at least a sixteenth of its capacity however much is held back.
+  CHECK(share_host_rate(16 * MB, 4 * MB) == 12 * MB);
+  CHECK(share_host_rate(16 * MB, 0) == 16 * MB);
+  CHECK(share_host_rate(16 * MB, 16 * MB) == MB);
+  CHECK(share_host_rate(16 * MB, ~uint64_t{0}) == MB);
+  CHECK(share_host_rate(3, 10) == 1);
+}
+
+TEST_CASE("shares: beside a container at its guarantee, a borrower gets what is left of the capacity", "[shares]") {
+  // docs/shares.md: capacity 16, a 4 (in a container: never charges the host) and b 8,
+  // both ceil 16. Without the hold-back b borrows a's guarantee too (16: 1.25x the
+  // capacity with a's 4); with it, b runs at the capacity less a's published 4.
+  for (bool hold : {false, true}) {
+    Rule cap = rule_of(16 * MB);
+    uint64_t reserved = hold ? share_reserved_rate(0, 400'000, 100'000'000, 4 * MB) : 0;
+    rule_set_rate(cap, share_host_rate(16 * MB, reserved));
+    Tenant b{.busy_from = 0, .busy_to = 2 * kSec, .now = 0};
+    REQUIRE(share_params(share_rule(8 * MB, 16 * MB), cap, b.p));
+    BucketState host{};
+    simulate({&b}, host, 2 * kSec);
+    double got = rate_in(b, kSec / 2, 2 * kSec);
+    if (hold) {
+      CHECK(got + 4 * MB <= 16 * MB * 1.02);
+      CHECK(got >= 8 * MB);  // b's own guarantee holds
+    } else {
+      CHECK(got + 4 * MB > 16 * MB * 1.2);
+    }
+  }
+}
