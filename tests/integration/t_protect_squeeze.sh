@@ -7,6 +7,7 @@
 # the target, the p99 and the decision; once the feed stops (db idle) batch is given
 # its 40MiB/s back within a few periods. `load` starts the agent, once.
 # timeout: 45
+# parallel: no (its controller decides from the p99 of db's reads in 250 ms periods: in loaded lanes db went unsampled)
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd python3
 cat > "$T/p.yaml" <<'YAML'
