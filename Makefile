@@ -1,7 +1,7 @@
 # bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so (glibc 2.17 on),
 # build/musl/libbonsai.so (musl) laid out for LD_PRELOAD='build/$LIB/libbonsai.so'
 # (docs/libc.md), and build/bonsaictl.
-# Targets: deps all test test-asan test-tsan bench bench-publish demo install uninstall deb clean. V=1 shows commands.
+# Targets: deps all test test-asan test-tsan bench bench-helpers bench-publish demo install uninstall deb clean. V=1 shows commands.
 # bench: results, plots and report in build/bench/ (BENCH=full: the long sweep); bench-publish:
 # copies the last run into bench/results/ and regenerates docs/benchmarks.md (tracked files).
 include mk/flags.mk
@@ -80,7 +80,7 @@ OCI_RUNTIME := $(OUT)/bonsai-oci-runtime
 UNIT_BIN  := $(OUT)/unit_tests
 PRELOAD_BIN := $(PRELOAD_SRC:tests/preload/%.c=$(OUT)/preload/%)
 
-.PHONY: all lib ctl deps test test-layers test-maps test-symbols test-options test-cli test-docs test-unit test-integration test-asan test-tsan bench bench-publish demo install clean
+.PHONY: all lib ctl deps test test-layers test-maps test-symbols test-options test-cli test-docs test-unit test-integration test-asan test-tsan bench bench-helpers bench-publish demo install clean
 all: lib ctl $(if $(filter release,$(MODE)),lib-musl libc-layout)
 lib: $(LIBBONSAI)
 ctl: $(BONSAICTL) $(CDI_CTL) $(OCI_RUNTIME)
@@ -346,10 +346,21 @@ deps-check: deps
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 BENCH_T0 := $(shell date +%s)
 endif
-bench: all $(UNIT_BIN)
+bench: all $(UNIT_BIN) bench-helpers
 	BENCH_T0=$(BENCH_T0) BONSAI_BUILD=$(OUT) bash bench/run.sh
+# The bench's C helpers (bench/helpers/*.c) and, with Go installed, gocopy; the scripts
+# build a missing or stale one themselves (lib/common.sh) when run alone, with these flags.
+BENCH_BIN := $(OUT)/bench/bin
+BENCH_HELPERS := rx_meter tx_threads call_cost spawn_loop cotenant_stream share_tenant
+bench-helpers: $(addprefix $(BENCH_BIN)/,$(BENCH_HELPERS)) $(if $(shell command -v go),$(BENCH_BIN)/gocopy)
+$(BENCH_BIN)/%: bench/helpers/%.c
+	@mkdir -p $(@D)
+	$(Q)gcc -std=gnu11 -O2 -Wall -Wextra -U_FORTIFY_SOURCE -o $@ $< -lpthread -lm
+$(BENCH_BIN)/gocopy: bench/helpers/gocopy.go
+	@mkdir -p $(@D)
+	$(Q)cd $(@D) && GOCACHE=$(abspath $(OUT))/bench/gocache go build -o gocopy $(abspath $<)
 bench-publish:
-	BONSAI_BUILD=$(OUT) bash bench/publish.sh
+	BONSAI_BUILD=$(OUT) bash bench/report/publish.sh
 demo: deps all
 	BONSAI_BUILD=$(OUT) bash bench/demo.sh
 

@@ -19,8 +19,8 @@ case "$dur$bstart$share$mib" in *[!0-9]*) echo "error: DEMO_* values must be int
 [ "$bstart" -ge 3 ] && [ "$dur" -ge $((bstart + 4)) ] && [ "$dur" -le 120 ] ||
   { echo "error: need 3 <= DEMO_B_START and DEMO_B_START + 4 <= DEMO_SECONDS <= 120" >&2; exit 2; }
 
-# shellcheck source=bench/cotenant_lib.sh
-source "$repo/bench/cotenant_lib.sh"
+# shellcheck source=bench/lib/cotenant_lib.sh
+source "$repo/bench/lib/cotenant_lib.sh"
 
 cat <<EOF
 bonsai demo: does capping one tenant protect another?  (BONSAI paper, section 4.1)
@@ -37,5 +37,5 @@ cat <<EOF
 How to read it: in run 1 A loses a large part of its rate as soon as B's readers start;
 in run 2 B is held at its cap by bonsai and A keeps (almost) all of its rate.
 Plot: $out/isolation.png   Data: $out/isolation.csv   Explanation: docs/demo.md
-Isolation curve (B at 5-50% of the device, bonsai vs the kernel's throttle): make bench -> build/bench/isolation_curve.{csv,png}, alone: BONSAI_BUILD=${CT_BUILD} bash bench/isolation_curve.sh; docs/benchmarks.md
+Isolation curve (B at 5-50% of the device, bonsai vs the kernel's throttle): make bench -> build/bench/isolation_curve.{csv,png}, alone: BONSAI_BUILD=${CT_BUILD} bash bench/scenarios/isolation_curve.sh; docs/benchmarks.md
 EOF

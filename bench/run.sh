@@ -5,7 +5,7 @@
 # plus the co-tenant, control-plane, compression, fio engine and streaming (event-loop servers
 # under a cap) benchmarks where present.
 # CSV, PNG, text and the generated report (benchmarks.md) go to $BONSAI_BUILD/bench/
-# (BENCH_RESULTS overrides); nothing tracked changes: `make bench-publish` (bench/publish.sh)
+# (BENCH_RESULTS overrides); nothing tracked changes: `make bench-publish` (bench/report/publish.sh)
 # copies a run into bench/results/ and docs/benchmarks.md. A summary table and the wall
 # time on stdout. BENCH=quick (default, target <= 300 s on 2 vCPUs) | full (~40 min).
 # BONSAI_BUILD=build dir. BENCH_DOC=0: no report.
@@ -23,7 +23,7 @@ t0=${BENCH_T0:-$start}
 step() {  # SCRIPT...
   local t0=$SECONDS
   echo "== $* ==" >&2
-  bash "$BENCH_DIR/$1" "${@:2}" || summary_row "$1" "script failed (exit $?)" "-" "-" "FAIL"
+  bash "$BENCH_DIR/scenarios/$1" "${@:2}" || summary_row "$1" "script failed (exit $?)" "-" "-" "FAIL"
   echo "   ($((SECONDS - t0)) s)" >&2
 }
 step accuracy.sh
@@ -40,7 +40,7 @@ step isolation_curve.sh
 # Benchmarks owned by other parts of the project: run when present, output kept.
 if [ "$BENCH" = full ]; then LIMIT=2400; else LIMIT=300; fi
 other() {  # NAME SCRIPT ARGS...
-  local name=$1 script=$BENCH_DIR/$2
+  local name=$1 script=$BENCH_DIR/scenarios/$2
   shift 2
   if [ ! -x "$script" ]; then
     note "$(basename "$script") $* not present (or not executable): skipped"
@@ -98,14 +98,14 @@ other fleet_scale fleet_scale.sh
 if [ "$BENCH" = full ]; then other fleet_failover fleet_failover.sh; fi
 # protect: (issue 52) on the disk with fio: A's p99 and B's rate managed, unmanaged; full
 # only, 12 s (~110 s): the disk's state moves its bars from minute to minute, a 6 s quick
-# run told little and cost 23 s of the quick budget (`bash bench/protect.sh 12` alone).
+# run told little and cost 23 s of the quick budget (`bash bench/scenarios/protect.sh 12` alone).
 if [ "$BENCH" = full ]; then other protect protect.sh 12; fi
 # Event-loop servers under a cap (issue #35): quick N=40, nginx and Go, 5 s capped each, no
 # uncapped reference (~20 s); full (STREAM_FULL=1 from BENCH=full) five servers, 20 s each
 # with the reference, and the Fig-11 sweep of N = 10..100 under 10 MB/s (~10 min).
 other streaming streaming.sh
 
-bash "$BENCH_DIR/plot.sh"
+bash "$BENCH_DIR/report/plot.sh"
 wall=$(( $(date +%s) - t0 ))
 if [ "$BENCH" = quick ]; then
   summary_row "make bench (quick) wall time" "$wall s" "-" "<= 300 s" "$(verdict le "$wall" 300)"
@@ -115,6 +115,6 @@ echo "duration: $wall s (wall time of the whole run; load at the end: $(cut -d' 
 echo
 echo "bonsai benchmark summary ($BENCH; $(tail -1 "$RES/machine.txt"))"
 { printf 'measurement\tbonsai\tpeer(s)\ttarget\tpass/fail\n'; cat "$SUMMARY"; } | column -t -s $'\t'
-[ "${BENCH_DOC:-1}" = 0 ] || bash "$BENCH_DIR/make_doc.sh"
+[ "${BENCH_DOC:-1}" = 0 ] || bash "$BENCH_DIR/report/make_doc.sh"
 echo "results: $RES (CSV, PNG, benchmarks.md); tracked files unchanged: 'make bench-publish' copies them"
 echo "wall time: $wall s ($BENCH$([ "$BENCH" = quick ] && echo ", budget 300 s"))"

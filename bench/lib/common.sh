@@ -11,7 +11,7 @@ case $BUILD in /*) ;; *) BUILD=$ROOT/$BUILD ;; esac
 LIB=$BUILD/libbonsai.so
 CTL=$BUILD/bonsaictl
 # A run's CSV, PNG, text and generated report go under the build tree, never into tracked
-# files: bench/publish.sh (`make bench-publish`) copies them to bench/results and docs/.
+# files: bench/report/publish.sh (`make bench-publish`) copies them to bench/results and docs/.
 RES=${BENCH_RESULTS:-$BUILD/bench}
 case $RES in /*) ;; *) RES=$ROOT/$RES ;; esac
 export BENCH_RESULTS=$RES               # scripts run by run.sh write to the same place
@@ -46,15 +46,16 @@ service_bench_cleanup() {
   [ "${BENCH_TMP_OWNER:-}" != $$ ] || rm -rf "$BENCH_TMP"
 }
 
-# Builds the helper programs when missing or older than their source.
+# Builds the helper programs when missing or older than their source: `make bench`
+# builds them first (bench-helpers, the same flags); this serves a script run alone.
 build_helpers() {
   [ -f "$LIB" ] || die "no $LIB: run make first (or set BONSAI_BUILD)"
   local err
   err=$(LD_PRELOAD=$LIB /bin/true 2>&1) && [ -z "$err" ] || die "$LIB does not load cleanly: $err"
   local p
-  for p in rx_meter tx_threads call_cost spawn_loop; do
-    if [ ! -x "$HELP/$p" ] || [ "$BENCH_DIR/$p.c" -nt "$HELP/$p" ]; then
-      gcc -std=gnu11 -O2 -Wall -Wextra -U_FORTIFY_SOURCE -o "$HELP/$p" "$BENCH_DIR/$p.c" -lpthread -lm ||
+  for p in rx_meter tx_threads call_cost spawn_loop cotenant_stream share_tenant; do
+    if [ ! -x "$HELP/$p" ] || [ "$BENCH_DIR/helpers/$p.c" -nt "$HELP/$p" ]; then
+      gcc -std=gnu11 -O2 -Wall -Wextra -U_FORTIFY_SOURCE -o "$HELP/$p" "$BENCH_DIR/helpers/$p.c" -lpthread -lm ||
         die "cannot build $p"
     fi
   done

@@ -96,7 +96,7 @@ std::string RedisConn::ensure(const std::string& store, const std::string& passw
   // While no primary answers, the Sentinels are asked again after two failed tries only
   // every 0.5-1 s (at a random point: a fleet's agents spread out), unless a
   // +switch-master says the primary moved: during a failover hundreds of agents asking
-  // every period slowed the very Sentinels that decide it (bench/fleet_failover.sh).
+  // every period slowed the very Sentinels that decide it (bench/scenarios/fleet_failover.sh).
   uint64_t now = mono_ns();
   if (ask_reason_ != "+switch-master" && now < ask_after_ns_) return ask_why_;
   std::string why = connect_node(s, timeout_ns);

@@ -41,7 +41,7 @@ size_t zstd_stream_params(int level, bool ldm, int window_log, ZstdParam* out) n
 // or deeper strategy with the capped tables): zstd:1's single 2^14-entry table (and
 // lz4's 64 KiB) lose what lies more than a few hundred KiB back, so on data that
 // repeats MiBs apart such a level compresses several times better in a stream than
-// a one-shot sample can show (bench/zstd_window.c: zstd:1 3.7x, zstd:3 24.9x).
+// a one-shot sample can show (bench/helpers/zstd_window.c: zstd:1 3.7x, zstd:3 24.9x).
 // why: see docs/notes/compression-measured.md#long-repeated-text-issue-53
 bool zstd_level_reaches_window(int level) noexcept;
 

@@ -6,7 +6,7 @@
 // the first wrapper call: another library's constructor may call write() before ours
 // runs), then compression (interpose/compressed/compress_hooks.h). The environment is read here
 // because some workers (nginx) lose theirs later. Every exec of a service pays for
-// what runs here (bench/startup.sh): work for a setting only when it is set.
+// what runs here (bench/scenarios/startup.sh): work for a setting only when it is set.
 #include <unistd.h>
 
 #include <atomic>

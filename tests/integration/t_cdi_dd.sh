@@ -3,7 +3,7 @@
 # A container as a member of a host's service (issue #47, docs/containers.md): after
 # `bonsaictl cdi generate`, `podman run --device bonsai.dev/service=NAME` with nothing
 # else runs dd in a Debian bookworm root under the service's writes=2MiB/s: 8 MiB take
-# 4 s (+-10% here; bench/cdi.sh holds it to 3%), the host's `stat` lists the process by
+# 4 s (+-10% here; bench/scenarios/cdi.sh holds it to 3%), the host's `stat` lists the process by
 # its host pid (the container's pid 1 is not the host's init) while it runs and counts
 # its 8 MiB after it exits. The same in a bullseye root (glibc 2.31).
 # timeout: 90

@@ -4,7 +4,7 @@
 # epoll, `sendfile on`) under writes=1MiB/s:fd=socket with BONSAI_COMPRESS_TO its
 # clients (curl, preloaded, decoding): while one client downloads 20 MiB of text (about
 # 4 MiB on the wire: some seconds at the cap), ten 1 KiB requests, one after the other,
-# each answer within 250 ms (the issue's 100 ms is bench/streaming.sh's compressed row;
+# each answer within 250 ms (the issue's 100 ms is bench/scenarios/streaming.sh's compressed row;
 # before issue 53 the worker waited inside each capped frame: up to 1.1 s each), and the
 # download arrives byte-exact. Skipped where nginx is missing.
 # timeout: 45

@@ -4,7 +4,7 @@
 # still answers small requests. nginx (one worker, epoll) under writes=4MiB/s:fd=socket
 # with BONSAI_COMPRESS_TO its clients: 32 downloads of 2 MiB of text at once (one
 # preloaded, decoding python process), and meanwhile ten 1 KiB requests, each within
-# 500 ms (the 100 ms is bench/streaming.sh's compressed row; here 1-21 ms, the
+# 500 ms (the 100 ms is bench/scenarios/streaming.sh's compressed row; here 1-21 ms, the
 # first of a run up to 160 ms, in 5 runs). Before the thread budget
 # (compress/tx_loop_budget.h) the datarate policy, seeing each connection alone,
 # calibrated every level on every new connection and ran zstd:9 on them all: the first

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The datarate policy on text that repeats within zstd's window (issue 53; the grid's
-# REPEAT4: bench/compress_bench.sh, BENCH=full): 4 MiB of text sent round and round at a
+# REPEAT4: bench/scenarios/compress_bench.sh, BENCH=full): 4 MiB of text sent round and round at a
 # 100 MiB/s cap, where the sender is CPU-bound. One-shot calibration puts every level at
 # the same ~3.5x there, so the model kept the stream on lz4/zstd:1, which cannot reach
 # 4 MiB back (0.88 of `zstd --adapt | pv -L`); zstd:3 and up find the repeats (25x and

@@ -5,7 +5,7 @@
 # under 4 MiB/s while `set` runs ~50 times a second: the same limit again holds the cap
 # (it gave 1.5-7x before), 4 and 8 MiB/s alternating hold the time-weighted mean of the
 # caps in force (10x before); so do processes sharing the scope, and a supervised static
-# program (writer and reader). Tolerances are wide for CI; bench/ctl_churn.sh measures the targets.
+# program (writer and reader). Tolerances are wide for CI; bench/scenarios/ctl_churn.sh measures the targets.
 # timeout: 70
 # parallel: no (a supervisor and 100 bonsaictl set a second need the CPU: the sv case fell to 0.64 of the cap beside other tests)
 . "$(dirname "$0")/lib/ctl_lib.sh"

@@ -7,7 +7,7 @@
 # fails, the store counts 10,000 live hosts, and once the share level is computed with
 # every host's want (the third round) the grants are max-min fair: the small hosts get
 # their want, the others at most one equal part of the rest each, and together they are
-# near the period's cap (never above it). The timing bars are bench/fleet_scale.sh's.
+# near the period's cap (never above it). The timing bars are bench/scenarios/fleet_scale.sh's.
 # timeout: 60
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
@@ -33,7 +33,7 @@ fair = (cap - 100 * 1000) // 9900
 # refilled whatever the machine's load made of the rounds' spacing (not two: a host is live for
 # three periods after its last call, and two quiet periods drop the round's first callers; without the gap a
 # loaded machine left its last calls meeting the clock: 0.66 of the cap seen). The cap to
-# 1% with steady hosts at their own phases is bench/fleet_scale.sh's bar (R 1.000).
+# 1% with steady hosts at their own phases is bench/scenarios/fleet_scale.sh's bar (R 1.000).
 assert r["big_max"] <= fair + 1, (fair, r)
 assert 0.90 * cap <= r["grants"] <= cap, (cap, r)
 EOP

@@ -3,7 +3,7 @@
 # A service's static children join its running supervisor (issue 49, item 9;
 # abi/sv_join.h): (a) a service shell starting busybox 60 times pays about a bare start
 # per child, not a bonsaictl exec and a new supervisor each (11x bare before, here at most
-# 6x: a loaded machine slows the supervised loop more than the bare one; bench/
+# 6x: a loaded machine slows the supervised loop more than the bare one; bench/scenarios/
 # sv_start.sh has the tight number); (b) joined children are held to the service's cap, and their supervisor's messages reach their stderr; (c) with the
 # shared supervisor killed, the next child starts its own and is capped.
 # timeout: 45

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Event-loop servers (sourced, not run): bench/streaming.sh and the tests
+# Event-loop servers (sourced, not run): bench/scenarios/streaming.sh and the tests
 # tests/integration/t_eventloop_*.sh start the same servers the same way, so this
 # scenario lives where both include it (tests/scenarios/, not inside either room). Each serves the
 # files of one directory (big: a large sparse file, small: 1 KiB) on 127.0.0.1:PORT:

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # N HTTP clients, each reading one large file at its own pace (a token bucket: RATE bytes/s,
 # depth 64 KiB, starting empty, reads of 16 KiB or more) for SECS seconds, all started at one instant, in one
-# asyncio process (issue #35: bench/streaming.sh, tests/integration/t_eventloop_*.sh).
+# asyncio process (issue #35: bench/scenarios/streaming.sh, tests/integration/t_eventloop_*.sh).
 # Prints one line per client: "bytes=BODY_BYTES first_byte_ms=MS status=HTTP_STATUS|error".
 #
 # Why not `curl --limit-rate`: curl 7.88 (Debian 12) reads whatever the socket holds before

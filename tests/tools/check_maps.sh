@@ -6,6 +6,7 @@
 # between). The trees and what counts as a source file:
 #
 #   libbonsai/ bonsaictl/ bench/ tests/tools/ tests/integration/ tests/scenarios/   .cc .h .c .sh .py .go
+#   bench/ also .gp and .md (plots, prose sources; not bench/results/, the published data)
 #
 # A file is named by its name (`tx_stream.cc`), by its unit's (X.h and X.cc are one:
 # either names both; `X.{h,cc}` and `X.*` too), or by a family pattern in backquotes
@@ -20,6 +21,7 @@ cd "$ROOT" || exit 2
 
 TREES=(libbonsai bonsaictl bench tests/tools tests/integration tests/scenarios)
 EXT_RE='\.(cc|h|c|sh|py|go)$'
+BENCH_EXT_RE='\.(cc|h|c|sh|py|go|gp|md)$'  # bench/: every file of its rooms is in its map
 
 # The repository's files (tracked and new, not ignored): a check run before a commit
 # sees the files a helper just added.
@@ -65,7 +67,7 @@ named_in() {
   stem=${base%.*}
   text=${TEXT[$map]}
   # The name, or its unit's: X.h, X.cc, X.c, X.*, X.{...}, as a whole word.
-  if [[ $text =~ (^|[^A-Za-z0-9_.-])${stem//./\\.}\.(cc|h|c|sh|py|go|\*|\{) ]]; then return 0; fi
+  if [[ $text =~ (^|[^A-Za-z0-9_.-])${stem//./\\.}\.(cc|h|c|sh|py|go|gp|md|\*|\{) ]]; then return 0; fi
   # A `stem` alone (`blog`) names its unit too.
   [[ $text == *"\`$stem\`"* ]] && return 0
   while IFS= read -r p; do
@@ -84,7 +86,11 @@ named_in() {
 
 bad=0
 for f in "${ALL[@]}"; do
-  [[ $f =~ $EXT_RE ]] || continue
+  case $f in
+    bench/results/* | */README.md) continue ;;
+    bench/*) [[ $f =~ $BENCH_EXT_RE ]] || continue ;;
+    *) [[ $f =~ $EXT_RE ]] || continue ;;
+  esac
   in_tree=0
   for t in "${TREES[@]}"; do
     case $f in "$t"/*) in_tree=1 ;; esac
@@ -120,7 +126,8 @@ path_found() {
 for map in libbonsai/README.md bonsaictl/README.md bench/README.md tests/README.md; do
   [ -f "$map" ] || continue
   while IFS=: read -r line tok; do
-    [[ $tok =~ $EXT_RE ]] || continue
+    if [ "$map" = bench/README.md ]; then [[ $tok =~ $BENCH_EXT_RE ]] || continue
+    else [[ $tok =~ $EXT_RE ]] || continue; fi
     [[ $tok =~ [A-Z]{3,} ]] && continue  # a placeholder
     while [[ $tok == ../* || $tok == ./* ]]; do tok=${tok#*/}; done
     [[ $tok == .* ]] && continue  # an extension alone (`.h`)

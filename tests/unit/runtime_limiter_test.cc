@@ -131,7 +131,7 @@ TEST_CASE("runtime_limiter: readers never see a torn view while views are instal
   WARN("installs " << installs << ", reader rounds " << reads.load() << ", reads given up " << unread.load());
 }
 
-// What an install costs the library (bench/ctl_churn.sh prints it): a rate-only update
+// What an install costs the library (bench/scenarios/ctl_churn.sh prints it): a rate-only update
 // (the same rules: the table is kept) and a renumbering one, ns each.
 TEST_CASE("runtime_limiter: install cost", "[.bench][runtime_limiter_bench]") {
   limiter_fresh("write=1GB/s,read=100MB/s,openat=100/s");

@@ -129,7 +129,7 @@ inline uint64_t burst_before_first_wait(const Rule& rule, BucketState& b, uint64
 
 
 // `threads` callers (of any number of processes) making their first call at the same
-// instant and then calls of `want` units back to back, as bench/burst.sh does for real:
+// instant and then calls of `want` units back to back, as bench/scenarios/burst.sh does for real:
 // the most they have moved beyond rate x elapsed at any instant, in ns of rate.
 inline uint64_t worst_burst_ns(const Rule& rule, unsigned threads, uint64_t want, bool reads, uint64_t seconds) {
   BucketState b{};

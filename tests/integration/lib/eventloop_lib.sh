@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 # Event-loop servers under a cap (issue #35), shared by t_eventloop_*.sh (sourced, not
 # run). el_case SERVER starts the real server
-# (tests/scenarios/eventloop_servers.sh, the servers bench/streaming.sh measures) in a service
+# (tests/scenarios/eventloop_servers.sh, the servers bench/scenarios/streaming.sh measures) in a service
 # scope under `writes=1MB/s:fd=socket`, 10 clients each reading a large file at their own
 # 250 KB/s for 5 s (tests/scenarios/paced_clients.py; demand 2.5x the cap), and 3 requests for a
 # 1 KiB file during the run. It checks, with tolerances for a loaded 2-core machine (the
-# issue's tight targets are bench/streaming.sh's): every client received something (a
+# issue's tight targets are bench/scenarios/streaming.sh's): every client received something (a
 # tenth of its fair share: 50 KB; some got 512 bytes and no more from today's Go server), the
 # aggregate lies within [0.6, 1.15] x the cap, the server's writes as `bonsaictl stat`
 # counted them are at most 1.15 x the cap (an overrun the paced clients cannot take in sits

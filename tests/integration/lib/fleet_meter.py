@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 # Measures a simulated fleet's writes where they land (t_fleet_sentinel_failover.sh,
-# bench/fleet_failover.sh): each host's writer writes into its own FIFO, DIR/w1 ..
+# bench/scenarios/fleet_failover.sh): each host's writer writes into its own FIFO, DIR/w1 ..
 # DIR/wN, and this process reads them all and counts the bytes per host in time bins
 # of the wall clock (time.time(), the clock `date +%s.%N` gives the shell), so that a
 # hundred hosts cost one reader, not a hundred `bonsaictl stat` calls per sample.

@@ -7,7 +7,7 @@
 # service's CALL bytes (`CTL stat --json`) before and after. Prints "sets=N mean=M rate=R":
 # the time-weighted mean of the limits in force (each from its set's return to the next
 # one's) and the rate CALL moved at over the same window, in bytes/s. A support script of
-# the live-change tests and bench/ctl_churn.sh (not run by run.sh).
+# the live-change tests and bench/scenarios/ctl_churn.sh (not run by run.sh).
 import json
 import re
 import subprocess

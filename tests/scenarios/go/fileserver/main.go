@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // fileserver: a static Go file server for the event-loop experiment (issue #35,
-// bench/streaming.sh, tests/integration/t_eventloop_go.sh). net/http.FileServer sends a
+// bench/scenarios/streaming.sh, tests/integration/t_eventloop_go.sh). net/http.FileServer sends a
 // file with sendfile on a non-blocking socket from many goroutines over Go's netpoll, the
 // case the supervisor has to hold to a cap. Built with CGO_ENABLED=0 (static), so
 // `bonsaictl run` supervises it.
