@@ -13,7 +13,8 @@ command -v tc >/dev/null && command -v ip >/dev/null || { note "shares_htb: no t
 build_helpers  # share_tenant
 CAP=${SHARES_CAP_MIB:-32}
 RATE_A=${SHARES_RATE_A_MIB:-$((CAP / 2))} RATE_B=${SHARES_RATE_B_MIB:-$((CAP / 2))}
-if [ "$BENCH" = full ]; then SECS=30; else SECS=9; fi
+# Full 15 s, as shares.sh (the same schedule, side by side in the report).
+if [ "$BENCH" = full ]; then SECS=15; else SECS=9; fi
 SECS=${SHARES_SECS:-$SECS}
 MS=$((SECS * 1000)) THIRD=$((SECS * 1000 / 3))
 NS=bonsai-shares-$$
