@@ -68,7 +68,7 @@ UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohtt
 # out every library before 2.31. The default puts them in three (read, read+exec,
 # read): the loader then makes two more mmap calls at every exec and the first code
 # page faults apart from the headers' page, ~25 us per start of /bin/true on this kind
-# of VM (0.035x, docs/benchmarks.md "Start-up, third pass"). The cost: the library's
+# of VM (0.035x, docs/notes/bench-startup.md "Start-up, third pass"). The cost: the library's
 # 16 KiB of headers and 140 KiB of constants are executable too.
 LIB_LDLIBS  := -Wl,--as-needed -ldl -lpthread -lrt -Wl,-fini=bonsai_no_dt_fini -Wl,-z,noseparate-code
 LIB_LDLIBS  += -Wl,--exclude-libs,ALL -Wl,-Bstatic -lzstd -llz4 -Wl,-Bdynamic

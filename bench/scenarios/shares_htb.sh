@@ -6,7 +6,7 @@
 # tenants and schedule as shares.sh, sending over TCP to a sink (no bonsai). Root only.
 # Writes $RES/shares_htb_<tenant>.csv, $RES/shares_htb.csv (the figures), shares_htb_tc.txt.
 # (The block-device counterpart, cgroup v2 io.weight with iocost, needs the io controller
-# in the unified hierarchy and an io.cost.model: see docs/benchmarks.md.)
+# in the unified hierarchy and an io.cost.model: see docs/notes/bench-shares.md.)
 source "$(dirname "$0")/../lib/common.sh"
 [ "$(id -u)" = 0 ] || { note "shares_htb: needs root (tc, ip netns): skipped"; exit 0; }
 command -v tc >/dev/null && command -v ip >/dev/null || { note "shares_htb: no tc/ip: skipped"; exit 0; }

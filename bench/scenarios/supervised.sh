@@ -48,7 +48,7 @@ for mode in $modes; do
     row ${tag}_write "$cap" "$(rate_of "$out")" "${SECS} s, 64 KiB write()s to /dev/null"
     # Read once first: the first read of a new (sparse) file allocates its page cache,
     # and on this kind of VM a read then stalls 10-35 ms now and then, longer than the
-    # bucket's depth (10 ms): the preloaded library loses as much there (docs/benchmarks.md
+    # bucket's depth (10 ms): the preloaded library loses as much there (docs/notes/bench-supervised.md
     # "Supervised accuracy"). Warm, the rows measure the limiter.
     truncate -s "$n" "$BENCH_TMP/sparse"
     cat "$BENCH_TMP/sparse" >/dev/null

@@ -7,7 +7,7 @@
 // .text.startup, where the linker also puts constructors (one run of pages); globals
 // they write go to .data, whose pages the loader has written already.
 // .data must stay within one page (~3.9 of 4 KiB used): a second is a fault for every
-// start. Measured by bench/scenarios/startup.sh; docs/benchmarks.md "Start-up"; checked by
+// start. Measured by bench/scenarios/startup.sh; docs/notes/bench-startup.md; checked by
 // tests/integration/t_startup_pages.sh.
 #pragma once
 
