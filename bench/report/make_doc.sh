@@ -141,7 +141,7 @@ png() { [ -s "$RES/$1.png" ] && printf '\n![%s](%s/%s.png)\n' "$1" "$REL" "$1"; 
   echo
   echo "The burst of a service:"
   echo
-  if head -1 "$RES/burst.csv" | grep -q peak_burst; then
+  if head -1 "$RES/burst.csv" 2>/dev/null | grep -q peak_burst; then
     md_table "$RES/burst.csv" 'printf "%s\t%s\t%s\t%s\t%s\t%s\n", $1, $2, $3, $9, $6, $7' \
       "processes | threads each | rep | burst, ms of rate | bytes in 2 s | over cap x 2 s (%)"
   else  # results from before the burst was measured per interval
