@@ -7,7 +7,7 @@
 # dd through the mounted supervisor; and Podman's own start overhead: `podman run
 # --rootfs ROOT /bin/true` with and without the device (median of REPS). Root, Podman,
 # runc and mmdebstrap (make deps); the root is made once under $BUILD/roots like the
-# libc tests'. Writes $RES/cdi.csv and summary rows. Env: REPS (quick 1, full 10; the 3% bar wants several: REPS=5).
+# libc tests'. Writes $RES/cdi.csv and summary rows. Env: REPS (quick 1, full 5: the fewest the 3% bar wants).
 source "$(dirname "$0")/../lib/common.sh"
 [ "$(id -u)" = 0 ] || { note "cdi: needs root (Podman with /var/run/cdi): skipped"; exit 0; }
 command -v podman > /dev/null && command -v runc > /dev/null || { note "cdi: no podman/runc (make deps): skipped"; exit 0; }

@@ -14,12 +14,13 @@
 #                 aggregate over a 1 s window / the cap, the smallest host's 1 s rate / (cap/N),
 #                 and the same aggregate after SIGCONT.
 # Writes $RES/fleet.csv and summary rows. Env: FLEET_HOSTS (quick "4", full "4 16"),
-# FLEET_SECS (quick 4, full 10), FLEET_OUTAGE (quick 3, full 10), FLEET_CAP (16MiB),
+# FLEET_SECS (quick 4, full 5), FLEET_OUTAGE (quick 3, full 5), FLEET_CAP (16MiB),
 # FLEET_PERIOD (250ms).
 source "$(dirname "$0")/../lib/common.sh"
 service_bench fleet
 command -v redis-server >/dev/null || { note "fleet: no redis-server (make deps): skipped"; exit 0; }
-# Full 5 s windows (10 before): aggregate / cap and Jain over 5 s are 20 periods.
+# Full 5 s windows and outage (10 before): 20 periods of 250 ms each, for aggregate / cap
+# and Jain as for the hosts left without Redis.
 if [ "$BENCH" = full ]; then HOSTS="4 16" SECS=5 OUTAGE=5; else HOSTS="4" SECS=4 OUTAGE=3; fi
 HOSTS=${FLEET_HOSTS:-$HOSTS}; SECS=${FLEET_SECS:-$SECS}; OUTAGE=${FLEET_OUTAGE:-$OUTAGE}
 CAP=${FLEET_CAP:-16MiB}; PERIOD=${FLEET_PERIOD:-250ms}
