@@ -80,7 +80,7 @@ other strict strict.sh
 # in a network namespace of its own (root); full only (quick stays within its 300 s).
 if [ "$BENCH" = full ]; then other shares shares.sh; other shares_htb shares_htb.sh; fi
 # The whole grid of a full run is kept (compress_grid_full.csv / .txt). Quick: the uncapped
-# cells twice each, not three times (8 s: the quick run came to 305 s against its 300).
+# cells once each, not three times (the quick run came to 305 s against its 300).
 # Full: every cell of the grid, its transfers 1 s as in quick (the script's own full is
 # 4 s and 3 paired reruns, ~28 min: docs/notes/compression-measured.md's lab runs), one
 # paired rerun of each capped cell, the uncapped cells once: the ratios are of runs side by
@@ -88,7 +88,7 @@ if [ "$BENCH" = full ]; then other shares shares.sh; other shares_htb shares_htb
 # again (~6 min).
 [ "$BENCH" = full ] && OTHER_ENV=(OUT_KEEP="$RES/compress_grid_full.csv" DURATION_MS=1000 PAIRS=1 REPS=1)
 # Quick: 1 s transfers instead of 2 (-27 s; the ratios to zstd --adapt are of runs side
-# by side, as long as each other; BENCH=full keeps 4 s).
+# by side, as long as each other; BENCH=full likewise, above).
 q REPS=1 DURATION_MS=1000
 other compress compress_bench.sh
 [ "$BENCH" = full ] && cp "$RES/other_compress.txt" "$RES/compress_grid_full.txt" 2>/dev/null
