@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The doc test (`make test-docs`, run by `make test`): the docs cannot rot.
-#  0. The configuration keys the loader accepts, docs/config.md's table and
+#  0. The configuration keys the loader accepts, docs/reference/config.md's table and
 #     bonsai.yaml(5)'s KEYS are the same set.
 #  1. Every bonsai configuration the docs show passes `bonsaictl check`: each fenced
-#     ```yaml block of README.md, docs/*.md and docs/notes/*.md, each ``` block of the man pages, that
+#     ```yaml block of README.md and docs/**/*.md, each ``` block of the man pages, that
 #     has a top-level `version:`, `services:` or `host:` key (other YAML, such as a
 #     Prometheus scrape configuration, is not bonsai's), and every config/*.yaml.
 #     bonsai.yaml(5) names every shipped example (config/*.yaml). A password file the
@@ -50,25 +50,25 @@ extract() {
   done <"$file"
 }
 mkdir -p "$TMP/blocks"
-for f in README.md docs/*.md docs/notes/*.md packaging/man/*.scd; do extract "$f"; done
+for f in README.md docs/*.md docs/reference/*.md docs/guides/*.md docs/notes/*.md packaging/man/*.scd; do extract "$f"; done
 
 # 0. Keys: every key the loader accepts (its kKeys lists, bonsaictl/config/) is a row
-# of docs/config.md's table and a definition in bonsai.yaml(5), and neither documents
+# of docs/reference/config.md's table and a definition in bonsai.yaml(5), and neither documents
 # a key the loader refuses.
 keys=$(grep -hoE 'kKeys = \{[^}]*\}?' bonsaictl/config/*.cc | grep -oE '"[a-z_0-9]+"' | tr -d '"' | sort -u)
 # A list that goes on to the next line: its continuation.
 keys=$(printf '%s\n' $keys $(grep -hA1 -E 'kKeys = \{[^}]*$' bonsaictl/config/*.cc | grep -v kKeys |
   grep -oE '"[a-z_0-9]+"' | tr -d '"') | sort -u)
-doc_keys=$(grep -oE '^\| `[a-z_0-9]+` \|' docs/config.md | grep -oE '[a-z_0-9]+' | sort -u)
+doc_keys=$(grep -oE '^\| `[a-z_0-9]+` \|' docs/reference/config.md | grep -oE '[a-z_0-9]+' | sort -u)
 # bonsai.yaml(5): "*key* (where)" at the start of a line, a section's "\t*key*:" or
 # "\t*key* (required):" inside it.
 man_keys=$(grep -oE '^(\*[a-z_0-9]+\* \(|'$'\t''\*[a-z_0-9]+\*( \(required\))?:)' packaging/man/bonsai.yaml.5.scd |
   grep -oE '\*[a-z_0-9]+\*' | tr -d '*' | sort -u)
 for k in $keys; do
-  grep -qx "$k" <<<"$doc_keys" || say "key '$k' (the loader's) is not a row of docs/config.md's table"
+  grep -qx "$k" <<<"$doc_keys" || say "key '$k' (the loader's) is not a row of docs/reference/config.md's table"
   grep -qx "$k" <<<"$man_keys" || say "key '$k' (the loader's) is not defined in packaging/man/bonsai.yaml.5.scd"
 done
-for k in $doc_keys; do grep -qx "$k" <<<"$keys" || say "docs/config.md documents key '$k', which the loader refuses"; done
+for k in $doc_keys; do grep -qx "$k" <<<"$keys" || say "docs/reference/config.md documents key '$k', which the loader refuses"; done
 for k in $man_keys; do grep -qx "$k" <<<"$keys" || say "bonsai.yaml(5) documents key '$k', which the loader refuses"; done
 
 # 1. Configurations.
