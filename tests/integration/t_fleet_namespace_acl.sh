@@ -14,7 +14,7 @@
 fleet_redis_start
 # The minimal ACL of docs/reference/fleet.md (kept in step with it: the doc's line is used as is).
 acl_cmds=$(sed -n 's/^ *ACL SETUSER bonsai on >PASSWORD resetkeys ~bonsai:fleet:NAMESPACE:\* resetchannels \(.*\)$/\1/p' \
-  "$FLEET_REPO/docs/fleet.md")
+  "$FLEET_REPO/docs/reference/fleet.md")
 [ -n "$acl_cmds" ] || fail "no minimal ACL line in docs/reference/fleet.md"
 rcli ACL SETUSER admin on '>adminpw' '~*' '&*' +@all > /dev/null || fail "ACL admin"
 # shellcheck disable=SC2086

@@ -147,5 +147,5 @@ for ((i = 1; i <= n; i++)); do
   done
 done
 
-[ $fail = 0 ] && echo "docs: ok ($(wc -w <<<"$keys") keys in config.md and bonsai.yaml(5); $yaml_ok configurations pass check, $yaml_other other YAML blocks; $ran runnable examples ran, $skipped skipped)"
+[ $fail = 0 ] && echo "docs: ok ($(wc -w <<<"$keys") keys in reference/config.md and bonsai.yaml(5); $yaml_ok configurations pass check, $yaml_other other YAML blocks; $ran runnable examples ran, $skipped skipped)"
 exit $fail
