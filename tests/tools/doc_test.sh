@@ -16,6 +16,8 @@
 #     most 60 s, in a fresh directory holding `build` (the build under test) and
 #     `config`, under its own BONSAI_SHM_PREFIX, with `bonsaictl` on PATH; `make`
 #     lines are taken as done (the build is what is tested).
+#  3. Every relative link of a tracked Markdown file names a file of the tree, and its
+#     anchor a heading there (tests/tools/check_links.py).
 # Prints each failure (FILE:LINE of the block) and exits 1. Usage:
 #   tests/tools/doc_test.sh BUILD_DIR [REPO_ROOT]
 set -u
@@ -146,6 +148,9 @@ for ((i = 1; i <= n; i++)); do
     BONSAI_SHM_PREFIX=$prefix "$CTL" rm --force "$s" >/dev/null 2>&1
   done
 done
+
+# 3. Links: every relative link of the Markdown files resolves, anchors included.
+python3 tests/tools/check_links.py "$ROOT" || fail=1
 
 [ $fail = 0 ] && echo "docs: ok ($(wc -w <<<"$keys") keys in reference/config.md and bonsai.yaml(5); $yaml_ok configurations pass check, $yaml_other other YAML blocks; $ran runnable examples ran, $skipped skipped)"
 exit $fail
