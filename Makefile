@@ -1,6 +1,6 @@
 # bonsai: LD_PRELOAD I/O rate limiter. `make` builds build/libbonsai.so (glibc 2.17 on),
 # build/musl/libbonsai.so (musl) laid out for LD_PRELOAD='build/$LIB/libbonsai.so'
-# (docs/libc.md), and build/bonsaictl.
+# (docs/reference/libc.md), and build/bonsaictl.
 # Targets: deps all test test-asan test-tsan bench bench-helpers bench-publish demo install uninstall deb clean. V=1 shows commands.
 # bench: results, plots and report in build/bench/ (BENCH=full: the long sweep); bench-publish:
 # copies the last run into bench/results/ and regenerates docs/benchmarks.md (tracked files).
@@ -51,14 +51,14 @@ UNIT_LDLIBS := -lyaml-cpp -lfmt -lzstd -llz4 -lpthread -lrt -lseccomp -lmicrohtt
 # Every process of a service pays at exec for each library the preloaded one needs (map,
 # relocate, fault in: issue #34), so libbonsai.so needs libc only (`make test-symbols`
 # checks): compression's libzstd/liblz4 are linked in (Debian's static archives, PIC; the
-# static-context API, docs/compression.md) and their symbols kept hidden; libseccomp
+# static-context API, docs/reference/compression.md) and their symbols kept hidden; libseccomp
 # (LGPL) is opened with dlopen by the io_uring guard when BONSAI_IO_URING=deny asks for
 # it (libbonsai/runtime/uring_guard.cc); libstdc++ is not linked at all
 # (interpose/cxx_runtime.cc); libm goes with -fno-math-errno (sqrt inline: math sets no
 # errno in the host's process either) and --as-needed. -Bsymbolic-functions: the
 # library's calls to its own exported names (its wrappers) bind at link time, 19 fewer
 # symbol lookups at every exec.
-# Nothing newer than GLIBC_2.17 (issue #48, docs/libc.md; `make test-symbols` checks): a
+# Nothing newer than GLIBC_2.17 (issue #48, docs/reference/libc.md; `make test-symbols` checks): a
 # libc function added later, or kept in libdl/libpthread before glibc 2.34, is looked up
 # at run time (libbonsai/sys/late_bound.h), so -ldl -lpthread -lrt add no NEEDED entry.
 # -fini: no DT_FINI. The default, crti.o's _fini, does nothing, yet the loader calls it
@@ -94,7 +94,7 @@ $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
 	  -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
 
-# ---- the musl build (issue #48, docs/libc.md) ----
+# ---- the musl build (issue #48, docs/reference/libc.md) ----
 # The same library for programs linked to musl (Alpine and other musl images), built
 # by `make` beside the glibc one: $(B)/musl/libbonsai.so. musl-gcc is C only, so g++
 # compiles the sources against musl's headers (musl-dev, from musl-tools: `make deps`)
@@ -147,7 +147,7 @@ $(LIBBONSAI_MUSL): $(MUSL_LIB_OBJ) libbonsai/bonsai.map
 	  $$($(CXX) -print-file-name=libzstd.a) $$($(CXX) -print-file-name=liblz4.a) -L$(MUSL_LIBDIR) -lc \
 	  $$($(CXX) -print-libgcc-file-name) $$($(CXX) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
 
-# ---- one injection for both libcs (issue #48, docs/libc.md) ----
+# ---- one injection for both libcs (issue #48, docs/reference/libc.md) ----
 # LD_PRELOAD=DIR/$LIB/libbonsai.so, `$LIB` as written. glibc's loader expands it to the
 # name of its own library folder -- lib/x86_64-linux-gnu (Debian, Ubuntu), lib64
 # (Fedora, RHEL, SUSE), lib (Arch) -- and finds the glibc build there; musl's loader
@@ -184,7 +184,7 @@ CTL_LDLIBS := -lyaml-cpp -lfmt -lrt -lseccomp -lmicrohttpd -lgnutls -lcrypt -lhi
 $(BONSAICTL): $(CTL_OBJ) $(CORE_OBJ) $(OBJ)/libbonsai/compress/grammar.o
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(CTL_LDLIBS)
-# The supervisor for containers (docs/containers.md): one static program that runs
+# The supervisor for containers (docs/reference/containers.md): one static program that runs
 # `sv-exec` and nothing else (bonsaictl/sv_main.cc), so that a device mounts it alone and
 # no host library: it runs in any image, whatever its libc, or none. bonsaictl's objects
 # archived, so that the link takes only those sv-exec reaches; Debian's libseccomp.a and
@@ -197,7 +197,7 @@ $(CDI_CTL): $(OBJ)/bonsaictl/sv_main.o $(OBJ)/bonsaictl/sv_fmt.o $(OBJ)/sv/libct
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT) -static -o $@ $^ -lyaml-cpp -lseccomp -lrt -lpthread
 
-# The OCI runtime in front of runc (docs/containers.md): bonsaictl under another name.
+# The OCI runtime in front of runc (docs/reference/containers.md): bonsaictl under another name.
 $(OCI_RUNTIME): $(BONSAICTL)
 	$(call say,LN,$@)ln -f $< $@
 
@@ -253,7 +253,7 @@ test-symbols: $(LIBBONSAI) $(if $(filter release,$(MODE)),$(LIBBONSAI_MUSL))
 	$(Q)bash tests/tools/check_symbols.sh $(LIBBONSAI)
 	$(Q)$(if $(filter release,$(MODE)),bash tests/tools/check_symbols.sh $(LIBBONSAI_MUSL))
 
-# runtime/options.h's table and docs/limits.md's environment table agree.
+# runtime/options.h's table and docs/reference/limits.md's environment table agree.
 test-options:
 	$(Q)bash tests/tools/check_options_doc.sh
 
@@ -406,16 +406,16 @@ install: all $(INSTALLED_CTL) man
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 	  $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(COMPDIR) $(DESTDIR)$(DOCDIR)/examples/systemd $(DESTDIR)$(SYSCONFDIR)/bonsai
 	install -m 0755 $(INSTALLED_CTL) $(DESTDIR)$(BINDIR)/bonsaictl
-	@# The OCI runtime in front of runc (docs/containers.md): bonsaictl under that name.
+	@# The OCI runtime in front of runc (docs/reference/containers.md): bonsaictl under that name.
 	ln -sfn bonsaictl $(DESTDIR)$(BINDIR)/bonsai-oci-runtime
 	install -m 0644 $(LIBBONSAI) $(DESTDIR)$(PKGLIBDIR)/libbonsai.so
-	@# Both builds, laid out for the loaders to choose (libc-layout above, docs/libc.md).
+	@# Both builds, laid out for the loaders to choose (libc-layout above, docs/reference/libc.md).
 	install -d '$(DESTDIR)$(PKGLIBDIR)/$$LIB' $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu $(DESTDIR)$(PKGLIBDIR)/lib64
 	install -m 0644 $(LIBBONSAI_MUSL) '$(DESTDIR)$(PKGLIBDIR)/$$LIB/libbonsai.so'
 	ln -sfn ../../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/$(MUSL_ARCH)-linux-gnu/libbonsai.so
 	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib64/libbonsai.so
 	ln -sfn ../libbonsai.so $(DESTDIR)$(PKGLIBDIR)/lib/libbonsai.so
-	@# The supervisor for containers (docs/containers.md): `cdi generate` looks beside the library.
+	@# The supervisor for containers (docs/reference/containers.md): `cdi generate` looks beside the library.
 	install -d $(DESTDIR)$(PKGLIBDIR)/cdi
 	install -m 0755 $(CDI_CTL) $(DESTDIR)$(PKGLIBDIR)/cdi/bonsaictl
 	$(foreach m,$(MAN_OUT),install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m));)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `bonsaictl cdi generate [--output FILE]`: the CDI spec of this user's services
-// (docs/containers.md), so that `podman run --device bonsai.dev/service=NAME`
+// (docs/reference/containers.md), so that `podman run --device bonsai.dev/service=NAME`
 // makes a container's processes members of the host's service NAME.
 #include <cctype>
 #include <cstring>
@@ -68,7 +68,7 @@ extern const Command kCmdCdi{"cdi", "cdi generate [--output FILE] | cdi docker-a
                              "device per service of this user (under BONSAI_SHM_PREFIX, as ls lists them):\n"
                              "podman run --device bonsai.dev/service=NAME IMAGE CMD runs CMD as a process\n"
                              "of the host's service NAME (the library preloaded, the service's segment and\n"
-                             "the supervisor for static and Go programs mounted; docs/containers.md).\n",
+                             "the supervisor for static and Go programs mounted; docs/reference/containers.md).\n",
                              kOptions,
                              "Another user's services (--user NAME) are devices NAME:u<uid>. A segment that\n"
                              "fails bonsaictl's checks (owner, mode, type, a link) is no device.\n"

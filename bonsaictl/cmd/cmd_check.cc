@@ -61,7 +61,7 @@ int cmd_check(const Args& args) {
 }  // namespace
 
 extern const Command kCmdCheck{"check", "check FILE...",
-                               "Validates YAML configuration files (see docs/config.md) and changes nothing.\n"
+                               "Validates YAML configuration files (see docs/reference/config.md) and changes nothing.\n"
                                "Each problem is printed as FILE:LINE:COL: message.\n",
                                {},
                                "exit status: 0 all valid, 2 a file has errors\n",

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // `bonsaictl check-limits 'STRING'...`: validates a BONSAI_LIMITS string (the
-// language of docs/limits.md) and prints it back normalised, one rule per line.
+// language of docs/reference/limits.md) and prints it back normalised, one rule per line.
 // Changes nothing.
 #include <fmt/core.h>
 
@@ -36,7 +36,7 @@ int cmd_check_limits(const Args& args) {
 }  // namespace
 
 extern const Command kCmdCheckLimits{"check-limits", "check-limits 'LIMITS'...",
-                                     "Validates a limit string (BONSAI_LIMITS, set, run -l; see docs/limits.md) and\n"
+                                     "Validates a limit string (BONSAI_LIMITS, set, run -l; see docs/reference/limits.md) and\n"
                                      "prints it back normalised. Several arguments are joined with ','.\n",
                                      {},
                                      "exit status: 0 valid, 2 invalid (the message quotes the offending text)\n",

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `bonsaictl fleet-agent [-c FILE] [--host-id ID]` (docs/fleet.md): the one
+// `bonsaictl fleet-agent [-c FILE] [--host-id ID]` (docs/reference/fleet.md): the one
 // process per host namespace (BONSAI_SHM_PREFIX and uid, held by a lock file) that
 // talks to Redis. It serves the fleet services of the trusted configuration `load` and
 // `run` keep in the user's own directory (config/fleet_trusted.h), or with -c those of

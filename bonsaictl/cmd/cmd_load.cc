@@ -183,7 +183,7 @@ int cmd_load(const Args& args) {
                          "check changes against the capacity\n", why);
   }
   // Specs `cdi generate` wrote for these users name the segments: a new service gets its
-  // device (docs/containers.md). Segments are updated in place, so running containers
+  // device (docs/reference/containers.md). Segments are updated in place, so running containers
   // keep theirs.
   std::vector<std::string> users;
   for (const auto& s : cfg.services)

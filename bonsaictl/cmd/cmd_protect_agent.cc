@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// `bonsaictl protect-agent FILE [--period MS] [--for SECONDS]` (docs/protect.md): the
+// `bonsaictl protect-agent FILE [--period MS] [--for SECONDS]` (docs/reference/protect.md): the
 // options and FILE checked here; the controller of FILE's `protect:` services is the
 // protect room's (protect/protect_agent.h).
 #include <cstdlib>
@@ -64,7 +64,7 @@ int cmd_protect_agent(const Args& args) {
 
 extern const Command kCmdProtectAgent{
     "protect-agent", "protect-agent FILE [--period MS] [--for SECONDS]",
-    "Keeps the p99 of each `protect:` service of FILE (see docs/protect.md) at its\n"
+    "Keeps the p99 of each `protect:` service of FILE (see docs/reference/protect.md) at its\n"
     "target: every period (default 250 ms, 50 to 10000) it reads the protected calls'\n"
     "durations and lowers the rates of the services it squeezes while the p99 is\n"
     "above the target (in proportion to the overshoot, at most by half, down to\n"

@@ -52,7 +52,7 @@ int cmd_rm(const Args& args) {
       status = e.code;
     }
   }
-  // The devices of removed services leave the specs `cdi generate` wrote (docs/containers.md).
+  // The devices of removed services leave the specs `cdi generate` wrote (docs/reference/containers.md).
   for (const auto& line : cdi_refresh()) fmt::print("cdi: {}\n", line);
   return status;
 }

@@ -234,7 +234,7 @@ int cmd_run(const Args& args) {
   // would say it cannot load it, or worse), NOT limited in stat, said in one line.
   bool foreign = !supervise && !strict && !nested && launch_foreign_libc(kind);
   if (foreign) {
-    fmt::print(stderr, "bonsaictl run: {}: its loader {} takes no build of libbonsai.so (docs/libc.md): it runs "
+    fmt::print(stderr, "bonsaictl run: {}: its loader {} takes no build of libbonsai.so (docs/reference/libc.md): it runs "
                "WITHOUT LIMITS (--supervise holds it to the limits)\n", kind.program, kind.loader.interp);
     mark_not_limited(seg.get(), path.c_str(), kSlotForeignLibc);
   }
@@ -273,7 +273,7 @@ int cmd_run(const Args& args) {
     plan.deny_io_uring = u != "allow";
     if (CallMask untimed = protect_calls & ~kSvTimedCalls & kProtectReadCalls)
       fmt::print(stderr, "bonsaictl run: note: protect: {} of a supervised program ({}) {} not timed, only pread and "
-                 "preadv (docs/protect.md \"Supervised programs\")\n",
+                 "preadv (docs/reference/protect.md \"Supervised programs\")\n",
                  untimed == call_bit(CallId::read) ? "read" : untimed == call_bit(CallId::readv) ? "readv" : "read and readv",
                  path, untimed == (call_bit(CallId::read) | call_bit(CallId::readv)) ? "are" : "is");
     if (plan.limits.count == 0 && !plan.protect) {
@@ -312,7 +312,7 @@ int cmd_run(const Args& args) {
       fmt::print(stderr, "bonsaictl run: WARNING: {}\n", w);
     export_compression(compression);
     if (strict) {
-      // Strict mode (docs/supervised.md): the library marks its calls with this launch's mark;
+      // Strict mode (docs/reference/supervised.md): the library marks its calls with this launch's mark;
       // the filter sends every unmarked data call the limits name to the supervisor.
       if (plan.limits.count == 0) {
         fmt::print(stderr, "bonsaictl run: note: service '{}' has no limits: --strict has nothing to hold {} to "

@@ -102,7 +102,7 @@ extern const Command kCmdServe{
     "A Prometheus exporter: answers GET /metrics with the text `stat --prometheus`\n"
     "prints, for the named services or every service of this user (services that come\n"
     "and go are followed); root without --user serves every user's, with a `user` label.\n"
-    "Stops cleanly on SIGTERM or SIGINT. Metrics: docs/metrics.md.\n",
+    "Stops cleanly on SIGTERM or SIGINT. Metrics: docs/reference/metrics.md.\n",
     kOptions,
     "Idle or half-sent connections are closed after 5 s; connections at most: the open-\n"
     "file limit (raised to its hard limit) less 64, up to 65536.\n"

@@ -30,15 +30,15 @@ struct StatOptions {
 };
 
 constexpr CliOption kOptions[] = {
-    {"--json", OptArg::None, {}, "one JSON document per service per line (docs/stat-json.md)"},
+    {"--json", OptArg::None, {}, "one JSON document per service per line (docs/reference/stat-json.md)"},
     {"--prometheus", OptArg::None, {},
-     "the Prometheus text format, for node_exporter's textfile collector\n(docs/metrics.md)"},
+     "the Prometheus text format, for node_exporter's textfile collector\n(docs/reference/metrics.md)"},
     {"--pid", OptArg::Required, "PID", "the service process PID is attached to, and its counters"},
     {"-w, --watch", OptArg::Required, "SECS", "print again every SECS with rates over the interval"},
     {"-n, --count", OptArg::Required, "N", "with --watch: stop after N intervals (without --watch: refused)"},
     {"--fleet", OptArg::Required, "SERVICE",
      "the fleet as its Redis store sees it: every live host, when it\n"
-     "last called, what it asked for and used (docs/fleet.md)"},
+     "last called, what it asked for and used (docs/reference/fleet.md)"},
 };
 
 StatOptions stat_parse(const Args& args) {

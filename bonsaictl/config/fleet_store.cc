@@ -110,7 +110,7 @@ std::string fleet_store_parse(std::string_view url, FleetStore& out) {
   }
   if (url.rfind("redis://", 0) != 0) {
     if (url.rfind("rediss://", 0) == 0)
-      return fmt::format("bad store '{}': TLS is not built into the agent; use stunnel (docs/fleet.md) and {}", url, kForms);
+      return fmt::format("bad store '{}': TLS is not built into the agent; use stunnel (docs/reference/fleet.md) and {}", url, kForms);
     return fmt::format("bad store '{}' ({})", url, kForms);
   }
   std::string_view rest = url.substr(8);

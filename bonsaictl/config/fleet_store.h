@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Where a fleet's Redis lives: `redis://[USER@]HOST:PORT`, `redis+unix:///PATH`, or
 // `redis+sentinel://[USER@]HOST:PORT[,HOST:PORT...]/MASTER_NAME` (the Sentinels that
-// know which node is the primary; docs/fleet.md). Shared by the YAML loader (which
+// know which node is the primary; docs/reference/fleet.md). Shared by the YAML loader (which
 // checks it) and the fleet agent (which connects).
 #pragma once
 #include <string>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The trusted fleet configuration (docs/fleet.md "Where the agent takes its
+// The trusted fleet configuration (docs/reference/fleet.md "Where the agent takes its
 // configuration"): what `load` and `run` keep, per fleet service, for the fleet agent
 // and `stat --fleet` -- the store, the password files, the namespace, the period, the
 // expected hosts and the rules whose rates are the fleet caps -- in a file of the

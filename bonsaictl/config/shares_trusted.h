@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The trusted copy of shares (docs/shares.md): the host capacity `load` installed and the
+// The trusted copy of shares (docs/reference/shares.md): the host capacity `load` installed and the
 // rules of every service under it, as `load` and `set` left them, in the file `shares` of
 // the user's trusted directory (config/fleet_trusted.h fleet_dir(): 0700, owned, no
 // symlink). `set` checks a change against it as `check` checks a file -- the rates under

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The `fleet:` section of a service (docs/fleet.md): the store, the lease
+// The `fleet:` section of a service (docs/reference/fleet.md): the store, the lease
 // period, an optional password file, namespace and expected host count,
 // each checked with its line and column. With
 // it the service's limits are caps of the whole fleet, and its scope is `service`.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The YAML configuration (docs/config.md): yaml-cpp -> Config,
+// The YAML configuration (docs/reference/config.md): yaml-cpp -> Config,
 // with every problem reported as a Diag at the line and column of the offending
 // value. Nothing is applied here; `check`, `load` and `run -c` use the result.
 #pragma once
@@ -40,7 +40,7 @@ struct FleetConfig {
 };
 inline constexpr uint32_t kFleetExpectedHostsMax = 1'000'000;
 
-// A service's `protect:` (docs/protect.md): the durations of its `calls` are
+// A service's `protect:` (docs/reference/protect.md): the durations of its `calls` are
 // measured, and while their p99 is above `p99_ns` the controller lowers the rates of the
 // `squeeze` services' rules toward their floors (raising them back when it is within).
 inline constexpr uint64_t kProtectP99MinNs = 10'000;           // 10 us: finer is below what a period can measure
@@ -65,7 +65,7 @@ struct ServiceConfig {
   CompressionConfig compression;
   FleetConfig fleet;
   std::string io_uring;             // "" (not given), "deny" or "allow": BONSAI_IO_URING
-  bool strict = false;              // `strict: true`: run as with --strict (docs/supervised.md "Strict mode")
+  bool strict = false;              // `strict: true`: run as with --strict (docs/reference/supervised.md "Strict mode")
   std::string user;                 // "" (the caller's) or the user the service runs as (root's load/run)
   YAML::Mark user_mark;
 };
@@ -81,7 +81,7 @@ inline constexpr size_t kMaxConfigDiags = 100;
 struct Config {
   std::string file;
   std::vector<ServiceConfig> services;
-  // Shares (docs/shares.md): `host: capacity:`, a list of rules like `limits:` (no ceil).
+  // Shares (docs/reference/shares.md): `host: capacity:`, a list of rules like `limits:` (no ceil).
   bool has_host = false;
   LimitSet capacity{};
   std::vector<YAML::Mark> capacity_marks;  // one per capacity rule

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// A service's `protect:` (docs/protect.md): the calls whose own durations are
+// A service's `protect:` (docs/reference/protect.md): the calls whose own durations are
 // its health signal, their p99 target and the services whose caps may be lowered for
 // it; and the checks across services that refuse what the controller could not hold.
 #include <fmt/core.h>

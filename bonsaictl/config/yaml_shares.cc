@@ -2,7 +2,7 @@
 // Shares in the configuration (see yaml_load.h shares_check): the guarantees under each
 // capacity rule must fit in it, a ceil needs a capacity to borrow from. One rule of a
 // service counts once (scope `process` guarantees each process its rate: the check
-// cannot know how many there will be; docs/shares.md says so).
+// cannot know how many there will be; docs/reference/shares.md says so).
 #include <fmt/core.h>
 
 #include "abi/limit_parse.h"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// One fleet service as the fleet agent serves it (docs/fleet.md): each
+// One fleet service as the fleet agent serves it (docs/reference/fleet.md): each
 // period it measures the host's use, asks the store for a lease (fleet_script.h) and
 // publishes the grant as the host's limits through the live-limit path
 // (Segment::write_limits: buckets keep their state), the lease's expiry first. When

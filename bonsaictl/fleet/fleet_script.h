@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The one Lua script the fleet agent runs in Redis (docs/fleet.md): a lease per host
+// The one Lua script the fleet agent runs in Redis (docs/reference/fleet.md): a lease per host
 // per service per period, on the store's own clock (TIME), so host clocks never enter.
 #pragma once
 #include <string>

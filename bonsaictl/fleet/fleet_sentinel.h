@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The fleet agent's Sentinel client (store: redis+sentinel://..., docs/fleet.md): which
+// The fleet agent's Sentinel client (store: redis+sentinel://..., docs/reference/fleet.md): which
 // node is the primary (`SENTINEL get-master-addr-by-name`, each Sentinel asked in
 // order with a short timeout), and a subscription to `+switch-master` on one of them,
 // polled without blocking in the agent's period loop, that says when to ask again.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The CDI spec of a user's services (see cdi_spec.h, docs/containers.md).
+// The CDI spec of a user's services (see cdi_spec.h, docs/reference/containers.md).
 #include "launch/cdi_spec.h"
 
 #include <algorithm>
@@ -69,7 +69,7 @@ std::string marker() {
   return fmt::format("# bonsaictl cdi generate: uid={} prefix={}", ctl_uid(), q(shm_prefix()));
 }
 
-// The library's builds, as the $LIB layout (docs/libc.md) under /run/bonsai.
+// The library's builds, as the $LIB layout (docs/reference/libc.md) under /run/bonsai.
 std::vector<Mount> library_mounts(std::vector<std::string>& notes) {
   std::string lib = library_find();
   std::string entry = preload_entry(lib);
@@ -80,7 +80,7 @@ std::vector<Mount> library_mounts(std::vector<std::string>& notes) {
     for (const char* d : kLayout)
       out.push_back({real(dir + "/" + d + "/libbonsai.so"), fmt::format("{}/{}/libbonsai.so", kInDir, d)});
   } else {  // a lone glibc build: every glibc finds it; a musl program's loader finds nothing
-    notes.push_back(fmt::format("{} has no musl build beside it (docs/libc.md): programs of musl images (Alpine) "
+    notes.push_back(fmt::format("{} has no musl build beside it (docs/reference/libc.md): programs of musl images (Alpine) "
                                 "fail to start with the device",
                                 lib));
     for (const char* d : kLayout)
@@ -217,7 +217,7 @@ std::vector<std::string> device_services(std::vector<std::string>& notes) {
 
 // The device's name: the spec writer's own services keep theirs; another user's (root's
 // `--user NAME`) carry its uid after a colon, which no service name holds, so that the
-// same name of two users never makes two devices of one name (docs/containers.md).
+// same name of two users never makes two devices of one name (docs/reference/containers.md).
 std::string device_name(const std::string& service) {
   if (ctl_uid() == geteuid()) return service;
   return fmt::format("{}:u{}", service, ctl_uid());
@@ -231,11 +231,11 @@ std::string cdi_spec_text(const std::vector<std::string>& services, std::vector<
   std::vector<Mount> common = library_mounts(notes);
   std::string ctl_in;
   for (auto& m : supervisor_mounts(ctl_in, notes)) common.push_back(std::move(m));
-  // Shares (docs/shares.md): the user's host segment is not mounted. It holds the borrowing
+  // Shares (docs/reference/shares.md): the user's host segment is not mounted. It holds the borrowing
   // state of all the user's services, which a container of one of them could rewrite; the
   // container's processes run at their rules' guaranteed rates, without borrowing.
   std::string y = marker() + "\n";
-  y += "# Written by `bonsaictl cdi generate`; `bonsaictl load` and `rm` rewrite it (docs/containers.md).\n";
+  y += "# Written by `bonsaictl cdi generate`; `bonsaictl load` and `rm` rewrite it (docs/reference/containers.md).\n";
   y += "cdiVersion: \"0.5.0\"\n";
   y += fmt::format("kind: {}\n", kCdiKind);
   y += "devices:\n";

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Containers through the Container Device Interface (docs/containers.md):
+// Containers through the Container Device Interface (docs/reference/containers.md):
 // a CDI spec of kind bonsai.dev/service with one device per service of ctl_uid() under
 // shm_prefix(), so that `podman run --device bonsai.dev/service=NAME ...` runs the
 // container's processes as members of the host's service NAME. What a device injects:
 // - the library's builds, read-only, as the `$LIB` layout under /run/bonsai (glibc's
 //   loader expands $LIB to its own folder and takes the glibc build, musl's takes the
-//   folder named `$LIB`: docs/libc.md), and LD_PRELOAD=/run/bonsai/$LIB/libbonsai.so;
+//   folder named `$LIB`: docs/reference/libc.md), and LD_PRELOAD=/run/bonsai/$LIB/libbonsai.so;
 // - the service's segment bind-mounted at its own name in the container's /dev/shm,
 //   read-write: the container's processes attach to the very segment the host's
 //   processes use; BONSAI_SERVICE, BONSAI_SHM_UID (the segment names the host's uid),
@@ -13,7 +13,7 @@
 //   (owner, mode, type, no symbolic link, header), and mounts a hard link to that very
 //   file kept in a folder of the spec writer's (/dev/shm/<prefix>bonsai-cdi.<euid>), never
 //   a path another user can replace. The user's host segment (shares) is not mounted: a
-//   container's processes run at their guaranteed rates (docs/shares.md);
+//   container's processes run at their guaranteed rates (docs/reference/shares.md);
 // - the supervisor for static and Go programs: one static program (build/cdi/bonsaictl:
 //   sv-exec alone), mounted read-only at /run/bonsai/sv/bonsaictl and named by BONSAI_CTL,
 //   so the library's exec wrappers start it as on the host. No library of the host's.

@@ -23,7 +23,7 @@ struct LaunchInfo {
 };
 
 // A dynamic program whose loader takes neither build of the library (a 32-bit program,
-// another libc: docs/libc.md). `run` starts it without the library, NOT
+// another libc: docs/reference/libc.md). `run` starts it without the library, NOT
 // limited, and says so.
 inline bool launch_foreign_libc(const LaunchInfo& i) {
   return i.kind == LaunchKind::Dynamic && i.loader.libc == ProgramLibc::Foreign;

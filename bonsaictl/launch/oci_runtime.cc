@@ -334,7 +334,7 @@ int oci_hook() {
     if (kind != ProgramKind::Static && kind != ProgramKind::Go) return 0;
     fmt::print(stderr, "bonsai: {} is a {} program: the bonsai.dev/service device alone cannot cap it (it would run "
                "WITHOUT LIMITS); run the container with bonsai's runtime (podman --runtime {}) or give the command as "
-               "{} sv-exec {} ... (docs/containers.md)\n", cmd, kind == ProgramKind::Go ? "Go" : "static",
+               "{} sv-exec {} ... (docs/reference/containers.md)\n", cmd, kind == ProgramKind::Go ? "Go" : "static",
                self_runtime(), ctl.empty() ? "/run/bonsai/sv/bonsaictl" : ctl, cmd);
     return 1;
   } catch (const std::exception& e) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // `bonsai-oci-runtime` (build/bonsai-oci-runtime, the same program as bonsaictl under
 // that name): an OCI runtime in front of runc, as NVIDIA's container runtime is
-// (docs/containers.md, "Static programs and other users: bonsai-oci-runtime"). For
+// (docs/reference/containers.md, "Static programs and other users: bonsai-oci-runtime"). For
 // `create` and `run` of a container that carries a bonsai.dev/service device (its
 // BONSAI_SERVICE and BONSAI_SHM_UID in process.env and the segment's mount, as the CDI
 // spec makes them) it edits the bundle's config.json, then execs the real runtime with

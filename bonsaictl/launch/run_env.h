@@ -15,7 +15,7 @@ namespace bonsai::ctl {
 // to this bonsaictl, else ../lib/libbonsai.so. Throws CtlError (exit 1) if none exists.
 std::string library_find();
 
-// What LD_PRELOAD names for `lib` (docs/libc.md): when the folder holding it
+// What LD_PRELOAD names for `lib` (docs/reference/libc.md): when the folder holding it
 // has the builds laid out for the loaders to choose -- DIR/$LIB/libbonsai.so the musl
 // build (a folder literally named `$LIB`), DIR/lib/x86_64-linux-gnu, DIR/lib64 and
 // DIR/lib the glibc one -- the entry DIR/$LIB/libbonsai.so, `$LIB` as written: glibc's

@@ -37,7 +37,7 @@ std::unique_ptr<Segment> open_segment(const std::string& service, int shm_fd, bo
   if (other_uid) {
     ctl_target_user(static_cast<unsigned>(std::strtoul(owner, nullptr, 10)), getegid(), "");
     // No descriptor: a container's process (BONSAI_SHM_UID names the host's owner of the
-    // segment its device mounted, docs/containers.md) opens it by that name.
+    // segment its device mounted, docs/reference/containers.md) opens it by that name.
     seg = shm_fd < 0 ? Segment::open(service, false) : Segment::adopt(service, fcntl(shm_fd, F_DUPFD_CLOEXEC, 3));
   } else {
     seg = Segment::open(service, false);
@@ -53,7 +53,7 @@ int foreign_libc_exec(const char* path, char** prog_argv, const std::string& ser
                       const char* owner) {
   ProgramLoader loader;
   program_kind(path, GoLook::Notes, nullptr, 0, &loader);
-  fmt::print(stderr, "bonsai: {}: its loader {} takes no build of libbonsai.so (docs/libc.md): it runs WITHOUT "
+  fmt::print(stderr, "bonsai: {}: its loader {} takes no build of libbonsai.so (docs/reference/libc.md): it runs WITHOUT "
              "LIMITS\n", path, loader.interp[0] ? loader.interp : "(unknown)");
   try {  // best effort
     std::unique_ptr<Segment> seg = open_segment(service, shm_fd, other_uid, owner);
@@ -95,7 +95,7 @@ int sv_exec_main(int argc, char** argv) {
     prog_argv = argv + 2;
   } else {
     fmt::print(stderr, "usage: bonsaictl sv-exec PROGRAM [ARGS...] (a static or Go program under the service's "
-                       "caps; docs/containers.md)\n");
+                       "caps; docs/reference/containers.md)\n");
     return kExitUsage;
   }
   std::string service = env_or("BONSAI_SERVICE", "");

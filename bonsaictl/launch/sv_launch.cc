@@ -136,7 +136,7 @@ bool listener_send(int sock, int fd, uint32_t mark) {
     if (null > 2) close(null);
   }
   // A descriptor per thread and process it supervises: as many as it may have. Test
-  // hooks (docs/supervised.md "Threads the supervisor cannot see"): a lower limit, and the
+  // hooks (docs/reference/supervised.md "Threads the supervisor cannot see"): a lower limit, and the
   // blindness of Yama or a non-dumpable program on a machine without them.
   const char* nofile = getenv("BONSAI_SV_TEST_NOFILE");
   sv_fds_setup(nofile ? std::strtoull(nofile, nullptr, 10) : 0);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The protect controller (`bonsaictl protect-agent`, docs/protect.md): each period it
+// The protect controller (`bonsaictl protect-agent`, docs/reference/protect.md): each period it
 // reads a protected service's call durations (its segment's protect histogram, as a
 // delta over the period), takes their p99 and moves each squeezed service's rates
 // between their floors and their configured rates (bucket/protect_aimd.h), publishing

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The protect controller, the room of `bonsaictl protect-agent` (docs/protect.md): it
+// The protect controller, the room of `bonsaictl protect-agent` (docs/reference/protect.md): it
 // keeps the p99 of each `protect:` service of a configuration at its target by moving
 // the rates of the services it squeezes between their floors and their configured
 // rates, from the durations the protected service's processes (or its supervisor)

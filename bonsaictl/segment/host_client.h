@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // bonsaictl's handle on the host segment (abi/host_abi.h): the capacity that the services
-// of one user under one namespace prefix share (docs/shares.md). Made like a service
+// of one user under one namespace prefix share (docs/reference/shares.md). Made like a service
 // segment (exclusively, mode 0600, owned by the user it is for); anything found there is
 // checked before use. Errors are thrown as CtlError.
 #pragma once

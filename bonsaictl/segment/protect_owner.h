@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Which protect-agent serves a protected service (docs/protect.md): its pid
+// Which protect-agent serves a protected service (docs/reference/protect.md): its pid
 // and its start time are in the service's segment (ShmProtect); a pid alone may have
 // been reused by another process since the agent died, so the start time must match too.
 #pragma once

@@ -52,7 +52,7 @@ std::string segment_path(const std::string& service) {
 
 std::string segment_owner_problem(unsigned file_uid, unsigned file_mode, unsigned me, const std::string& path,
                                   const std::string& service) {
-  // In a user namespace (a rootless container, docs/containers.md) the owner shows as the uid it maps to.
+  // In a user namespace (a rootless container, docs/reference/containers.md) the owner shows as the uid it maps to.
   if (file_uid != me && file_uid != shm_uid_here(me)) {
     std::string how = path.empty() ? "" : fmt::format(": rm {}", path);
     if (me == 0 && !service.empty()) how += fmt::format(" (or bonsaictl rm --force {})", service);
@@ -303,7 +303,7 @@ void Segment::set_scope(ShmScope scope) {
 unsigned Segment::live_processes() {
   check();
   unsigned n = 0;
-  ProcTable procs;  // containers' processes too (docs/containers.md), one pass for every slot
+  ProcTable procs;  // containers' processes too (docs/reference/containers.md), one pass for every slot
   guarded([&] {
     slots_reclaim(*seg_, procs.slot_judge());
     unsigned end = slots_scan_end(*seg_);

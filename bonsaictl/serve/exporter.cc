@@ -33,7 +33,7 @@ namespace {
 
 constexpr const char* kContentType = "text/plain; version=0.0.4; charset=utf-8";
 
-// ---- Limits (docs/metrics.md, "Running `serve` safely") ----
+// ---- Limits (docs/reference/metrics.md, "Running `serve` safely") ----
 // A connection that sends nothing for this long is closed (a half-sent request too).
 constexpr unsigned kIdleTimeoutS = 5;
 // Connections at most: this, or what RLIMIT_NOFILE allows less kReservedFds.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The Prometheus exporter (`bonsaictl serve`, docs/metrics.md): answers `GET /metrics`
+// The Prometheus exporter (`bonsaictl serve`, docs/reference/metrics.md): answers `GET /metrics`
 // with `stat --prometheus` for the named services, or every service of this user (root
 // without --user: every user's, each with a `user` label), found anew at each scrape,
 // through libmicrohttpd (epoll, a pool of threads, bounded connections and requests at

@@ -16,7 +16,7 @@
 namespace bonsai::ctl {
 namespace {
 
-using Json = nlohmann::ordered_json;  // keys in the order written (docs/stat-json.md)
+using Json = nlohmann::ordered_json;  // keys in the order written (docs/reference/stat-json.md)
 
 const char* scope_name(ShmScope s) { return s == ShmScope::Service ? "service" : "process"; }
 
@@ -130,8 +130,8 @@ std::string stat_json(const ServiceStat& s) {
                      {"supervised_calls", p.sv_calls}, {"not_limited", not_limited(p.flags)},
                      {"library_version", version_text(p.lib_version)}, {"limits_seq", p.limits_seq},
                      {"calls", calls_json(p.calls)}});
-    if (p.flags & kSlotNoHost) procs.back()["borrowing"] = false;  // no host segment (docs/shares.md)
-    if (p.pid_ns) {  // a container's process (docs/containers.md)
+    if (p.flags & kSlotNoHost) procs.back()["borrowing"] = false;  // no host segment (docs/reference/shares.md)
+    if (p.pid_ns) {  // a container's process (docs/reference/containers.md)
       procs.back()["pid_ns"] = p.pid_ns;
       procs.back()["ns_pid"] = p.ns_pid;
       if (p.pid_unseen) procs.back()["pid"] = nullptr;  // that namespace is not visible from here
@@ -141,7 +141,7 @@ std::string stat_json(const ServiceStat& s) {
   doc["uncounted_processes"] = s.uncounted_processes;
   doc["exited"] = {{"processes", s.exited_processes}, {"calls", calls_json(s.exited)}};
   doc["total"] = {{"processes", s.processes.size() + s.exited_processes}, {"calls", calls_json(s.total)}};
-  if (!s.shares.empty()) {  // rules with a ceiling (docs/shares.md)
+  if (!s.shares.empty()) {  // rules with a ceiling (docs/reference/shares.md)
     Json shares = Json::array();
     for (const ShareStat& sh : s.shares) {
       Json one = {{"rule", sh.text}, {"capacity", sh.capacity}, {"borrowed_bytes", sh.borrowed},
@@ -178,7 +178,7 @@ std::string stat_table(const ServiceStat& s) {
     out += fmt::format("  WARNING: its section directory was written over ({}): caps and counters are kept (the base), "
                        "later sections are not used; a process of the service (or its container) wrote it\n",
                        s.layout_damage);
-  // A segment the previous release made (docs/upgrades.md): said here, once per service.
+  // A segment the previous release made (docs/reference/upgrades.md): said here, once per service.
   if (s.layout && s.layout < BONSAI_ABI_VERSION) {
     out += fmt::format("  segment layout {} (made by bonsai 0.2.0): read and written in place; its processes keep it\n",
                        s.layout);

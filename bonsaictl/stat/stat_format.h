@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Rendering of ServiceStat: one JSON document per service (docs/stat-json.md) and
+// Rendering of ServiceStat: one JSON document per service (docs/reference/stat-json.md) and
 // a table with units for people.
 #pragma once
 #include <string>

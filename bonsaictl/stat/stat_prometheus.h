@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Service accounting in the Prometheus text exposition format (version 0.0.4), for
 // node_exporter's textfile collector (`stat --prometheus`) and `bonsaictl serve`.
-// Every metric and label: docs/metrics.md.
+// Every metric and label: docs/reference/metrics.md.
 #pragma once
 #include <string>
 #include <vector>

@@ -46,7 +46,7 @@ struct ProcStat {
   CallStats calls{};
 };
 
-// Shares (docs/shares.md), per rule with a ceiling: what it borrowed from the host, how
+// Shares (docs/reference/shares.md), per rule with a ceiling: what it borrowed from the host, how
 // long its calls waited for the rate (or the host) and for the ceiling, and what the host
 // lent under its capacity rule (all of this user's services' borrowing together).
 struct ShareStat {
@@ -76,7 +76,7 @@ struct FleetStat {
   std::vector<FleetRuleStat> rules;  // one per rule of the limits
 };
 
-// A protected service's controller status as its segment says (docs/protect.md).
+// A protected service's controller status as its segment says (docs/reference/protect.md).
 // The squeezed services' current rates are their own `limits` (the controller publishes them).
 struct ProtectStat {
   bool enabled = false;      // its `protect:` names calls

@@ -8,7 +8,7 @@
 // the kernel does not count there, by what it asked for, cut to what its source
 // holds; a call whose size shows only afterwards reserves one chunk before it goes.
 // The exception: zero-copy calls whose ends cannot wait, which it makes itself, cut
-// to their reservation (sv_emulate.h). See docs/supervised.md "Supervised programs".
+// to their reservation (sv_emulate.h). See docs/reference/supervised.md "Supervised programs".
 #pragma once
 #include <string>
 #include <vector>

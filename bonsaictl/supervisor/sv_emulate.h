@@ -5,7 +5,7 @@
 // A zero-copy call (sendfile, splice, copy_file_range) whose ends cannot make it wait
 // is made by the supervisor itself on copies of the target's descriptors, cut to what
 // it reserved (one chunk): it returns a short count, which every caller loops on (Go,
-// cp, nginx), so no call moves more than was reserved. See docs/supervised.md
+// cp, nginx), so no call moves more than was reserved. See docs/reference/supervised.md
 // "Supervised programs".
 #pragma once
 #include <cstdint>

@@ -83,10 +83,10 @@ scmp_filter_ctx sv_filter_build(const std::vector<int>& nrs, bool deny_io_uring,
   if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X86);
   if (rc == 0) rc = seccomp_arch_add(ctx, SCMP_ARCH_X32);
   // Root keeps setuid programs working (no no_new_privs needed with CAP_SYS_ADMIN; a
-  // container's root lacks it and takes no_new_privs, docs/containers.md).
+  // container's root lacks it and takes no_new_privs, docs/reference/containers.md).
   if (rc == 0 && geteuid() == 0 && cap_sys_admin()) rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0);
   // No speculative-store-bypass mitigation forced on the tree: the filter does not
-  // sandbox hostile code (docs/supervised.md), and the mitigation slows every program.
+  // sandbox hostile code (docs/reference/supervised.md), and the mitigation slows every program.
   // Both best effort (an older libseccomp or kernel lacks them).
   if (rc == 0 && seccomp_api_get() >= 4) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_SSB, 1);
   if (rc == 0) (void)seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2);  // a binary tree of the numbers

@@ -253,7 +253,7 @@ void SvLedger::say_blind(const Thread& th, const char* what) {
   sv_say(fmt::format("bonsaictl supervisor ({}): cannot read {} of thread {} (process {}: non-dumpable, "
                      "Yama ptrace_scope, another user's, or out of descriptors: {} open allowed): its calls are "
                      "charged by the sizes they ask, a size it cannot read as {} bytes, and nothing is given back "
-                     "(docs/supervised.md \"Threads the supervisor cannot see\")\n",
+                     "(docs/reference/supervised.md \"Threads the supervisor cannot see\")\n",
                      seg_.service(), what, th.tid, th.tgid, static_cast<uint64_t>(r.rlim_cur), kSvUnknownMax));
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Protected reads of supervised programs (docs/protect.md "Supervised
+// Protected reads of supervised programs (docs/reference/protect.md "Supervised
 // programs"). The supervisor answers most calls CONTINUE and never sees them end, so it
 // cannot time them. A read at an offset of its own of a service whose `protect:` names
 // it (pread; preadv, and preadv2 at an offset, charged and timed as preadv) is made by

@@ -48,7 +48,7 @@ void SvTimedReads::go(Held& h, Thread& th, Proc& p) {
   } else if (!said_untimed_) {
     said_untimed_ = true;
     sv_say(fmt::format("bonsaictl supervisor ({}): cannot copy a descriptor of pid {} (pidfd_getfd refused: Yama, "
-                       "another user's process): its protected reads go untimed (docs/protect.md)\n",
+                       "another user's process): its protected reads go untimed (docs/reference/protect.md)\n",
                        seg_.service(), h.tgid));
   }
   continue_read(th, h.call, h.bucket, h.asked, h.timed_reserve, lim_.view().seq, h.lfd, h.id);

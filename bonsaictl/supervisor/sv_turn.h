@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The turns of supervised calls on descriptors that must not wait (a non-blocking socket, pipe or
 // terminal: Go's sockets), paced as the library paces them (libbonsai/runtime/pace.cc,
-// docs/limits.md "Non-blocking descriptors", docs/supervised.md): the call takes
+// docs/reference/limits.md "Non-blocking descriptors", docs/reference/supervised.md): the call takes
 // one place of one turn (sv_place_quantum: the library's pace_quantum) at the end of
 // its bucket's queue and is held by the supervisor until the place is due (the library's
 // own take, bucket/pace_step.h: pace_take), then made cut to it (a zero-copy call the supervisor makes

@@ -49,7 +49,7 @@ void SvLimits::refresh() {
   fleet_lapse_check();
 }
 
-// Fleet caps (docs/fleet.md): the limits are this host's grant, good until the lease
+// Fleet caps (docs/reference/fleet.md): the limits are this host's grant, good until the lease
 // runs out. As the library does (runtime/fleet_lapse.h, bucket/fleet_lease.h): once it
 // has, the fallback rates (the cap / live hosts) are in force until the agent writes
 // limits again -- never the last grant, never unlimited.

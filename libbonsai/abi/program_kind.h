@@ -32,7 +32,7 @@ enum class GoLook : uint8_t {
 };
 
 // Which build of the library a dynamic program's loader can take (see
-// docs/libc.md), told by its PT_INTERP's file name, ELF class and machine: glibc's
+// docs/reference/libc.md), told by its PT_INTERP's file name, ELF class and machine: glibc's
 // loader (ld-linux-x86-64.so.2) takes the glibc build, musl's (ld-musl-x86_64.so.1)
 // the musl one; any other (a 32-bit or x32 program, another libc) neither: Foreign.
 enum class ProgramLibc : uint8_t { None, Glibc, Musl, Foreign };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The durations of a protected service's calls (docs/protect.md): the real
+// The durations of a protected service's calls (docs/reference/protect.md): the real
 // call's own time, not bonsai's wait, counted by every process of the service into one
 // histogram in its segment (ShmSegment::protect) and read as per-period deltas by the
 // protect controller. Buckets are log-linear (4 per power of two, each at most 19%

@@ -3,7 +3,7 @@
 // shared by libbonsai (which trusts none of it) and bonsaictl (which owns it).
 // Plain fixed-size data: no pointers.
 //
-// Releases read what the release before them made (docs/upgrades.md). Since layout 15 a
+// Releases read what the release before them made (docs/reference/upgrades.md). Since layout 15 a
 // segment is the *base* -- ShmSegment below, frozen exactly as layout 14 (the release
 // 0.2.0) laid it out -- followed by a section directory (ShmSectionDir) listing whatever
 // later layouts add, each section by id, offset and size. So:
@@ -69,13 +69,13 @@ struct alignas(64) ShmShares {
   std::atomic<uint64_t> held_ceil_ns[kMaxRules]; // time calls waited for the ceiling
 };
 
-// The pid namespace of each slot's process (docs/containers.md): the inode
+// The pid namespace of each slot's process (docs/reference/containers.md): the inode
 // of its /proc/self/ns/pid, written by the claimer before the slot goes Live; 0 if it
 // could not tell. A slot's pid is a pid in that namespace: a container's process has
 // its own pids (its first is 1), so a reader in another namespace maps (namespace,
 // pid) to a pid of its own (bonsaictl's segment/proc_table.h, one table a look) before
 // it names the process; the claimer writes all of it, so nothing here proves a process
-// is a host process (docs/containers.md "Host pids"). Apart from the slots: the slots'
+// is a host process (docs/reference/containers.md "Host pids"). Apart from the slots: the slots'
 // first cache line is full.
 struct alignas(64) ShmSlotNs {
   std::atomic<uint32_t> pid_ns[kMaxSlots];
@@ -167,7 +167,7 @@ inline constexpr uint32_t kSlotUnlimited = 2;
 // limited" (it also finds rings made by inline system calls, in /proc/PID/fd).
 inline constexpr uint32_t kSlotUring = 4;
 // The process runs a dynamic program whose loader takes no build of the library (a 32-bit
-// program, a libc bonsai has none for: docs/libc.md): it runs without the
+// program, a libc bonsai has none for: docs/reference/libc.md): it runs without the
 // library, nothing charges its calls; `stat` says "NOT limited". Claimed by `bonsaictl
 // run` or `sv-exec --libc`.
 inline constexpr uint32_t kSlotForeignLibc = 8;

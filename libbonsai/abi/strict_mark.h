@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Strict mode's mark (docs/supervised.md "Strict mode"): what bonsaictl's
+// Strict mode's mark (docs/reference/supervised.md "Strict mode"): what bonsaictl's
 // seccomp filter and the library agree on. `run --strict` draws one 32-bit mark per
 // launch and hands it to the library in BONSAI_STRICT; the library makes its own data
 // calls with the mark in the upper half of their first argument, which for every

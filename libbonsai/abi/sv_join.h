@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Joining a service's running supervisor (docs/limits.md "Process trees"): what
+// Joining a service's running supervisor (docs/reference/limits.md "Process trees"): what
 // bonsaictl's supervisor and the library agree on. A supervisor started for a service's
 // static or Go child (`bonsaictl sv-exec`) listens on a unix socket named after the
 // service, in a directory of the segment owner's under /dev/shm. A service process about

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The arithmetic of fleet leases (docs/fleet.md), shared by the library
+// The arithmetic of fleet leases (docs/reference/fleet.md), shared by the library
 // (the fallback it applies when a lease runs out) and bonsaictl's fleet agent (what a
 // host asks for, the rate a grant means, what it repays after an outage). Pure
 // functions: no clock, no syscalls, no allocation. The grant itself is computed in

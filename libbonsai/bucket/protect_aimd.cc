@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// See protect_aimd.h and docs/protect.md ("The control law, and why"). Additive increase,
+// See protect_aimd.h and docs/reference/protect.md ("The control law, and why"). Additive increase,
 // multiplicative decrease (Chiu and Jain 1989), with the decrease proportional to how far
 // the p99 is above the target and limited to once per confirmed observation (Swift,
 // Kumar et al. SIGCOMM 2020; Timely, Mittal et al. SIGCOMM 2015): a p99 barely over the

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The protect controller's arithmetic (docs/protect.md), pure: the p99 of one
+// The protect controller's arithmetic (docs/reference/protect.md), pure: the p99 of one
 // period from two histogram snapshots, the decision against the target, and the step
 // that moves a squeezed rule's rate between its floor and its configured rate. No clock,
 // no syscalls, no allocation.
@@ -22,7 +22,7 @@ const char* protect_decision_name(uint32_t d) noexcept;
 // (a segment rewritten) counts 0.
 uint64_t protect_quantile(const uint64_t* before, const uint64_t* now, double q, uint64_t& samples) noexcept;
 
-// Tuning of the step (docs/protect.md says why these values).
+// Tuning of the step (docs/reference/protect.md says why these values).
 struct ProtectTuning {
   uint64_t min_samples = 20;       // fewer calls: the protected service is idle
   double beta = 0.8;               // a decrease takes beta x (p99 - target) / p99 off (Swift, Timely)

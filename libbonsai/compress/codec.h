@@ -63,7 +63,7 @@ bool codec_sample_compressible(TxCodec& c, const void* src, size_t n) noexcept;
 // costs memory only as a connection fills it (pages are touched as data goes through).
 // The match tables are capped, which bounds a sender's context: the hash table at 2^18
 // entries (levels from zstd:5 up would make 2^19-2^21), the chain table at 2^17
-// (zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/compression.md.
+// (zstd:3 keeps its own 2^17/2^16). Memory per connection: docs/reference/compression.md.
 // why: see docs/notes/compression-measured.md#the-zstd-window-and-match-tables
 inline constexpr int kZstdWindowLog = kZstdWindowLogMax;
 // A connection's zstd frames start with a 2 MiB window (wire v3's), so a receiver maps

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Hovestadt et al. Algorithm 1 (see policy_datarate.h). Numbers in comments refer
-// to the lines of the paper's listing; docs/compression.md lists the deviations. At the
+// to the lines of the paper's listing; docs/reference/compression.md lists the deviations. At the
 // end, the `datarate` row of the policy table (compress/policy.h).
 #include "compress/policy_datarate.h"
 

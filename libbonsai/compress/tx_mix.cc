@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The mix of two levels (see tx_mix.h and docs/compression.md, "The mix of two levels").
+// The mix of two levels (see tx_mix.h and docs/reference/compression.md, "The mix of two levels").
 // why: see docs/notes/compression-measured.md#the-mix-of-two-levels
 #include "compress/tx_mix.h"
 

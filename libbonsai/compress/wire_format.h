@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The compressed stream's wire format, version 4 (docs/wire-format.md): an 8-byte
+// The compressed stream's wire format, version 4 (docs/reference/wire-format.md): an 8-byte
 // stream header, then frames of a 12-byte header and a payload. Frames carry codec
 // streams with history across frames; a connection may carry two zstd streams (flag
 // kFlagZstd2, since version 3), each with a window of up to 8 MiB (version 4; 2 MiB

@@ -26,7 +26,7 @@ inline mode_t mode_arg(int flags, va_list ap) {
 }  // namespace
 
 // A call name means the system call of that name however the program reaches it
-// (docs/limits.md "What each call name covers"): the supervisor sees only system
+// (docs/reference/limits.md "What each call name covers"): the supervisor sees only system
 // calls, strace shows them. So each function is charged under the system call its libc
 // makes for it: glibc (2.26 on) makes open(), open64() and __open_2() as openat(2) and
 // creat() as creat(2); musl makes open() and creat() as open(2).

@@ -2,7 +2,7 @@
 // stdio: glibc's stdio reaches the kernel through internal calls we cannot see, so
 // bytes are charged as the application hands them over: fread/fwrite (+_unlocked,
 // _chk), and the line calls fgets/fputs/getline/getdelim counted as fread/fwrite.
-// printf-family and single-character calls are not metered (see docs/limits.md).
+// printf-family and single-character calls are not metered (see docs/reference/limits.md).
 // A FILE on a socket made while compression is on charges its own bytes
 // (compress_stdio.cc): handed over as is.
 // A call larger than a chunk is made in pieces of a chunk, each after its wait, so a

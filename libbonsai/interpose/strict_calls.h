@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Strict mode in the library (docs/supervised.md "Strict mode"). Under `bonsaictl
+// Strict mode in the library (docs/reference/supervised.md "Strict mode"). Under `bonsaictl
 // run --strict` the launched tree runs under a seccomp filter that sends every data
 // system call to the supervisor unless it carries the launch's mark (abi/strict_mark.h).
 // The library charges the calls it wraps and makes them marked: the glibc functions

@@ -95,7 +95,7 @@ BONSAI_STARTUP void capture_one(const char* e, void* preload) {
 }
 
 // The LD_PRELOAD entry that names the library through the loaders' choice
-// (".../$LIB/libbonsai.so", docs/libc.md): glibc's loader expanded `$LIB`
+// (".../$LIB/libbonsai.so", docs/reference/libc.md): glibc's loader expanded `$LIB`
 // (l_name is its result), musl's did not. Handed down as written, so that the loader of
 // each program executed picks its own build. Compared against immediates: no string
 // constant (.rodata) is touched at set-up (sys/startup.h). @return its length, 0 if none.

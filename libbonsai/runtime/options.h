@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Every BONSAI_* environment variable the library reads, one row each: name, type,
 // default, one line of doc. The modules read their variable through option_env() (never
-// by name), the durations below land in Options. docs/limits.md's table "Environment of
+// by name), the durations below land in Options. docs/reference/limits.md's table "Environment of
 // a limited process" lists the same rows (tests/tools/check_options_doc.sh holds the two
 // together). Read once, at set-up (constructor), never on the fast path.
 #pragma once

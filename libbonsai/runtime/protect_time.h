@@ -2,7 +2,7 @@
 // Protect timing: a real call's own duration, for the calls of a protected service that
 // its `protect:` names (g_limiter.protect_calls, from the segment), added to the
 // service's histogram (abi/protect_hist.h) that bonsaictl's protect controller reads
-// (docs/protect.md). Only in the limited path (a service's processes always take it);
+// (docs/reference/protect.md). Only in the limited path (a service's processes always take it);
 // one relaxed load of process memory for the other calls. All inline.
 #pragma once
 #include <atomic>

@@ -63,7 +63,7 @@ bool share_lookup(const Ticket& t, ShareCache*& out) noexcept {
         c.rule = rule;
         c.cap = cap;
       } else if (!host && shm_attached()) {
-        // No host segment (a container's device does not mount it, docs/shares.md): the
+        // No host segment (a container's device does not mount it, docs/reference/shares.md): the
         // rule runs at its guaranteed rate; the slot tells `stat`, nothing else is said.
         // Its takes are published for the host's borrowers (shm/shm_siblings.h).
         shm_mark_flag(kSlotNoHost);

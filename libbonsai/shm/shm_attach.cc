@@ -145,13 +145,13 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
   if (fd < 0) fd = raw_open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0 && in_user_namespace())  // a rootless container of another user than the service's owner
     return fail(why, cap, "service '%s': cannot open %s from this user namespace (a rootless container joins "
-                "only a service of the user it runs as: docs/containers.md)", service, path);
+                "only a service of the user it runs as: docs/reference/containers.md)", service, path);
   if (fd == -EACCES || fd == -EPERM) {  // the segment is there; this uid may not open it
     struct stat own;
     unsigned owner = raw_fstatat(AT_FDCWD, path, own, AT_SYMLINK_NOFOLLOW) == 0 ? own.st_uid : uid;
     long me = raw_syscall3(SYS_geteuid, 0, 0, 0);
     std::snprintf(why, cap, "service '%s': cannot open %s: permission denied (the segment belongs to uid %u, this "
-                  "process runs as uid %ld: run it as the segment's user; docs/containers.md)", service, path, owner, me);
+                  "process runs as uid %ld: run it as the segment's user; docs/reference/containers.md)", service, path, owner, me);
     return false;
   }
   if (fd < 0)
@@ -162,10 +162,10 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
       (st.st_mode & 077)) {
     raw_close(static_cast<int>(fd));
     // A user namespace (rootless Podman: the host's owner is another uid in here) is
-    // refused in so many words (docs/containers.md).
+    // refused in so many words (docs/reference/containers.md).
     if (in_user_namespace())
       return fail(why, cap, "service '%s': %s is not owned by the service's uid as this user namespace maps it "
-                  "(a rootless container joins only a service of the user it runs as: docs/containers.md)",
+                  "(a rootless container joins only a service of the user it runs as: docs/reference/containers.md)",
                   service, path);
     return fail(why, cap, "service '%s': %s is not private to this user (owner or mode)", service, path);
   }

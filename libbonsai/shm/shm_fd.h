@@ -22,7 +22,7 @@ unsigned shm_owner_uid() noexcept;
 // The uid that `uid` (a uid of the parent user namespace: the host's, for a rootless
 // container) has in this process's user namespace, by /proc/self/uid_map; `uid` itself
 // outside a user namespace or when it is not mapped. A file the host's `uid` owns shows
-// this owner in here (docs/containers.md). Raw calls; attach time only.
+// this owner in here (docs/reference/containers.md). Raw calls; attach time only.
 unsigned shm_uid_here(unsigned uid) noexcept;
 
 // BONSAI_SHM_FD if it is the segment `path` of `uid`: open read-write, a regular,

@@ -14,7 +14,7 @@ namespace bonsai {
 
 // A ShmSlot::flags bit beside abi/shm_abi.h's kSlot*: the process has a rule with a ceil
 // but no host segment to borrow from (a container's: its device does not mount the
-// host segment, docs/containers.md), so its rules run at their guaranteed rates.
+// host segment, docs/reference/containers.md), so its rules run at their guaranteed rates.
 // Shown by `stat`; said nowhere else, being the documented way of it.
 inline constexpr uint32_t kSlotNoHost = 16;
 

@@ -25,7 +25,7 @@ void proc_comm(int pid, char* out, size_t cap) noexcept;
 // A slot's identity check: is `pid` alive and still the process that started at `start_time`?
 bool proc_is(int pid, uint64_t start_time) noexcept;
 
-// Pid namespaces (docs/containers.md). The kernel numbers the initial one so.
+// Pid namespaces (docs/reference/containers.md). The kernel numbers the initial one so.
 inline constexpr uint32_t kInitPidNs = 0xEFFFFFFCu;
 
 // The inode of this process's pid namespace (/proc/self/ns/pid), or 0 if unknown.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The musl build's first lines (docs/libc.md; the Makefile's MUSL_CXXFLAGS
+// The musl build's first lines (docs/reference/libc.md; the Makefile's MUSL_CXXFLAGS
 // include it before every source file). The library is compiled by g++ against musl's C
 // headers (-nostdinc) and the header-only pieces of libstdc++ it uses (<atomic>,
 // <type_traits>, <cstring>, <string_view>, ...), whose configuration was made for glibc.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A container as a member of a host's service (issue #47, docs/containers.md): after
+# A container as a member of a host's service (issue #47, docs/reference/containers.md): after
 # `bonsaictl cdi generate`, `podman run --device bonsai.dev/service=NAME` with nothing
 # else runs dd in a Debian bookworm root under the service's writes=2MiB/s: 8 MiB take
 # 4 s (+-10% here; bench/scenarios/cdi.sh holds it to 3%), the host's `stat` lists the process by

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The host's control reaches a running container (issue #47, docs/containers.md): dd
+# The host's control reaches a running container (issue #47, docs/reference/containers.md): dd
 # in a bookworm container runs at the service's writes=1MiB/s; a `bonsaictl set` on
 # the host to 4MiB/s reaches it live (the rate stat measures moves to 4 MiB/s). Then
 # the container is killed (SIGKILL: the library in it never releases its slot): the

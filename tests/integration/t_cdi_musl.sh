@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A musl image with the device (issue #47, docs/containers.md, docs/libc.md): a root
+# A musl image with the device (issue #47, docs/reference/containers.md, docs/reference/libc.md): a root
 # holding only musl's loader and a musl program (libc_probe, as t_libc_musl's), run by
 # Podman with --device bonsai.dev/service=NAME and nothing else: musl's loader takes
 # /run/bonsai/$LIB/libbonsai.so literally, the musl build, and the copy of 2 MiB is

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Rootless Podman (issue #47, docs/containers.md): user nobody's service, its spec
+# Rootless Podman (issue #47, docs/reference/containers.md): user nobody's service, its spec
 # written by root (`cdi generate --user nobody`: the device is NAME:u65534), and nobody's own rootless Podman (a user
 # namespace where nobody is root): the library and the supervisor find the segment owned
 # by the uid the host's owner maps to, and join. dd (dynamic) and busybox-static's dd

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bonsai-oci-runtime's edit of a bundle, without an engine (docs/containers.md): for
+# bonsai-oci-runtime's edit of a bundle, without an engine (docs/reference/containers.md): for
 # `create` of a config.json with a device's variables and segment mount it hands the
 # segment in as the next preserved descriptor (after --preserve-fds N: number 3+N,
 # BONSAI_SHM_FD names it, --preserve-fds becomes N+1), puts a static command behind the

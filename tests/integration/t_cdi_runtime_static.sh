@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bonsai-oci-runtime (docs/containers.md): images with no shell, no libc and no loader,
+# bonsai-oci-runtime (docs/reference/containers.md): images with no shell, no libc and no loader,
 # the device and nothing else in the command. A scratch image whose command is a static
 # Go writer (gocat: io.Copy of 16 MiB) under writes=4MiB/s takes >= 3.9 s and the host's
 # stat counts its 16 MiB; a distroless-like image (the same program, /etc/passwd with

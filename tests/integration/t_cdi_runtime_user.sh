@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# bonsai-oci-runtime (docs/containers.md) and a container user who is not the segment's
+# bonsai-oci-runtime (docs/reference/containers.md) and a container user who is not the segment's
 # owner: dd of 8 MiB as uid 1000 in a bookworm container with root's service device
 # under writes=2MiB/s takes 4 s +-3% (dd's own time) and the host's stat counts it; the
 # segment stays mode 0600, root's (the runtime hands the container an open descriptor).
@@ -32,7 +32,7 @@ bytes=$(total_bytes "$W" write)
 [ "$bytes" -ge $((8 * MiB)) ] && [ "$bytes" -lt $((8 * MiB + 4096)) ] || fail "the host counted $bytes bytes, not 8 MiB"
 [ "$(stat -c %a:%u "$(seg_file "$W")")" = 600:0 ] || fail "the segment's mode changed"
 
-# The set-up docs/containers.md gives: the runtime named in containers.conf as the default
+# The set-up docs/reference/containers.md gives: the runtime named in containers.conf as the default
 # (a drop-in there; this test's own file here), no --runtime on the command line.
 sed 's/^runtime = "runc"$/runtime = "bonsai"/' "$CONTAINERS_CONF" > "$T/rt.conf"
 printf '[engine.runtimes]\nbonsai = ["%s"]\n' "$OCI_RT" >> "$T/rt.conf"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Two containers of one service share its cap (issue #47, docs/containers.md): under
+# Two containers of one service share its cap (issue #47, docs/reference/containers.md): under
 # `scope: service` and writes=2MiB/s, two bookworm containers with the device write with
 # dd; while both are attached (the host's stat lists two processes, by host pid), the
 # service as a whole moves 2 MiB/s, not 4: one bucket of the host's segment. Then a host

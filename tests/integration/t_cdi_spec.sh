@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# `bonsaictl cdi generate` (issue #47, docs/containers.md): a CDI spec of kind
+# `bonsaictl cdi generate` (issue #47, docs/reference/containers.md): a CDI spec of kind
 # bonsai.dev/service with one device per service of the user under the prefix (its
 # segment mounted read-write at its own name in /dev/shm), the library's $LIB layout
 # and the supervisor mounted read-only, LD_PRELOAD and BONSAI_* set; `-` prints it;

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Static programs in containers (issue #47, docs/containers.md): busybox-static's dd in
+# Static programs in containers (issue #47, docs/reference/containers.md): busybox-static's dd in
 # a bookworm container with the device is capped by the supervisor the device mounts
 # (/run/bonsai/sv/bonsaictl: one static program, mounted read-only), both when a
 # preloaded dynamic parent (sh) executes it and when it is the container's command

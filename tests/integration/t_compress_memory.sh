@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Compression's memory given back (docs/compression.md, Memory): a sender with 8
+# Compression's memory given back (docs/reference/compression.md, Memory): a sender with 8
 # connections of 6 MiB of text each (every one past 2 MiB, so each zstd context widened
 # to the 8 MiB window and touched it) and a receiver decoding them, both python3 under
 # the library. Records are kept for reuse; a widened connection's zstd pages go back to

@@ -55,7 +55,7 @@ xfer "write->read zstd:3" "$T/text" "$TX BONSAI_COMPRESS_POLICY=fixed:zstd:3" "$
 app=$(stats_field "$T/stats.c" tx_app_bytes) wire=$(stats_field "$T/stats.c" tx_wire_bytes)
 [ "$wire" -gt 0 ] && [ $((app / wire)) -ge 2 ] || fail "text not compressed: app=$app wire=$wire"
 [ "$(stats_field "$T/stats.l" rx_app_bytes)" = "$app" ] || fail "receiver decoded a different byte count"
-# Memory (docs/compression.md, Memory): a sender maps its zstd context for the 2 MiB
+# Memory (docs/reference/compression.md, Memory): a sender maps its zstd context for the 2 MiB
 # window and commits the 8 MiB window's in place when its frames widen (a receiver its
 # decoder likewise: 3.0 MiB, 9.0 once widened). Within 6 MiB of workspaces a sender
 # has the first only: it goes on compressing with 2 MiB frames; within 10 a receiver

@@ -66,7 +66,7 @@ if [ -x /sbin/ldconfig ] && ! file /sbin/ldconfig 2>/dev/null | grep -q dynamica
   "$CTL" run -s alpha -- /sbin/ldconfig -p > /dev/null 2> "$T/err" || fail "supervised ldconfig failed: $(cat "$T/err")"
   grep -q "NO LIMITS" "$T/err" && fail "a supervised static program was warned about: $(cat "$T/err")"
 fi
-# LD_PRELOAD already set is kept, after libbonsai (named for the loaders' choice: docs/libc.md).
+# LD_PRELOAD already set is kept, after libbonsai (named for the loaders' choice: docs/reference/libc.md).
 out=$(LD_PRELOAD=/lib/x86_64-linux-gnu/libc.so.6 "$CTL" run -s alpha -- sh -c 'echo "$LD_PRELOAD"') || fail "run sh"
 case $out in
   "$BONSAI_BUILD/\$LIB/libbonsai.so:/lib/x86_64-linux-gnu/libc.so.6") ;;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Deployments apart on one Redis, through ACL users (issue 50). A redis-server with the
-# default user off and two ACL users holding only the minimal rights docs/fleet.md gives
+# default user off and two ACL users holding only the minimal rights docs/reference/fleet.md gives
 # (the agent's commands, one namespace's key pattern each): host 1 serves `web` in
 # namespace teamA as user teama (redis://teama@HOST:PORT + password_file: AUTH USER
 # PASSWORD), host 2 serves its own `web` in the default namespace as user dflt. Each
@@ -12,10 +12,10 @@
 . "$(dirname "$0")/lib/fleet_lib.sh"
 
 fleet_redis_start
-# The minimal ACL of docs/fleet.md (kept in step with it: the doc's line is used as is).
+# The minimal ACL of docs/reference/fleet.md (kept in step with it: the doc's line is used as is).
 acl_cmds=$(sed -n 's/^ *ACL SETUSER bonsai on >PASSWORD resetkeys ~bonsai:fleet:NAMESPACE:\* resetchannels \(.*\)$/\1/p' \
-  "$FLEET_REPO/docs/fleet.md")
-[ -n "$acl_cmds" ] || fail "no minimal ACL line in docs/fleet.md"
+  "$FLEET_REPO/docs/reference/fleet.md")
+[ -n "$acl_cmds" ] || fail "no minimal ACL line in docs/reference/fleet.md"
 rcli ACL SETUSER admin on '>adminpw' '~*' '&*' +@all > /dev/null || fail "ACL admin"
 # shellcheck disable=SC2086
 rcli ACL SETUSER teama on '>pw-a' resetkeys '~bonsai:fleet:teamA:*' resetchannels $acl_cmds > /dev/null || fail "ACL teama"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The glibc build in other distributions' roots (issue #48, docs/libc.md). It requires
+# The glibc build in other distributions' roots (issue #48, docs/reference/libc.md). It requires
 # nothing newer than GLIBC_2.17, so Debian bullseye (glibc 2.31) starts programs with
 # it: dd there is held to its cap (8 MiB at 2 MiB/s in 4 s, +-3%), and
 # sh -c 'echo ok; exit 3' keeps its output and exit status, with nothing on stderr, in
 # bullseye and bookworm (glibc 2.36). The library is named as bonsaictl run names it,
-# DIR/$LIB/libbonsai.so with both builds laid out (docs/libc.md): each glibc's loader
+# DIR/$LIB/libbonsai.so with both builds laid out (docs/reference/libc.md): each glibc's loader
 # expands $LIB and takes the glibc build. Roots: mmdebstrap minbase, made once per build
 # dir (lib/libc_lib.sh); where none can be made the test skips.
 # timeout: 360

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# One injection for both libcs (issue #48, docs/libc.md): `bonsaictl run` preloads
+# One injection for both libcs (issue #48, docs/reference/libc.md): `bonsaictl run` preloads
 # BUILD/$LIB/libbonsai.so with `$LIB` as written, and the loader of every program picks
 # its build -- glibc's expands $LIB (lib/x86_64-linux-gnu here) to the glibc build,
 # musl's takes the folder literally named `$LIB`, which holds the musl build.

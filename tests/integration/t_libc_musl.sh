@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The musl build (issue #48, docs/libc.md) with a program built by musl-gcc, in a root
+# The musl build (issue #48, docs/reference/libc.md) with a program built by musl-gcc, in a root
 # that holds the musl loader and nothing else, named as bonsaictl run names it
-# (/opt/bonsai/$LIB/libbonsai.so: musl's loader takes `$LIB` literally, docs/libc.md):
+# (/opt/bonsai/$LIB/libbonsai.so: musl's loader takes `$LIB` literally, docs/reference/libc.md):
 # the program keeps its output and exit
 # status with nothing on stderr (what sh -c 'echo ok; exit 3' shows of a glibc root),
 # read() is held to its cap (8 MiB at 2 MiB/s in 4 s, +-3%) and so is fread (musl's

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A non-blocking connect under a call-rate cap (issue 53; docs/limits.md, "Non-blocking
+# A non-blocking connect under a call-rate cap (issue 53; docs/reference/limits.md, "Non-blocking
 # descriptors"): unlike a read or write it waits for its token, since it has no result
 # that tells an event loop "try again later" (EAGAIN fails an upstream in nginx and a
 # transfer in curl). curl --parallel (libcurl: every connect non-blocking, one thread,

@@ -59,7 +59,7 @@ dpkg-query -W -f='${Conffiles}\n' bonsai | grep -q ' /etc/bonsai/bonsai.yaml ' |
 /usr/bin/bonsaictl load > "$T/load.out" 2>&1 || fail "load without FILE (/etc/bonsai/bonsai.yaml): $(cat "$T/load.out")"
 
 # The installed bonsaictl preloads the installed library (named for the loaders' choice
-# of build, docs/libc.md) and caps dd: 4 MiB at 4 MiB/s.
+# of build, docs/reference/libc.md) and caps dd: 4 MiB at 4 MiB/s.
 pre=$(/usr/bin/bonsaictl run -s pkgtest -- sh -c 'echo "$LD_PRELOAD"') || fail "run failed"
 [ "$pre" = "/usr/lib/$MULTIARCH/bonsai/\$LIB/libbonsai.so" ] || fail "run preloaded '$pre'"
 s=$(now_ns)

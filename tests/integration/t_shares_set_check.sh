@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # A live `set` refuses what `check` refuses in a file (issue "every word true"): with
-# docs/shares.md's capacity of 16 MiB/s and a guaranteed 4 MiB/s, `set b
+# docs/reference/shares.md's capacity of 16 MiB/s and a guaranteed 4 MiB/s, `set b
 # writes=14MiB/s` (18 MiB/s under the capacity) exits 2 and changes nothing, even when a
 # tenant rewrites the host segment's capacity (the check reads the trusted copy `load`
 # keeps); a set that fits prints the service's resulting limits; `set --merge` keeps a

@@ -24,7 +24,7 @@ check_rate "i386 sendfile64 (239) under --supervise, reads=4MiB/s" $N "$(field "
 
 out=$("$CTL" run --strict -s rm64 -l "reads=${CAP}B/s" -- "$P" recvmmsg64 $N 2> "$T/rm64.err") ||
   fail "recvmmsg_time64 under --strict failed: $(cat "$T/rm64.err")"
-# a receive is charged what waits on the socket when the supervisor looks (docs/supervised.md,
+# a receive is charged what waits on the socket when the supervisor looks (docs/reference/supervised.md,
 # "socket message calls"): bytes arriving just after go uncharged, 3-12% here, hence 1.25
 check_rate "i386 recvmmsg_time64 (417) under --strict, reads=4MiB/s" $N "$(field "$out" secs)" $CAP 0.75 1.25
 exit 0

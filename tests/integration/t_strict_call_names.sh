@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# One meaning of a call name in every mode (issue 49; docs/limits.md "What each call name
+# One meaning of a call name in every mode (issue 49; docs/reference/limits.md "What each call name
 # covers"): a rule named after a system call holds that system call however the program
 # reaches it. glibc's open() is openat(2): `openat=30/s` holds 30 open() calls to ~1 s
 # preloaded, supervised (a static program) and under --strict alike (before: 0.01 s

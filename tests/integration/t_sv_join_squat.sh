@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The supervisors' join rendezvous is the service owner's alone (libbonsai/abi/sv_join.h,
-# docs/limits.md "Process trees"). Someone else takes it first and hands out a filter
+# docs/reference/limits.md "Process trees"). Someone else takes it first and hands out a filter
 # that lets every call go (tests/preload/sv_squat.c, which also takes the listener a
 # joiner hands back, and probes a socket as a joiner would); in every case the service's
 # static children still run capped under the service (a sh of the service runs sv_static

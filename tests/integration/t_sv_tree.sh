@@ -36,6 +36,6 @@ out=$("$CTL" run -s so -l 'send=4MiB/s' -- "$P" send 8M) || fail "supervised sen
 check_rate "send, cap 4 MiB/s" $((8 * MiB)) "$(field "$out" secs)" $((4 * MiB))
 out=$("$CTL" run -s ro -l 'recv=4MiB/s' -- "$P" send 8M) || fail "supervised recv failed"
 # Receives are charged what waits on the socket when they are made: a little less
-# than they move when data arrives meanwhile (docs/supervised.md), hence the wider ceiling.
+# than they move when data arrives meanwhile (docs/reference/supervised.md), hence the wider ceiling.
 check_rate "recv, cap 4 MiB/s" $((8 * MiB)) "$(field "$out" secs)" $((4 * MiB)) 0.75 1.25
 exit 0

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Threads the supervisor cannot see are charged, never let go (issue 49; docs/supervised.md
+# Threads the supervisor cannot see are charged, never let go (issue 49; docs/reference/supervised.md
 # "Threads the supervisor cannot see"): (a) as a user other than root, a static program
 # that makes itself non-dumpable (prctl(PR_SET_DUMPABLE, 0), as OpenSSH does) hides its
 # /proc counters and memory from its supervisor: one 16 MiB write under writes=8MiB/s

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# One name, two users (docs/containers.md): root's service V and user nobody's service
+# One name, two users (docs/reference/containers.md): root's service V and user nobody's service
 # V (root's `load` with `user: nobody`), each in its own spec. Root's spec names its
 # device V, nobody's V:u65534; Podman resolves both, and the device V is root's service
 # (the container's dd is held to root's rate and counted in root's segment), V:u65534

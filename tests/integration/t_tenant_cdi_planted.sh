@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Another user's files under /dev/shm never reach a spec (docs/containers.md): user
+# Another user's files under /dev/shm never reach a spec (docs/reference/containers.md): user
 # nobody puts a symbolic link to a root-only file at the name of a root service's
 # segment and at the host segment's, and a file of hers at another service name of
 # root's. `cdi generate` makes a device of root's real service only, says why not of the

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A container's takes count against the host's capacity (docs/shares.md "Containers"):
+# A container's takes count against the host's capacity (docs/reference/shares.md "Containers"):
 # services a (4 MiB/s, ceil 16) and b (8 MiB/s, ceil 16) share a capacity of 16 MiB/s;
 # a writes in a container (its device does not mount the host segment, so its takes
 # never charge the host's bucket), b on the host. a's processes publish their takes in

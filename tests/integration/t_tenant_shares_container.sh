@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# A container cannot change what the other services of its user get (docs/shares.md,
-# docs/containers.md): services a (4 MiB/s, ceil 16) and b (8 MiB/s, ceil 16) share a
+# A container cannot change what the other services of its user get (docs/reference/shares.md,
+# docs/reference/containers.md): services a (4 MiB/s, ceil 16) and b (8 MiB/s, ceil 16) share a
 # capacity of 16 MiB/s; a writer of each runs on the host. A container of service a
 # (Podman with a's device) then zeroes, in a loop and without the library, the state in
 # every file it can write under /dev/shm: the host segment's clocks (if the device mounts
@@ -10,7 +10,7 @@
 # container's own dd under a runs at a's rate, 4 MiB/s: without the host segment a rule
 # with a ceil is held to its guaranteed rate (not unlimited), and `stat` says so.
 # Scope process: under scope service a's buckets are in a's segment, its container's to
-# rewrite, and lifting its own service's cap is the documented limit (docs/containers.md).
+# rewrite, and lifting its own service's cap is the documented limit (docs/reference/containers.md).
 # timeout: 120
 # parallel: no (rates within 5%)
 . "$(dirname "$0")/lib/cdi_lib.sh"

@@ -6,7 +6,7 @@
 #    (its lines that start with *-...*; the table's global ones under GLOBAL OPTIONS),
 #  - the bash completion's _bonsaictl_opts_<command> lists exactly those spellings,
 #  - `bonsaictl help COMMAND` shows each of them,
-#  - every `bonsaictl COMMAND ...` the docs write (README.md, docs/*.md, docs/notes/*.md, the man pages,
+#  - every `bonsaictl COMMAND ...` the docs write (README.md, docs/**/*.md, the man pages,
 #    config/*.yaml comments) uses only options COMMAND has (words before " -- ").
 # Prints each disagreement and exits 1. Usage:
 #   tests/tools/check_cli_doc.sh BONSAICTL [REPO_ROOT]
@@ -89,7 +89,7 @@ done
 # man pages' bold (*bonsaictl set --wait*). An option word (-x, --xx, --xx=V) before
 # " -- " must be the command's or a global one.
 global=$(spellings '*')
-docs=(README.md docs/*.md docs/notes/*.md packaging/man/*.scd config/*.yaml)
+docs=(README.md docs/*.md docs/reference/*.md docs/guides/*.md docs/notes/*.md packaging/man/*.scd config/*.yaml)
 mentions=$(grep -noE 'bonsaictl +[a-z][-a-z]* [^`|]*' "${docs[@]}" 2>/dev/null | sed 's/[*_]//g')
 checked=0
 while IFS= read -r m; do

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The options check (`make test-options`, run by `make test`): every BONSAI_* variable
 # the library reads is a row of BONSAI_OPTIONS in libbonsai/runtime/options.h, and
-# docs/limits.md's table "Environment of a limited process" lists the same variables;
+# docs/reference/limits.md's table "Environment of a limited process" lists the same variables;
 # a row with a default shows it in the doc as "default `VALUE`". Prints each
 # disagreement and exits 1. Pure bash, grep and sed. Usage:
 #   tests/tools/check_options_doc.sh [REPO_ROOT]
@@ -10,7 +10,7 @@ set -u
 ROOT=${1:-$(cd "$(dirname "$0")/../.." && pwd)}
 cd "$ROOT" || exit 2
 HDR=libbonsai/runtime/options.h
-DOC=docs/limits.md
+DOC=docs/reference/limits.md
 
 # Rows: X(id, "NAME", Type, "default", "doc") -> NAME<TAB>default
 rows=$(grep -oE '^[[:space:]]*X\([a-z_0-9]+, "BONSAI_[A-Z_0-9]+", [A-Za-z]+, "[^"]*"' "$HDR" |

@@ -10,7 +10,7 @@
 # library but libc (compression's libzstd/liblz4 linked in, libseccomp opened on
 # demand) and imports nothing of the C++ runtime (a libstdc++.a member brings its
 # exception runtime, which mallocs a pool in every process at start).
-# And which libcs can load it (issue #48, docs/libc.md): the glibc build requires no
+# And which libcs can load it (issue #48, docs/reference/libc.md): the glibc build requires no
 # symbol version newer than GLIBC_2.17 (GLIBC_MAX), or glibc 2.17..2.33's loader
 # refuses it and the program does not start; a newer function is looked up at run
 # time (libbonsai/sys/late_bound.h), never linked. The musl build (its NEEDED is
@@ -81,7 +81,7 @@ else
     fail=1
     for n in $too_new; do
       echo "symbols: $LIB requires $n, newer than GLIBC_$GLIBC_MAX: an older glibc's loader refuses the library and" \
-        "the program does not start (look it up at run time: libbonsai/sys/late_bound.h; docs/libc.md)"
+        "the program does not start (look it up at run time: libbonsai/sys/late_bound.h; docs/reference/libc.md)"
     done
   fi
   newest=GLIBC_$newest

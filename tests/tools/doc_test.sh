@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # The doc test (`make test-docs`, run by `make test`): the docs cannot rot.
-#  0. The configuration keys the loader accepts, docs/config.md's table and
+#  0. The configuration keys the loader accepts, docs/reference/config.md's table and
 #     bonsai.yaml(5)'s KEYS are the same set.
 #  1. Every bonsai configuration the docs show passes `bonsaictl check`: each fenced
-#     ```yaml block of README.md, docs/*.md and docs/notes/*.md, each ``` block of the man pages, that
+#     ```yaml block of README.md and docs/**/*.md, each ``` block of the man pages, that
 #     has a top-level `version:`, `services:` or `host:` key (other YAML, such as a
 #     Prometheus scrape configuration, is not bonsai's), and every config/*.yaml.
 #     bonsai.yaml(5) names every shipped example (config/*.yaml). A password file the
@@ -16,6 +16,8 @@
 #     most 60 s, in a fresh directory holding `build` (the build under test) and
 #     `config`, under its own BONSAI_SHM_PREFIX, with `bonsaictl` on PATH; `make`
 #     lines are taken as done (the build is what is tested).
+#  3. Every relative link of a tracked Markdown file names a file of the tree, and its
+#     anchor a heading there (tests/tools/check_links.py).
 # Prints each failure (FILE:LINE of the block) and exits 1. Usage:
 #   tests/tools/doc_test.sh BUILD_DIR [REPO_ROOT]
 set -u
@@ -50,25 +52,25 @@ extract() {
   done <"$file"
 }
 mkdir -p "$TMP/blocks"
-for f in README.md docs/*.md docs/notes/*.md packaging/man/*.scd; do extract "$f"; done
+for f in README.md docs/*.md docs/reference/*.md docs/guides/*.md docs/notes/*.md packaging/man/*.scd; do extract "$f"; done
 
 # 0. Keys: every key the loader accepts (its kKeys lists, bonsaictl/config/) is a row
-# of docs/config.md's table and a definition in bonsai.yaml(5), and neither documents
+# of docs/reference/config.md's table and a definition in bonsai.yaml(5), and neither documents
 # a key the loader refuses.
 keys=$(grep -hoE 'kKeys = \{[^}]*\}?' bonsaictl/config/*.cc | grep -oE '"[a-z_0-9]+"' | tr -d '"' | sort -u)
 # A list that goes on to the next line: its continuation.
 keys=$(printf '%s\n' $keys $(grep -hA1 -E 'kKeys = \{[^}]*$' bonsaictl/config/*.cc | grep -v kKeys |
   grep -oE '"[a-z_0-9]+"' | tr -d '"') | sort -u)
-doc_keys=$(grep -oE '^\| `[a-z_0-9]+` \|' docs/config.md | grep -oE '[a-z_0-9]+' | sort -u)
+doc_keys=$(grep -oE '^\| `[a-z_0-9]+` \|' docs/reference/config.md | grep -oE '[a-z_0-9]+' | sort -u)
 # bonsai.yaml(5): "*key* (where)" at the start of a line, a section's "\t*key*:" or
 # "\t*key* (required):" inside it.
 man_keys=$(grep -oE '^(\*[a-z_0-9]+\* \(|'$'\t''\*[a-z_0-9]+\*( \(required\))?:)' packaging/man/bonsai.yaml.5.scd |
   grep -oE '\*[a-z_0-9]+\*' | tr -d '*' | sort -u)
 for k in $keys; do
-  grep -qx "$k" <<<"$doc_keys" || say "key '$k' (the loader's) is not a row of docs/config.md's table"
+  grep -qx "$k" <<<"$doc_keys" || say "key '$k' (the loader's) is not a row of docs/reference/config.md's table"
   grep -qx "$k" <<<"$man_keys" || say "key '$k' (the loader's) is not defined in packaging/man/bonsai.yaml.5.scd"
 done
-for k in $doc_keys; do grep -qx "$k" <<<"$keys" || say "docs/config.md documents key '$k', which the loader refuses"; done
+for k in $doc_keys; do grep -qx "$k" <<<"$keys" || say "docs/reference/config.md documents key '$k', which the loader refuses"; done
 for k in $man_keys; do grep -qx "$k" <<<"$keys" || say "bonsai.yaml(5) documents key '$k', which the loader refuses"; done
 
 # 1. Configurations.
@@ -147,5 +149,8 @@ for ((i = 1; i <= n; i++)); do
   done
 done
 
-[ $fail = 0 ] && echo "docs: ok ($(wc -w <<<"$keys") keys in config.md and bonsai.yaml(5); $yaml_ok configurations pass check, $yaml_other other YAML blocks; $ran runnable examples ran, $skipped skipped)"
+# 3. Links: every relative link of the Markdown files resolves, anchors included.
+python3 tests/tools/check_links.py "$ROOT" || fail=1
+
+[ $fail = 0 ] && echo "docs: ok ($(wc -w <<<"$keys") keys in reference/config.md and bonsai.yaml(5); $yaml_ok configurations pass check, $yaml_other other YAML blocks; $ran runnable examples ran, $skipped skipped)"
 exit $fail

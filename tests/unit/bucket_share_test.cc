@@ -336,7 +336,7 @@ TEST_CASE("shares: a container's published takes are held back, clamped to its g
 }
 
 TEST_CASE("shares: beside a container at its guarantee, a borrower gets what is left of the capacity", "[shares]") {
-  // docs/shares.md: capacity 16, a 4 (in a container: never charges the host) and b 8,
+  // docs/reference/shares.md: capacity 16, a 4 (in a container: never charges the host) and b 8,
   // both ceil 16. Without the hold-back b borrows a's guarantee too (16: 1.25x the
   // capacity with a's 4); with it, b runs at the capacity less a's published 4.
   for (bool hold : {false, true}) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Unit tests of libbonsai/abi/calls: the call table of the limit language (names,
 // directions, the reads/writes groups, did-you-mean suggestions, fd kind names),
-// checked against the lists written in docs/limits.md and docs/config.md ("Call names").
+// checked against the lists written in docs/reference/limits.md and docs/reference/config.md ("Call names").
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -14,7 +14,7 @@ using namespace bonsai;
 
 namespace {
 
-// docs/limits.md, "Call names": data calls by direction, then metadata calls.
+// docs/reference/limits.md, "Call names": data calls by direction, then metadata calls.
 constexpr std::string_view kReadCalls[] = {"read",     "pread",   "readv",    "preadv", "recv",
                                            "recvfrom", "recvmsg", "recvmmsg", "fread"};
 constexpr std::string_view kWriteCalls[] = {
@@ -32,7 +32,7 @@ CallMask mask_of(const std::string_view* names, size_t n) {
 
 }  // namespace
 
-TEST_CASE("calls: the table holds exactly the calls docs/limits.md names", "[calls]") {
+TEST_CASE("calls: the table holds exactly the calls docs/reference/limits.md names", "[calls]") {
   constexpr size_t design_count = std::size(kReadCalls) + std::size(kWriteCalls) + std::size(kMetaCalls);
   CHECK(kCallCount == design_count);
   for (auto lists : {std::pair{kReadCalls, std::size(kReadCalls)}, std::pair{kWriteCalls, std::size(kWriteCalls)},
@@ -76,7 +76,7 @@ TEST_CASE("calls: out-of-range ids are harmless", "[calls]") {
   CHECK_FALSE(call_is_data(CallId::count_));
 }
 
-TEST_CASE("calls: directions match docs/limits.md", "[calls]") {
+TEST_CASE("calls: directions match docs/reference/limits.md", "[calls]") {
   struct Row {
     const std::string_view* names;
     size_t n;

@@ -83,7 +83,7 @@ TEST_CASE("stream header recognition", "[compress]") {
 }
 
 TEST_CASE("the documented default level list is the one the library uses", "[compress]") {
-  // runtime/options.h's row (what docs/limits.md and the man page say) and
+  // runtime/options.h's row (what docs/reference/limits.md and the man page say) and
   // levels_default() (what a connection gets) must not drift apart.
   LevelList documented{}, used = levels_default();
   REQUIRE(levels_parse(bonsai::option_row(bonsai::Opt::compress_levels).def, documented) == nullptr);
@@ -224,7 +224,7 @@ TEST_CASE("every zstd level's stream parameters: bounded tables, no checksum, th
         CHECK(param_of(p, n, ZSTD_c_chainLog) <= static_cast<int>(kZstdChainLog));
         for (ZSTD_cParameter k : {ZSTD_c_searchLog, ZSTD_c_minMatch, ZSTD_c_targetLength, ZSTD_c_strategy})
           CHECK(param_of(p, n, k) >= 0);
-        CHECK(param_of(p, n, ZSTD_c_checksumFlag) == 0);  // docs/wire-format.md: no checksum
+        CHECK(param_of(p, n, ZSTD_c_checksumFlag) == 0);  // docs/reference/wire-format.md: no checksum
         CHECK(param_of(p, n, ZSTD_c_enableLongDistanceMatching) == (ldm ? 1 : -1));
         if (ldm) {
           CHECK(param_of(p, n, ZSTD_c_ldmHashLog) == static_cast<int>(kLdmHashLog));

@@ -2,7 +2,7 @@
 // Damaged compressed payloads through the receiver (rx_stream): bytes flipped and
 // payloads truncated inside the frames of every codec (lz4, each default zstd level,
 // two zstd streams, the 8 MiB window). The frame headers stay valid, so the damage
-// reaches the decoders themselves. What the receiver promises (docs/wire-format.md):
+// reaches the decoders themselves. What the receiver promises (docs/reference/wire-format.md):
 // a truncated payload is always a reset (ECONNRESET), never a byte of that frame;
 // a flipped byte is a reset or the stream decodes to the frame lengths the headers
 // say, the frames before the damaged one exact. The wire format has no checksum, so a
@@ -150,7 +150,7 @@ TEST_CASE("a flipped byte inside any codec's payload: a reset or the headers' le
           } else if (got == s.data) {
             ++exact;
           } else {
-            // Not detected: no checksum (docs/wire-format.md). Still exactly the lengths
+            // Not detected: no checksum (docs/reference/wire-format.md). Still exactly the lengths
             // the headers gave, never more or fewer bytes.
             ++undetected;
             CHECK(got.size() == s.data.size());

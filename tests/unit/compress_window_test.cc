@@ -98,7 +98,7 @@ TEST_CASE("the sender's zstd window holds 8 MiB: a repeat 6 MiB back is found, b
   CHECK(std::equal(got.begin(), got.end(), far_data.begin()));
 }
 
-TEST_CASE("workspace sizes per connection (docs/compression.md)", "[compress]") {
+TEST_CASE("workspace sizes per connection (docs/reference/compression.md)", "[compress]") {
   LevelList l = levels_default();
   size_t tx = tx_stream_size(l), rx = rx_stream_size();
   size_t tx2 = tx_stream_codec_extra_size(l), rx2 = rx_codec_extra_size(), rxw = rx_codec_wide_size();

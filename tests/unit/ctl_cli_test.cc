@@ -120,7 +120,7 @@ TEST_CASE("ctl: load is all or nothing; set and stat see the change; mode is 060
   unlink(bad.c_str());
 }
 
-TEST_CASE("ctl: stat JSON carries the docs/stat-json.md field names; rm refuses while attached") {
+TEST_CASE("ctl: stat JSON carries the docs/reference/stat-json.md field names; rm refuses while attached") {
   Prefix prefix;
   auto seg = Segment::open("svc", true, ShmScope::Process);
   uint64_t start;

@@ -145,7 +145,7 @@ TEST_CASE("limit_parse: call sets, groups and several rules", "[limit_parse]") {
   };
   for (const Row& r : rows) CHECK(parse_one(r.text).calls == r.calls);
 
-  SECTION("a docs/limits.md-style example, rules in order of appearance") {
+  SECTION("a docs/reference/limits.md-style example, rules in order of appearance") {
     LimitSet set;
     ParseError err;
     REQUIRE(limit_parse("read+pread=10MiB/s,send+sendfile=8MB/s:burst=256KiB,openat=200/s", set, err));

@@ -235,7 +235,7 @@ TEST_CASE("program_kind: the system's programs, by note and by section names", "
   if (access("/usr/bin/gofmt", X_OK) == 0) CHECK(notes("/usr/bin/gofmt") == ProgramKind::Go);
 }
 
-// Which build of the library a program's loader takes (issue #48, docs/libc.md).
+// Which build of the library a program's loader takes (issue #48, docs/reference/libc.md).
 TEST_CASE("program_libc: glibc's and musl's loaders, and every other", "[program_kind][libc]") {
   CHECK(program_libc("/lib64/ld-linux-x86-64.so.2", ELFCLASS64, EM_X86_64) == ProgramLibc::Glibc);
   CHECK(program_libc("/nix/store/abc-glibc-2.37/lib/ld-linux-x86-64.so.2", ELFCLASS64, EM_X86_64) == ProgramLibc::Glibc);

@@ -49,7 +49,7 @@ std::string rules_of(const ServiceConfig& s) {
 
 }  // namespace
 
-TEST_CASE("yaml: the docs/config.md example loads with its limits, scope and compression") {
+TEST_CASE("yaml: the docs/reference/config.md example loads with its limits, scope and compression") {
   Loaded l = load(R"(version: 1
 services:
   video:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The compression stats line at exit (BONSAI_COMPRESS_STATS, docs/compression.md):
+// The compression stats line at exit (BONSAI_COMPRESS_STATS, docs/reference/compression.md):
 // application and wire bytes each way, frames per method, chunks per level, the
 // workspaces' peak memory and refusals; also said on stderr at info level. Written by
 // runtime/stats_dump.h's one at-exit writer.

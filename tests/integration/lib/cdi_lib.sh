@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Helpers of the t_cdi_* tests (issue #47, docs/containers.md): Podman with the
+# Helpers of the t_cdi_* tests (issue #47, docs/reference/containers.md): Podman with the
 # settings this kind of machine needs, a CDI spec of this test's services in a file of
 # its own, containers named after the test, all removed at the end. Roots are the
 # Debian roots of the libc tests (lib/libc_lib.sh: mmdebstrap, cached in the build
@@ -8,7 +8,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/ctl_lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/libc_lib.sh"
 [ -x "$BONSAI_BUILD/cdi/bonsaictl" ] || fail "no $BONSAI_BUILD/cdi/bonsaictl (make builds it)"
-[ "$(id -u)" = 0 ] || skip "Podman with CDI devices from /var/run/cdi: run as root (rootless: docs/containers.md)"
+[ "$(id -u)" = 0 ] || skip "Podman with CDI devices from /var/run/cdi: run as root (rootless: docs/reference/containers.md)"
 need_cmd podman runc
 
 # Podman here: runc, cgroupfs, no network, and limits the sandbox can grant (it cannot
@@ -74,7 +74,7 @@ cwait() {
 # chost_pid NAME: the host pid of container NAME's first process.
 chost_pid() { podman inspect --format '{{.State.Pid}}' "$1"; }
 
-# bonsai's OCI runtime in front of runc (docs/containers.md).
+# bonsai's OCI runtime in front of runc (docs/reference/containers.md).
 OCI_RT=$BONSAI_BUILD/bonsai-oci-runtime
 
 ATTACH_SECS=10  # ctl_lib's wait_attached: a container starts in ~1 s, more on a loaded machine

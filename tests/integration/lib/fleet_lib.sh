@@ -7,7 +7,7 @@
 need_cmd redis-server redis-cli python3 dd timeout
 
 FLEET_BASE=$BONSAI_SHM_PREFIX
-FLEET_REPO=$(cd "$TLIB/../../.." && pwd)  # docs/fleet.md, bonsaictl/fleet/fleet_script.cc
+FLEET_REPO=$(cd "$TLIB/../../.." && pwd)  # docs/reference/fleet.md, bonsaictl/fleet/fleet_script.cc
 cleanup_hooks+=('for f in /dev/shm/${FLEET_BASE}h*; do [ -e "$f" ] && rm -rf "$f"; done')
 declare -a AGENT_PID WRITER_PID
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Helpers of the t_libc_* tests (issue #48, docs/libc.md): roots of other
+# Helpers of the t_libc_* tests (issue #48, docs/reference/libc.md): roots of other
 # distributions and of musl, and running a command in one. Sourced, never run.
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

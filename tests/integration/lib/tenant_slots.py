@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-# A tenant writing its service's segment (docs/containers.md: a container with the
+# A tenant writing its service's segment (docs/reference/containers.md: a container with the
 # device maps it read-write), as the t_tenant_slots* tests attack with it. The layout
 # is found in the file itself, the way a tenant with the headers would know it: the
 # pid namespaces' table is the base's last 4 KiB (kMaxSlots u32; the base is the whole
