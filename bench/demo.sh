@@ -36,6 +36,6 @@ ct_experiment "$dur" "$bstart" "$share" "$out/isolation.csv" "$out/isolation.png
 cat <<EOF
 How to read it: in run 1 A loses a large part of its rate as soon as B's readers start;
 in run 2 B is held at its cap by bonsai and A keeps (almost) all of its rate.
-Plot: $out/isolation.png   Data: $out/isolation.csv   Explanation: docs/demo.md
+Plot: $out/isolation.png   Data: $out/isolation.csv   Explanation: docs/guides/experiments.md
 Isolation curve (B at 5-50% of the device, bonsai vs the kernel's throttle): make bench -> build/bench/isolation_curve.{csv,png}, alone: BONSAI_BUILD=${CT_BUILD} bash bench/scenarios/isolation_curve.sh; docs/benchmarks.md
 EOF

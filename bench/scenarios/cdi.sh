@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Containers through CDI (issue #47, docs/containers.md), with the tight numbers the
+# Containers through CDI (issue #47, docs/reference/containers.md), with the tight numbers the
 # tests (t_cdi_*) hold loosely: dd of 8 MiB in a Debian bookworm container with the
 # device bonsai.dev/service=NAME under writes=2MiB/s takes 4 s (+-3%, dd's own time, REPS
 # runs); two such containers share the cap (each 4 MiB: the pair in 4 s); busybox-static's

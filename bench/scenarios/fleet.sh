@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Fleet-wide caps through Redis (issue 37, docs/fleet.md): N "hosts" on this machine, each
+# Fleet-wide caps through Redis (issue 37, docs/reference/fleet.md): N "hosts" on this machine, each
 # its own namespace (BONSAI_SHM_PREFIX) with its fleet agent (--host-id), one service `web`
 # capped at FLEET_CAP for all of them together, one dd writer per host, a private
 # redis-server (127.0.0.1, no persistence). Per N it measures:

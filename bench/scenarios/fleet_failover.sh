@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# What a Redis failover costs a fleet cap (docs/fleet.md, "Through a failover"): a
+# What a Redis failover costs a fleet cap (docs/reference/fleet.md, "Through a failover"): a
 # primary and a replica redis-server and three redis-sentinel on 127.0.0.1 (quorum 2,
 # down-after FLEET_FO_DOWN ms), N "hosts" (FLEET_FO_HOSTS, default 100: namespaces, an
 # agent each with --host-id, store: redis+sentinel://...) under one FLEET_FO_CAP cap,

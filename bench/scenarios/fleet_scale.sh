@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The lease script at fleet scale (issue 50, docs/fleet.md "Sizing"): N simulated hosts
+# The lease script at fleet scale (issue 50, docs/reference/fleet.md "Sizing"): N simulated hosts
 # call the real script (read from bonsaictl/fleet/fleet_script.cc, SCRIPT LOAD, EVALSHA)
 # over FLEET_SCALE_CONNS real connections to a private redis-server (127.0.0.1, no
 # persistence), each once per FLEET_SCALE_PERIOD at its own phase, every host busy (it

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# protect: (issue 52, docs/protect.md) on this machine's disk with fio, direct I/O:
+# protect: (issue 52, docs/reference/protect.md) on this machine's disk with fio, direct I/O:
 # tenant A (service db) 4 KiB random reads at 500 IOPS, tenant B (service batch) two
 # 1 MiB sequential readers. Run 1, unmanaged: both without bonsai. Run 2, managed: A
 # protected at p99 2500us, B squeezed (reads=4GB/s, floor 5MB/s) by the protect-agent

@@ -123,7 +123,7 @@ echo "supervised_share,,$frac,,$sv_n of $wr_n dd write calls" >>"$CSV"
 summary_row "strict: escape paths (raw syscall, int 0x80, glibc, stdio, static, Go, cp, env -i, setuid), worst |error| at 8 MiB/s" \
   "${worst}%" "-" "<= 1%" "$(verdict abs_le "$worst" 1)"
 # Held, not an escape: a supervised socket receive is charged what the supervisor saw
-# (the receive race, docs/limits.md: 3-17% over here), so it is reported apart.
+# (the receive race, docs/reference/limits.md: 3-17% over here), so it is reported apart.
 summary_row "strict: 32-bit recvmmsg_time64 (417) held under a reads cap, error (the supervised receive race)" \
   "${info_err:-nan}%" "-" "(info)" "-"
 summary_row "strict: 1-byte write(), limit never binds, cost / raw (preloaded alone)" "x$r_st (x$r_pre)" "-" "<= 1.5" \
