@@ -167,7 +167,7 @@ bool listener_send(int sock, int fd, uint32_t mark) {
   if (!why.empty() && !(notices.fetch_or(kNoticeRendezvous, std::memory_order_relaxed) & kNoticeRendezvous))
     sv_say(fmt::format("bonsaictl supervisor ({}): {}; until then each of the service's static programs starts a "
                        "supervisor of its own (said once for the service)\n", service, why));
-  SvServe sv{rv.fd, deny_io_uring};
+  SvServe sv{rv.fd, deny_io_uring, rv.dir_fd, rv.name};
   answer->pid = getpid();
   answer_give(answer, 1, "");
   munmap(answer, sizeof *answer);

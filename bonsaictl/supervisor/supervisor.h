@@ -29,6 +29,8 @@ struct SupervisorStats {
 struct SvServe {
   int accept_fd = -1;          // the service's join socket, listening (-1: none)
   bool deny_io_uring = true;   // the filter handed to joining programs denies io_uring
+  int dir_fd = -1;             // the rendezvous directory: the filter is published there
+  std::string service;         // the socket's name in it
 };
 inline constexpr uint64_t kSvLingerNs = 3'000'000'000;
 

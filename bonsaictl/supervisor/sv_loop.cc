@@ -59,7 +59,10 @@ SupervisorStats SvLoop::run() {
       ledger_.sweep();
       pacer_.sweep(now);
     }
-    if (trees_.finished(now)) break;
+    // Joiners read the filter for the limits in force where it is published.
+    lim_.refresh();
+    trees_.publish();
+    if (trees_.finished(now) && !trees_.drain_before_end()) break;
     fds.clear();
     size_t nl = 0, nj = 0;
     trees_.poll_fds(fds, nl, nj);
@@ -100,6 +103,7 @@ SupervisorStats SvLoop::run() {
   while (!trees_.listeners().empty()) listener_drop(trees_.listeners().size() - 1);
   timed_.stop();  // reads in flight: made, not answered (their tasks are gone), their descriptors closed
   trees_.close_joiners();
+  trees_.unpublish();
   ledger_.drop_all();
   seccomp_notify_free(req, resp);
   stats_.deferred = held_.deferred();

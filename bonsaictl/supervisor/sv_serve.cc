@@ -5,9 +5,13 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
 #include <cerrno>
 #include <cstring>
 #include <linux/seccomp.h>
@@ -89,25 +93,44 @@ bool SvJoinServer::join_filter() {
   return ok;
 }
 
-void SvJoinServer::join_accept() {
+bool SvJoinServer::join_accept() {
   for (int k = 0; k < 16; ++k) {
     int c = ::accept4(serve_.accept_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (c < 0) return;
+    if (c < 0) return false;
     lim_.refresh();
     // Only the supervisor's own user joins (its buckets are that user's service's), from
     // its pid namespace: the calls of a process it cannot see would go uncharged.
-    bool ok = sv_rendezvous_peer_ok(c) && join_filter() &&
-              ::send(c, join_bpf_.data(), join_bpf_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
-                  static_cast<ssize_t>(join_bpf_.size());
-    if (!ok) {
+    if (!sv_rendezvous_peer_ok(c)) {
       ::close(c);  // the program starts a supervisor of its own
       continue;
     }
-    joiners_.push_back(Joiner{c, mono_ns()});
+    // A program that loaded the published filter sent its listener without waiting; one
+    // that did not waits for the filter (a reply-free one may still be on its way: it
+    // ignores the filter, and its listener follows on the same connection).
+    if (join_receive(c)) {
+      ::close(c);
+      continue;
+    }
+    bool sent = join_filter() && ::send(c, join_bpf_.data(), join_bpf_.size(), MSG_NOSIGNAL | MSG_DONTWAIT) ==
+                                     static_cast<ssize_t>(join_bpf_.size());
+    const uint64_t now = mono_ns();
+    if (sent) {
+      joiners_.push_back(Joiner{c, now + kJoinerPatienceNs});
+    } else if (join_receive(c)) {  // it handed its listener over and went meanwhile
+      ::close(c);
+    } else if (unpublished_ns_ && now - unpublished_ns_ < kReplyFreeWindowNs) {
+      // The filter was withdrawn a moment ago: this may be a program that loaded it
+      // before and is about to hand its listener over. One waiting for an answer gets
+      // none and starts its own supervisor when this closes.
+      joiners_.push_back(Joiner{c, now + kReplyFreeWindowNs});
+    } else {
+      ::close(c);  // no filter to hand out: the program starts a supervisor of its own
+    }
   }
+  return true;
 }
 
-void SvJoinServer::join_receive(Joiner& j) {
+bool SvJoinServer::join_receive(int fd) {
   char byte;
   iovec v{&byte, 1};
   alignas(cmsghdr) char ctl[CMSG_SPACE(2 * sizeof(int))];
@@ -116,17 +139,21 @@ void SvJoinServer::join_receive(Joiner& j) {
   m.msg_iovlen = 1;
   m.msg_control = ctl;
   m.msg_controllen = sizeof ctl;
-  if (::recvmsg(j.fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT) != 1) return;
+  // A program that loaded the published filter closes its end with the filter sent to
+  // it unread: the first receive then reports ECONNRESET (once), its listener still queued.
+  ssize_t len = ::recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (len < 0 && errno == ECONNRESET) len = ::recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+  if (len != 1) return false;
   int fds[2] = {-1, -1};
   size_t n = 0;
   for (cmsghdr* c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len >= CMSG_LEN(sizeof(int))) {
       size_t k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
       for (size_t i = 0; i < k; ++i) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof fd);
-        if (n < 2) fds[n++] = fd;
-        else ::close(fd);
+        int got;
+        std::memcpy(&got, CMSG_DATA(c) + i * sizeof(int), sizeof got);
+        if (n < 2) fds[n++] = got;
+        else ::close(got);
       }
     }
   // The first must be a seccomp listener: one answers ENOENT for a notification id it
@@ -134,11 +161,68 @@ void SvJoinServer::join_receive(Joiner& j) {
   uint64_t id = 0;
   bool listener = fds[0] >= 0 && ::ioctl(fds[0], SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0 && errno == ENOENT;
   if (!listener || byte != 'L') {
-    for (int fd : fds)
-      if (fd >= 0) ::close(fd);
-    return;
+    for (int f : fds)
+      if (f >= 0) ::close(f);
+    return false;
   }
   listener_add(fds[0], fds[1]);
+  return true;
+}
+
+void SvJoinServer::publish() {
+  if (serve_.accept_fd < 0 || serve_.dir_fd < 0) return;
+  if (!join_filter()) {  // no filter to hand out: joiners take the round trip (and the trampoline)
+    if (published_seq_) unpublish();
+    return;
+  }
+  if (published_seq_ == join_seq_) return;
+  char name[96];
+  if (!sv_join_file_name(name, sizeof name, serve_.service.c_str())) return;
+  // Written aside and renamed: a joiner reads a whole file or none. The temporary name
+  // starts with a dot too (no service's socket) and is not a published name.
+  const std::string tmp = ".tmp." + std::to_string(::getpid()) + "." + serve_.service;
+  ::unlinkat(serve_.dir_fd, tmp.c_str(), 0);
+  int f = ::openat(serve_.dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (f < 0) return;
+  SvJoinHeader hd;
+  std::memcpy(&hd, join_bpf_.data(), sizeof hd);
+  SvJoinFileHeader fh{kSvJoinFileMagic, hd.insns, join_seq_, static_cast<int32_t>(::getpid()), 0};
+  const size_t body = join_bpf_.size() - sizeof hd;
+  struct stat st{};
+  bool ok = ::write(f, &fh, sizeof fh) == static_cast<ssize_t>(sizeof fh) &&
+            ::write(f, join_bpf_.data() + sizeof hd, body) == static_cast<ssize_t>(body) && ::fstat(f, &st) == 0;
+  ::close(f);
+  if (!ok || ::renameat(serve_.dir_fd, tmp.c_str(), serve_.dir_fd, name) != 0) {
+    ::unlinkat(serve_.dir_fd, tmp.c_str(), 0);
+    return;
+  }
+  published_seq_ = join_seq_;
+  published_dev_ = st.st_dev;
+  published_ino_ = st.st_ino;
+}
+
+void SvJoinServer::unpublish() {
+  if (!published_seq_ || serve_.dir_fd < 0) return;
+  published_seq_ = 0;
+  unpublished_ns_ = mono_ns();
+  char name[96];
+  struct stat st{};
+  if (sv_join_file_name(name, sizeof name, serve_.service.c_str()) &&
+      ::fstatat(serve_.dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == published_dev_ &&
+      st.st_ino == published_ino_)
+    ::unlinkat(serve_.dir_fd, name, 0);
+}
+
+bool SvJoinServer::drain_before_end() {
+  if (serve_.accept_fd < 0) return false;
+  unpublish();
+  // Shut to new connections (they are refused: the program starts its own supervisor);
+  // those already queued are still accepted.
+  ::shutdown(serve_.accept_fd, SHUT_RD);
+  while (join_accept()) {
+  }
+  serve_.accept_fd = -1;  // no joiner from here on; the socket is closed and removed at the end
+  return !listeners_.empty() || !joiners_.empty();
 }
 
 bool SvJoinServer::finished(uint64_t now) const {
@@ -163,11 +247,11 @@ void SvJoinServer::serve(std::vector<pollfd>& fds, size_t nl, size_t nj, int rea
   // A joiner is dropped once it sent its listener or hung up (it gave up waiting for the
   // filter: it runs the trampoline). Not on a short clock: one that has loaded the
   // filter and is about to send would lose its listener with the socket, and its
-  // limited calls would then fail. A same-user peer that never sends goes after 30 s.
+  // limited calls would then fail. A same-user peer that never sends goes at its deadline.
   for (size_t i = 0; i < joiners_.size();) {
     short ev = nj + i < fds.size() && fds[nj + i].fd == joiners_[i].fd ? fds[nj + i].revents : 0;
-    if (ev || mono_ns() - joiners_[i].since > 30'000'000'000) {
-      if (ev & POLLIN) join_receive(joiners_[i]);
+    if (ev || mono_ns() > joiners_[i].deadline) {
+      if (ev & POLLIN) join_receive(joiners_[i].fd);
       ::close(joiners_[i].fd);
       joiners_.erase(joiners_.begin() + static_cast<long>(i));
       fds.erase(fds.begin() + static_cast<long>(nj + i));

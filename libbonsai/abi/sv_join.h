@@ -89,6 +89,39 @@ inline size_t sv_join_via(char* out, size_t cap, int dirfd, const char* service)
   return n;
 }
 
+// The reply-free join. A joiner that waits for the filter waits for the supervisor to be
+// scheduled (1.4-2.1x a bare start on a busy machine). So the serving supervisor also
+// publishes the filter for the limits in force in the same directory, as the file
+// ".bpf.<service>" (a leading dot: no service name starts with one), header then
+// instructions, rewritten (write and rename) whenever the limits move. A joiner that
+// finds it (a regular file of its own user, no group or other bits, the exact size),
+// written by the very supervisor it connected to (`pid` against the connection's
+// SO_PEERCRED) for the limits in force now (`limits_seq` against the segment's), loads
+// it and hands its listener over without waiting for an answer: the listener queues on
+// the connection until the supervisor accepts it. Anything else: the round trip as
+// before. A supervisor about to end shuts its socket to new connections and takes what
+// is queued first (sv_serve.h), so no listener handed over this way is lost.
+inline constexpr uint32_t kSvJoinFileMagic = 0x464a5642;  // "BVJF"
+
+struct SvJoinFileHeader {
+  uint32_t magic;
+  uint32_t insns;       // struct sock_filter entries that follow
+  uint64_t limits_seq;  // the segment's limits sequence the filter was built for
+  int32_t pid;          // the supervisor that wrote it (as its pid namespace sees it)
+  uint32_t reserved;
+};
+
+// The published filter's name in the directory: ".bpf." SERVICE, NUL-terminated.
+// @return its length, 0 if it does not fit `cap`.
+inline size_t sv_join_file_name(char* out, size_t cap, const char* service) noexcept {
+  size_t n = 0;
+  if (!cap || !service || !*service || !detail::sv_join_put(out, cap - 1, n, ".bpf.") ||
+      !detail::sv_join_put(out, cap - 1, n, service))
+    return 0;
+  out[n] = '\0';
+  return n;
+}
+
 // Is the opened rendezvous directory (its fstat) one that `me` may use: a directory of
 // `me`'s with no group or other bits? Anything else was made by someone else (squatted
 // first) or opened up: the caller does not use it.

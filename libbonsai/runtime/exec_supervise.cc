@@ -21,6 +21,7 @@
 #include "log/blog.h"
 #include "runtime/exec_env.h"
 #include "runtime/exec_kind.h"
+#include "shm/shm_attach.h"
 #include "shm/shm_fd.h"
 #include "shm/shm_name.h"
 #include "sys/raw_stat.h"
@@ -173,7 +174,34 @@ bool same_pid_ns(int pid) noexcept {
   return pid_ns_of("/proc/self/ns/pid", d1, i1) && pid_ns_of(path, d2, i2) && d1 == d2 && i1 == i2;
 }
 
-// Connects to the service's rendezvous (abi/sv_join.h) and receives the filter.
+// The filter the serving supervisor published in the checked directory `d` (sv_join.h,
+// the reply-free join), read into `msg`. @return its header (magic 0 when there is none
+// to use: not there, not this user's alone, the wrong size).
+SvJoinFileHeader join_published(int d, const char* service, unsigned euid, JoinMsg& msg) noexcept {
+  SvJoinFileHeader hd{};
+  char name[96];
+  if (!sv_join_file_name(name, sizeof name, service)) return hd;
+  // O_NONBLOCK: a FIFO at the name must not hold the exec (it is refused below).
+  int f = static_cast<int>(raw_syscall6(SYS_openat, d, reinterpret_cast<long>(name),
+                                        O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0, 0, 0));
+  if (f < 0) return hd;
+  struct stat st;
+  SvJoinFileHeader got{};
+  bool ok = raw_fstat(f, st) == 0 && S_ISREG(st.st_mode) && st.st_uid == euid && (st.st_mode & 077) == 0 &&
+            raw_syscall6(SYS_pread64, f, reinterpret_cast<long>(&got), sizeof got, 0, 0, 0) ==
+                static_cast<long>(sizeof got) &&
+            got.magic == kSvJoinFileMagic && got.insns > 0 && got.insns <= kSvJoinMaxInsns &&
+            static_cast<uint64_t>(st.st_size) == sizeof got + got.insns * sizeof(sock_filter);
+  const long want = ok ? static_cast<long>(got.insns * sizeof(sock_filter)) : 0;
+  ok = ok && raw_syscall6(SYS_pread64, f, reinterpret_cast<long>(msg.insns), want, sizeof got, 0, 0) == want;
+  sys(SYS_close, f);
+  if (ok) hd = got;
+  return hd;
+}
+
+// Connects to the service's rendezvous (abi/sv_join.h) and takes the filter: the one
+// the supervisor published for the limits in force when it is there (the listener is
+// then handed over without waiting for an answer), else the one it sends.
 // @return the socket (moved to kJoinHandoffFd), or -1: the trampoline's way, which says
 // why when the rendezvous cannot be used (its supervisor does).
 int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
@@ -202,6 +230,7 @@ int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
   size_t n = 0;
   if (raw_fstat(d, st) != 0 || !sv_join_dir_ok(st, euid) || !(n = sv_join_via(a.sun_path, sizeof a.sun_path, d, service)))
     return sys(SYS_close, d), -1;
+  const SvJoinFileHeader published = join_published(d, service, euid, msg);
   // Non-blocking: a listener that never accepts (a full backlog) fails the connect with
   // EAGAIN instead of holding this exec.
   int s = static_cast<int>(sys(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
@@ -217,6 +246,17 @@ int join_connect(JoinMsg& msg, long& insns, int& peer) noexcept {
   if (raw_syscall6(SYS_getsockopt, s, SOL_SOCKET, SO_PEERCRED, reinterpret_cast<long>(&cr), reinterpret_cast<long>(&cl), 0) != 0 ||
       cr.uid != euid || !same_pid_ns(cr.pid))
     return fail();  // it gets no listener
+  // Published by this very supervisor for the limits in force now (an odd sequence is
+  // a rewrite under way): no answer to wait for.
+  const uint64_t seq_now = shm_limits_seq_now();
+  if (published.magic == kSvJoinFileMagic && published.pid == cr.pid && seq_now && !(seq_now & 1) &&
+      published.limits_seq == seq_now) {
+    insns = published.insns;
+    peer = cr.pid;
+    int h = static_cast<int>(sys(SYS_dup3, s, kJoinHandoffFd, O_CLOEXEC));
+    sys(SYS_close, s);
+    return h == kJoinHandoffFd ? h : -1;
+  }
   pollfd p{s, POLLIN, 0};
   if (sys(SYS_poll, reinterpret_cast<long>(&p), 1, kJoinWaitMs) != 1) return fail();
   long got = raw_syscall6(SYS_recvfrom, s, reinterpret_cast<long>(&msg), sizeof msg, MSG_DONTWAIT, 0, 0);

@@ -97,7 +97,10 @@ BONSAI_STARTUP bool limiter_init_once() noexcept {
   // BONSAI_SERVICE: the service segment's limits replace BONSAI_LIMITS and are
   // watched for live changes (see shm/shm_attach.h); on any problem, fail open.
   if (const char* service = option_env(Opt::service); service && *service) {
-    static ShmAttach att;  // zero-initialised; the constructor runs once
+    // On the stack: nothing of it is used after set-up (the watch keeps `att.seq`'s value,
+    // a pointer into the segment), and a page of .bss written here would be a fault of
+    // every service member's start.
+    ShmAttach att{};
     // The prefix again for the watch below, copied: option_env's values point into the
     // environment as it was at set-up, which a program may overwrite (setproctitle).
     static char prefix[72];

@@ -56,6 +56,10 @@ bool shm_lost() noexcept;
 // `problem` set (and false) if the new limits are unusable.
 bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexcept;
 
+// The segment's limits sequence as it is now (odd: being rewritten), 0 without a
+// segment or once it was lost: what the published join filter is checked against.
+uint64_t shm_limits_seq_now() noexcept;
+
 // Records in the slot that this process now enforces limits `seq` (bonsaictl set --wait).
 void shm_mark_seen(uint64_t seq) noexcept;
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Issue #34: what a process start touches of libbonsai.so. Each page of the library a
+# What a process start touches of libbonsai.so. Each page of the library a
 # start faults in costs every exec a few microseconds (sys/startup.h); set-up code sits
 # behind the headers, its small globals on .data's one page. tests/preload/startup_pages
 # reads its own page tables at main(): with the library and no setting, nothing of the
@@ -10,7 +10,7 @@
 # changes directory and executes another with an empty environment, under a relative and
 # an absolute LD_PRELOAD, still runs it with the library.
 # timeout: 30
-. "$(dirname "$0")/lib/lib.sh"
+. "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog startup_pages
 probe=$PRE/startup_pages
 case $LIB in /*) ;; *) fail "LIB is not absolute: $LIB" ;; esac
@@ -27,6 +27,18 @@ for i in 1 2 3; do
   note "an unknown BONSAI_ variable: $out"
   [ "$(field "$out" far_windows)" = 0 ] || fail "an unknown BONSAI_* variable: touched far code or constants: $out"
   [ "$(field "$out" bss_pages)" -le 1 ] || fail "an unknown BONSAI_* variable: more than the kept settings' .bss page: $out"
+done
+
+# A service member: attaching (the segment mapped and checked, a slot claimed) runs code
+# kept beside the start-up code (the Makefile's ATTACH_SRC): it touches no window of code
+# or constants that a start with BONSAI_LIMITS does not touch too (their .rodata).
+"$CTL" run -s pages -- /bin/true || fail "bonsaictl run -s pages"
+lim=$(bare LD_PRELOAD=$LIB BONSAI_LIMITS='write=1GiB/s' "$probe") || fail "startup_pages with limits: $lim"
+svc=$(bare LD_PRELOAD=$LIB BONSAI_SHM_PREFIX="$BONSAI_SHM_PREFIX" BONSAI_SERVICE=pages BONSAI_SHM_UID=$(id -u) "$probe") ||
+  fail "startup_pages as a service member: $svc"
+note "limits: $lim; service member: $svc"
+for w in $(field "$svc" far_offsets | tr ',' ' '); do
+  case ,$(field "$lim" far_offsets), in *,"$w",*) ;; *) fail "a service member's start touched code at $w that a start with limits does not: $svc (nm -n $LIB)" ;; esac
 done
 
 # Handed down at exec: the path as loaded when absolute, resolved at start when relative.

@@ -6,7 +6,7 @@
 # 6x: a loaded machine slows the supervised loop more than the bare one; bench/scenarios/
 # sv_start.sh has the tight number); (b) joined children are held to the service's cap, and their supervisor's messages reach their stderr; (c) with the
 # shared supervisor killed, the next child starts its own and is capped.
-# timeout: 45
+# timeout: 60
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static
 need_cmd busybox file
@@ -43,4 +43,20 @@ out=$("$CTL" run -s kill --scope service -l 'write=4MiB/s' -- sh -c \
 [ "$(field "$out" killed)" = 1 ] || fail "the shared supervisor was not found: $out"
 check_rate "a child after its service's supervisor was killed, cap 4 MiB/s" $((4 * MiB)) "$(field "$out" secs)" \
   $((4 * MiB)) 0.85 1.15
+
+# (d) reply-free: no poll and no receive on the join socket in the child; the published
+# filter follows `set` (a child started after read= is added has its reads held).
+need_cmd strace
+head -c $((2 * MiB)) /dev/zero > "$T/in2m"
+out=$("$CTL" run -s rf --scope service -l 'write=64MiB/s' -- sh -c \
+  "$BB true; ls -lna \"\$(dirname \"\$(ls -d /dev/shm/\${BONSAI_SHM_PREFIX}bonsai-sv.*.d)/x\")\"; \
+   strace -f -qq -e trace=connect,poll,ppoll,recvfrom,recvmsg,sendmsg -o '$T/rf.trace' sh -c '$BB true'; \
+   '$CTL' set rf 'write=64MiB/s,read=4MiB/s' > /dev/null; $S read $T/in2m" 2> "$T/rf.err") ||
+  fail "reply-free children: $(cat "$T/rf.err")"
+printf '%s\n' "$out" | grep -q '^-rw------- .* \.bpf\.rf$' || fail "no published filter .bpf.rf (0600) beside the socket: $out"
+grep -q 'connect(.*/rf"' "$T/rf.trace" || fail "the traced child did not join: $(cat "$T/rf.trace")"
+grep -q 'sendmsg(1017' "$T/rf.trace" || fail "the traced child handed no listener over: $(cat "$T/rf.trace")"
+! grep -Eq '(poll|recvfrom|recvmsg)\(' "$T/rf.trace" || fail "the traced child waited for the supervisor: $(cat "$T/rf.trace")"
+check_rate "a child after set added read=4MiB/s (the published filter followed)" $((2 * MiB)) \
+  "$(printf '%s\n' "$out" | sed -n 's/.*secs=//p' | tail -1)" $((4 * MiB)) 0.8 1.2
 exit 0
