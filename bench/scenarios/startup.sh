@@ -90,6 +90,9 @@ pre=$(get spawn preload 5)
 summary_row "process start, $TRUE x$STARTS (wall time, ratio to raw $(get spawn raw 4) ms)" \
   "preload $pre, limits $(get spawn limits 5), service $(get spawn service 5); sh loop: preload $(get shell preload 5), bonsaictl run $(get shell bonsaictl_run 5)" \
   "-" "preload <= 1.15" "$(verdict le "$pre" 1.15)"
+svc=$(get spawn service 5)
+summary_row "process start as a member of a running service, $TRUE x$STARTS (wall time / raw)" "$svc" "-" \
+  "service <= 1.15" "$(verdict le "$svc" 1.15)"
 summary_row "process start, $TRUE x$STARTS (CPU time, ratio to raw $(get spawn raw 6) ms)" \
   "preload $(get spawn preload 7), limits $(get spawn limits 7), service $(get spawn service 7)" "-" "(info)" "-"
 echo "startup: $CSV" >&2

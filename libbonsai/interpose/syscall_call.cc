@@ -155,6 +155,7 @@ using wrap::at;
 [[gnu::noinline]] long uring_setup_seen(long r) {
   if (r >= 0 && limiter_active()) {
     int saved = errno;
+    limiter_attach_if_pending();  // the slot that tells `stat`: a service member may not have one yet
     shm_mark_flag(kSlotUring);
     BONSAI_LOG_ONCE(LogLevel::Warn, "this process set up an io_uring: what it moves through the ring is NOT "
                     "limited (BONSAI_IO_URING=deny or bonsaictl run --io-uring=deny makes programs fall back to "

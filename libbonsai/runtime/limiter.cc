@@ -13,6 +13,7 @@
 #include "runtime/host_clock.h"
 #include "runtime/limiter_install.h"
 #include "runtime/limiter_local.h"
+#include "runtime/limiter_setup.h"
 #include "runtime/limiter_state.h"
 #include "runtime/ticket.h"
 #include "runtime/ticket_count.h"
@@ -90,7 +91,7 @@ struct WaitPlan {
 // the ticket moves to the bucket that continues its rule. @return false if it may go
 // now (its rule removed, no limits, or the new view unreadable).
 bool retime(WaitPlan* w) noexcept {
-  uint64_t seq = g_limiter.watch.seq->load(std::memory_order_acquire);
+  uint64_t seq = g_limiter.watch.seq.load(std::memory_order_acquire)->load(std::memory_order_acquire);
   if (g_limiter.seen_seq.load(std::memory_order_relaxed) != seq) limiter_refresh_slow();
   w->seen = seq;
   const LimitsView* nv = g_limiter.view.load(std::memory_order_acquire);
@@ -121,7 +122,7 @@ bool retime(WaitPlan* w) noexcept {
 // wait (retime). Apart from its caller so that no local of the caller lives across the
 // cancellation buffer's setjmp.
 [[gnu::noinline]] void sleep_to_turn(WaitPlan* w) noexcept {
-  const std::atomic<uint64_t>* watch = g_limiter.watch.seq;
+  const std::atomic<uint64_t>* watch = g_limiter.watch.seq.load(std::memory_order_acquire);
   for (int round = 0; w->deadline && round < 8;) {
     // A fleet lease that runs out first wakes the wait: the fallback re-times it.
     uint64_t until = fleet_lapse_wake(w->deadline);
@@ -201,7 +202,7 @@ uint64_t ticket_wait_slow(Ticket& t, bool cancellable, uint64_t need) noexcept {
     ShmSlot* slot = shm_wait_begin();  // seen by `bonsaictl set --wait`
     WaitPlan w{&t, {}, false, false, &b, tat, deadline, late_seen, offset, slack,
                g_limiter.seen_seq.load(std::memory_order_relaxed), cancellable};
-    if (g_limiter.watch.seq) {  // the rule, to find it again if the limits change
+    if (g_limiter.watch.seq.load(std::memory_order_relaxed)) {  // the rule, to find it again if the limits change
       w.rule = rule_load(t.view, t.bucket);
       w.have_rule = view_gen(t.view) == t.gen;
     }
@@ -269,8 +270,8 @@ unsigned thread_lane_assign() noexcept {
 void limiter_refresh_slow() noexcept {
   // One installer at a time: a thread that finds another installing (or a signal
   // handler interrupting one) leaves seen_seq alone and looks again at its next call.
-  if (!limiter_install_begin()) return;
-  uint64_t seq = g_limiter.watch.seq->load(std::memory_order_acquire);
+  if (!limiter_install_begin()) return limiter_attach_wait();
+  uint64_t seq = g_limiter.watch.seq.load(std::memory_order_acquire)->load(std::memory_order_acquire);
   g_limiter.seen_seq.store(seq, std::memory_order_relaxed);
   if (g_limiter.watch.refresh) g_limiter.watch.refresh();
   limiter_install_end();

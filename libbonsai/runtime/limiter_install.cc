@@ -76,7 +76,7 @@ BONSAI_STARTUP void limiter_update_fast_view() noexcept {
     return v;
   }();
   const LimitsView* fast = nullptr;
-  if (g_limiter.state.load(std::memory_order_relaxed) != kUninit && !g_limiter.counters && !g_limiter.watch.seq) {
+  if (g_limiter.state.load(std::memory_order_relaxed) != kUninit && !g_limiter.counters && !g_limiter.watch.seq.load(std::memory_order_relaxed)) {
     const LimitsView* v = g_limiter.view.load(std::memory_order_relaxed);
     if (!v) fast = &unlimited;
     else if (!v->table.fd_sensitive) fast = v;

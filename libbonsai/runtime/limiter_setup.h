@@ -12,6 +12,13 @@ namespace bonsai {
 // our constructor ran and re-entered. @return true if the limiter is active.
 bool limiter_init_once() noexcept;
 
+// A service member maps its segment at its first limited call (shm/shm_attach.h): a
+// thread that finds another one doing it waits until it is done (bounded).
+void limiter_attach_wait() noexcept;
+// Attaches now if this process has not yet (for what is recorded in its slot outside a
+// limited call: a denied io_uring, a rule held without the host segment).
+void limiter_attach_if_pending() noexcept;
+
 inline bool limiter_active() noexcept {
   int s = g_limiter.state.load(std::memory_order_acquire);
   if (s == kActive) [[likely]] return true;

@@ -21,8 +21,11 @@ namespace bonsai {
 
 // Where the limits may change under us (a shared-memory segment): the library
 // compares `*seq` with `seen` on every call and calls `refresh` on a change.
+// `seq` moves once in a service member's life (from the pending attach to the segment's
+// sequence, limiter_setup.cc), by the one installer: an atomic, read acquire (a plain load
+// on x86). `refresh` is read and written by the installer only (limiter_install_begin).
 struct LimitsWatch {
-  const std::atomic<uint64_t>* seq;  // nullptr: limits never change
+  std::atomic<const std::atomic<uint64_t>*> seq;  // nullptr: limits never change
   void (*refresh)() noexcept;
 };
 

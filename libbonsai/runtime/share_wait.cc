@@ -105,7 +105,7 @@ void share_wait_cancelled(void* slot) {
 // Sleeps to the deadline; a change of the limits ends the sleep (the call then goes:
 // at most one refill early). @return false if the limits changed.
 [[gnu::noinline]] bool share_sleep(ShareSleep* s) noexcept {
-  const std::atomic<uint64_t>* watch = g_limiter.watch.seq;
+  const std::atomic<uint64_t>* watch = g_limiter.watch.seq.load(std::memory_order_acquire);
   wait_until(s->deadline + s->offset, g_limiter.opts.spin_ns, s->cancellable, watch, s->seen);
   return !(watch && watch->load(std::memory_order_acquire) != s->seen);
 }

@@ -49,8 +49,8 @@ bool ticket_read_view(Ticket& t, const LimitsView* v, int fd) noexcept __attribu
 
 // Finds the call's bucket (fd < 0: no descriptor). Fast: a few loads and a lookup.
 inline Ticket ticket_for(CallId call, int fd) noexcept {
-  if (g_limiter.watch.seq) [[unlikely]] {
-    if (g_limiter.watch.seq->load(std::memory_order_acquire) != g_limiter.seen_seq.load(std::memory_order_relaxed))
+  if (const std::atomic<uint64_t>* w = g_limiter.watch.seq.load(std::memory_order_acquire)) [[unlikely]] {
+    if (w->load(std::memory_order_acquire) != g_limiter.seen_seq.load(std::memory_order_relaxed))
       limiter_refresh_slow();
   }
   const LimitsView* v = g_limiter.view.load(std::memory_order_acquire);

@@ -4,6 +4,7 @@
 #include "shm/shm_attach.h"
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <ctime>
 #include <fcntl.h>
@@ -35,6 +36,7 @@ constinit int g_claim_pid = 0;
 constinit uint64_t g_claim_start = 0;
 constinit uint64_t g_claim_epoch = 0;
 constinit std::atomic<uint64_t> g_installed_seq{0};
+constinit bool g_fork_unclaimed = false;  // a forked child that has not claimed its slot yet
 constexpr int kReadTries = 1000;
 
 // A system call, not the vDSO: a start that reads no other clock would fault in three
@@ -83,7 +85,7 @@ ShmSlot* claim_for(int pid, uint64_t seen_seq, bool forked, const char* hint = n
     kp = &known;
   } else if (uint64_t h[4]; hint && hint_number(hint, ':', h[0]) && hint_number(hint, ':', h[1]) &&
                                 hint_number(hint, ':', h[2]) && hint_number(hint, '\0', h[3]) &&
-                                h[0] == static_cast<uint64_t>(pid) && h[1] == start) {
+                                h[0] == static_cast<uint64_t>(pid) && (h[1] == start || (h[1] == 0 && h[2] >= kMaxSlots))) {
     known.index = h[2] < kMaxSlots ? static_cast<unsigned>(h[2]) : kMaxSlots;
     known.none = known.index == kMaxSlots;
     known.epoch = h[3];
@@ -130,11 +132,17 @@ bool in_user_namespace() {
 
 }  // namespace
 
-bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap,
-                const char* slot_hint) noexcept {
-  out = ShmAttach{};
+namespace {
+// What shm_open_service found, for shm_map_service: the descriptor it kept, its size.
+constinit size_t g_open_size = 0;
+constinit char g_open_service[kServiceNameMax + 1] = {};
+constinit char g_open_path[256] = {};
+}  // namespace
+
+bool shm_open_service(const char* service, const char* prefix, char* why, size_t cap) noexcept {
   char path[256];
-  if (!prefix) prefix = "";
+  char none = '\0';  // no prefix: not a "" in .rodata (a page a start touches nowhere else)
+  if (!prefix) prefix = &none;
   if (!shm_prefix_valid(prefix)) return fail(why, cap, "BONSAI_SHM_PREFIX '%s' is not a valid name", prefix);
   // The segment's owner: BONSAI_SHM_UID (set by bonsaictl run, so a child that
   // changed uid still looks for the same segment), else the effective uid.
@@ -176,13 +184,33 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
     raw_close(static_cast<int>(fd));
     return fail(why, cap, "service '%s': %s is truncated or not a bonsai segment", service, path);
   }
+  // Kept from now on (handed down at exec, shm_fd.h): a process that changes uid or
+  // closes every descriptor before its first limited call still maps this very file.
+  shm_keep_fd(static_cast<int>(fd), st, path);
+  g_open_size = file_size;
+  size_t i = 0;
+  for (; service[i] && i < kServiceNameMax; ++i) g_open_service[i] = service[i];
+  g_open_service[i] = '\0';
+  for (i = 0; path[i] && i + 1 < sizeof g_open_path; ++i) g_open_path[i] = path[i];
+  g_open_path[i] = '\0';
+  return true;
+}
+
+bool shm_map_service(ShmAttach& out, char* why, size_t cap, const char* slot_hint) noexcept {
+  out = ShmAttach{};
+  const char* service = g_open_service;
+  const char* path = g_open_path;
+  const long fd = shm_kept_fd();
+  struct stat st;
+  // The descriptor kept at start is the segment still (shm_fd.h guards it against close
+  // loops); its size is what the checks below are made against.
+  if (fd < 0 || raw_fstat(static_cast<int>(fd), st) != 0 || static_cast<size_t>(st.st_size) != g_open_size)
+    return fail(why, cap, "service '%s': %s changed or was closed since this process started", service, path);
+  const size_t file_size = g_open_size;
   // The base, the directory and the sections a newer bonsai may have added (bounded).
   const size_t map_len = shm_map_size(file_size, sizeof(ShmSegment));
   void* p = mmap(nullptr, map_len, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
-  if (p == MAP_FAILED) {
-    raw_close(static_cast<int>(fd));
-    return fail(why, cap, "service '%s': cannot map %s", service, path);
-  }
+  if (p == MAP_FAILED) return fail(why, cap, "service '%s': cannot map %s", service, path);
   auto* seg = static_cast<ShmSegment*>(p);
   // From here on a truncation of the file must not kill us (SIGBUS): see shm_guard.h.
   shm_guard_register(p, map_len);
@@ -196,7 +224,6 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
     const bool lost = shm_guard_lost(p);
     shm_guard_unregister(p);
     munmap(p, map_len);
-    raw_close(static_cast<int>(fd));
     if (problem == kShmNewerLayout && !lost) {
       if (said) {
         if (cap) why[0] = '\0';  // said already by another process of the service
@@ -211,7 +238,6 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
     return fail(why, cap, "service '%s': %s", service, problem);
   }
   g_seg = seg;
-  shm_keep_fd(static_cast<int>(fd), st, path);  // handed down at exec (shm_fd.h)
   out.seq = &seg->limits.seq;
   if (seqlock_read(seg->limits, out.limits, out.limits_seq, kReadTries)) {
     out.limits_problem = limits_problem(out.limits);
@@ -233,18 +259,33 @@ bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* w
 
 size_t shm_slot_hint(char* out, size_t cap) noexcept {
   int pid = g_claim_pid;
-  if (!g_seg || pid <= 0 || raw_getpid() != pid || cap < 12 + 4 * 21) return 0;
-  ShmSlot* slot = __atomic_load_n(&g_slot, __ATOMIC_RELAXED);
-  uint64_t index = slot ? slot_index(*g_seg, *slot) : kMaxSlots;
+  uint64_t start = g_claim_start, index = kMaxSlots, epoch = g_claim_epoch;
+  if (g_fork_unclaimed && g_seg && cap >= 12 + 4 * 21) {
+    // A forked child that claimed nothing (it claims at its first call): the new image
+    // holds no slot either. Said with no start time (a "none" hint needs none: whoever
+    // else reads it holds no slot of this pid either) and the epoch as it is now, read
+    // through the descriptor (its page is not mapped in this child yet).
+    pid = raw_getpid();
+    start = 0;
+    epoch = 0;
+    long fd = shm_kept_fd();
+    if (fd < 0 || raw_syscall4(SYS_pread64, fd, reinterpret_cast<long>(&epoch), sizeof epoch,
+                               static_cast<long>(offsetof(ShmSegment, exited.slot_epoch))) != sizeof epoch)
+      return 0;
+  } else {
+    if (!g_seg || pid <= 0 || raw_getpid() != pid || cap < 12 + 4 * 21) return 0;
+    ShmSlot* slot = __atomic_load_n(&g_slot, __ATOMIC_RELAXED);
+    if (slot) index = slot_index(*g_seg, *slot);
+  }
   size_t n = 0;
   for (const char* s = "BONSAI_SLOT="; *s; ++s) out[n++] = *s;
   n += put_number(out + n, static_cast<uint64_t>(pid));
   out[n++] = ':';
-  n += put_number(out + n, g_claim_start);
+  n += put_number(out + n, start);
   out[n++] = ':';
   n += put_number(out + n, index);
   out[n++] = ':';
-  n += put_number(out + n, g_claim_epoch);
+  n += put_number(out + n, epoch);
   out[n] = '\0';
   return n;
 }
@@ -272,9 +313,24 @@ bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexce
   return problem == nullptr;
 }
 
+bool shm_open_layout_ours() noexcept {
+  struct {
+    uint64_t magic;
+    uint32_t version;
+  } head{};
+  long fd = shm_kept_fd();
+  return fd >= 0 && raw_syscall4(SYS_pread64, fd, reinterpret_cast<long>(&head), sizeof head, 0) == sizeof head &&
+         head.magic == kShmMagic && head.version == BONSAI_ABI_VERSION;
+}
+
 uint64_t shm_limits_seq_now() noexcept {
-  if (!g_seg || shm_lost()) return 0;
-  return g_seg->limits.seq.load(std::memory_order_acquire);
+  if (g_seg) return shm_lost() ? 0 : g_seg->limits.seq.load(std::memory_order_acquire);
+  uint64_t seq = 0;
+  long fd = shm_kept_fd();
+  if (fd < 0 || raw_syscall4(SYS_pread64, fd, reinterpret_cast<long>(&seq), sizeof seq,
+                             static_cast<long>(offsetof(ShmSegment, limits.seq))) != static_cast<long>(sizeof seq))
+    return 0;
+  return seq;
 }
 
 void shm_mark_seen(uint64_t seq) noexcept {
@@ -293,10 +349,16 @@ void shm_mark_flag(uint32_t bit) noexcept {
   if (ShmSlot* slot = __atomic_load_n(&g_slot, __ATOMIC_RELAXED)) slot->flags.fetch_or(bit, std::memory_order_relaxed);
 }
 
+void shm_fork_drop_slot() noexcept {
+  g_slot = nullptr;
+  g_fork_unclaimed = true;
+}
+
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept {
   if (!g_seg) return current;
   uint64_t seen = g_slot ? g_slot->seen_seq.load(std::memory_order_relaxed) : 0;
   g_slot = claim_for(static_cast<int>(getpid()), seen, true);
+  g_fork_unclaimed = false;
   return g_slot ? &g_slot->counters : fallback;
 }
 

@@ -24,15 +24,26 @@ struct ShmAttach {
   const char* limits_problem;        // non-null: `limits` unusable (why)
 };
 
-// Maps the segment of `service` (under `prefix`, may be null) and claims a slot.
+// A service member attaches in two steps. At start, shm_open_service opens and checks
+// the segment of `service` (under `prefix`, may be null) and keeps its descriptor (uid
+// changes and exec hand it down: shm_fd.h); no page of it is touched. At the process's
+// first limited call (runtime/limiter_setup.cc), shm_map_service maps it, checks it and
+// claims a slot: a process that makes none (most of a shell script's) costs a start as
+// little as the library alone, and is not listed by `bonsaictl stat`.
+// @return true, or false with `why` set (one line; empty when the problem is one said
+// once per service and another process said it).
+bool shm_open_service(const char* service, const char* prefix, char* why, size_t cap) noexcept;
 // `slot_hint`: BONSAI_SLOT as the image before this exec left it (may be null), used
 // only if it names this very process (pid and start time).
-// @return true with `out` filled; false with `why` set (one line) and nothing mapped;
-// `why` is empty when the problem is one said once per service and another process said it.
-bool shm_attach(const char* service, const char* prefix, ShmAttach& out, char* why, size_t cap,
-                const char* slot_hint = nullptr) noexcept;
+// @return true with `out` filled; false with `why` set and nothing mapped.
+bool shm_map_service(ShmAttach& out, char* why, size_t cap, const char* slot_hint = nullptr) noexcept;
 
-// True once shm_attach succeeded in this process.
+// After shm_open_service: is the segment of this build's layout (magic and version, read
+// through the descriptor)? Not: the caller maps it at once, so that what is wrong with
+// it (a newer bonsai's) is said at start, once for the service, as before.
+bool shm_open_layout_ours() noexcept;
+
+// True once shm_map_service succeeded in this process.
 bool shm_attached() noexcept;
 
 // Shares without the host segment: adds `units` taken at a guaranteed rate of a rule that
@@ -58,6 +69,7 @@ bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexce
 
 // The segment's limits sequence as it is now (odd: being rewritten), 0 without a
 // segment or once it was lost: what the published join filter is checked against.
+// Read through the kept descriptor while the segment is not mapped yet.
 uint64_t shm_limits_seq_now() noexcept;
 
 // Records in the slot that this process now enforces limits `seq` (bonsaictl set --wait).
@@ -79,7 +91,11 @@ void shm_mark_flag(uint32_t bit) noexcept;
 // written). @return its length (0: nothing to hand down).
 size_t shm_slot_hint(char* out, size_t cap) noexcept;
 
-// In a forked child (atfork handler): claims a slot of its own.
+// In a forked child (atfork handler): the parent's slot is not this process's (counts
+// must not go there); the child claims its own at its first call (shm_fork_counters).
+void shm_fork_drop_slot() noexcept;
+
+// In a forked child: claims a slot of its own.
 // @return its counters; `fallback` if no slot was free; `current` if not attached.
 ProcessCounters* shm_fork_counters(ProcessCounters* current, ProcessCounters* fallback) noexcept;
 

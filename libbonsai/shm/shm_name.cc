@@ -2,7 +2,9 @@
 // Segment names (see shm_name.h).
 #include "shm/shm_name.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "abi/shm_abi.h"
 #include "sys/str_build.h"
@@ -39,12 +41,16 @@ size_t shm_segment_name(char* buf, size_t cap, std::string_view prefix, unsigned
 
 size_t shm_segment_path(char* buf, size_t cap, std::string_view prefix, unsigned uid,
                         std::string_view service) noexcept {
-  constexpr std::string_view kDir = "/dev/shm";
-  if (cap <= kDir.size()) return 0;
-  size_t n = shm_segment_name(buf + kDir.size(), cap - kDir.size(), prefix, uid, service);
+  // "/dev/shm" as one 8-byte immediate, not a constant in .rodata: every service
+  // member's start builds this path, and a page of constants it touches nowhere else
+  // would be a fault of its own (sys/startup.h).
+  constexpr uint64_t kDir = 0x6d68732f7665642full;  // "/dev/shm", little-endian
+  constexpr size_t kDirLen = 8;
+  if (cap <= kDirLen) return 0;
+  size_t n = shm_segment_name(buf + kDirLen, cap - kDirLen, prefix, uid, service);
   if (!n) return 0;
-  for (size_t i = 0; i < kDir.size(); ++i) buf[i] = kDir[i];
-  return n + kDir.size();
+  std::memcpy(buf, &kDir, kDirLen);
+  return n + kDirLen;
 }
 
 std::string_view shm_service_of_file(std::string_view file, std::string_view prefix, unsigned uid) noexcept {

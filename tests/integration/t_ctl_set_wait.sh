@@ -9,9 +9,11 @@
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd dd sleep
 
-"$CTL" run -s w -l 'write=1MiB/s' -- sleep 60 &
+# An idle member: a call (the redirection's open and close) attaches it, then it sleeps.
+IDLE='exec 3< /dev/null; exec 3<&-; exec sleep 60'
+"$CTL" run -s w -l 'write=1MiB/s' -- sh -c "$IDLE" &
 p1=$!
-"$CTL" run -s w -- sleep 60 &
+"$CTL" run -s w -- sh -c "$IDLE" &
 p2=$!
 # 256 KiB writes at 1 MiB/s: dd sleeps ~250 ms per write, so it is almost always
 # asleep in a wait when set runs (with 4 KiB writes it was between two waits often
@@ -19,7 +21,7 @@ p2=$!
 # this test wants to see).
 "$CTL" run -s w -- dd if=/dev/zero of=/dev/null bs=256k count=100000 status=none &
 p3=$!
-"$CTL" run -s w -- sleep 60 &
+"$CTL" run -s w -- sh -c "$IDLE" &
 p4=$!
 cleanup_hooks+=("kill $p1 $p2 $p3 $p4 2>/dev/null")
 wait_attached w 4
