@@ -53,7 +53,8 @@ summary_row "ctl: live set reaches process ($sets sets, p50 ${set_p50} ms)" "max
 
 # ---- 2. stat with 64 attached processes ----
 for i in $(seq 1 64); do
-  "$CTL" run -s many -- sleep 120 &
+  # A member attaches at its first interposed call: the redirection's open and close.
+  "$CTL" run -s many -- sh -c 'exec 3< /dev/null; exec 3<&-; exec sleep 120' &
   pids+=($!)
 done
 wait_attached many 64
