@@ -155,7 +155,7 @@ int ctl_main(int argc, char** argv) {
     return kExitUsage;
   }
   if (name == "sv-exec") return sv_exec_main(argc - 2, argv + 2);  // internal, never parsed as options
-  if (name == "version" || name == "--version")  // the release, then what it reads and writes (docs/reference/upgrades.md)
+  if (name == "version" || name == "--version")  // the release, then what it reads and writes (docs/upgrades.md)
     return fmt::print("bonsaictl {}\nsegment layout {} (reads {}..{})\nwire format {} (decodes 1..{})\n", kVersion,
                       BONSAI_ABI_VERSION, kShmOldestLayout, BONSAI_ABI_VERSION, compress::kWireVersion, compress::kWireVersion),
            kExitOk;

@@ -178,7 +178,7 @@ std::string stat_table(const ServiceStat& s) {
     out += fmt::format("  WARNING: its section directory was written over ({}): caps and counters are kept (the base), "
                        "later sections are not used; a process of the service (or its container) wrote it\n",
                        s.layout_damage);
-  // A segment the previous release made (docs/reference/upgrades.md): said here, once per service.
+  // A segment the previous release made (docs/upgrades.md): said here, once per service.
   if (s.layout && s.layout < BONSAI_ABI_VERSION) {
     out += fmt::format("  segment layout {} (made by bonsai 0.2.0): read and written in place; its processes keep it\n",
                        s.layout);

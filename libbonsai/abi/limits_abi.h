@@ -38,7 +38,7 @@ struct Rule {
                     // many millionths of a unit, < 10^6. In bytes layout 14 kept as padding
                     // (always zero there), so a whole rate reads the same in every release,
                     // and a reader that predates it takes the rate rounded up: close, never
-                    // zero (docs/reference/upgrades.md). Read and written through rule_rate_micro and
+                    // zero (docs/upgrades.md). Read and written through rule_rate_micro and
                     // rule_set_rate*, never alone.
   uint64_t ceil;    // shares: the most it may reach borrowing idle capacity, whole units;
                     // 0 or not above the rate: no borrowing (a hard cap at the rate)

@@ -3,7 +3,7 @@
 // shared by libbonsai (which trusts none of it) and bonsaictl (which owns it).
 // Plain fixed-size data: no pointers.
 //
-// Releases read what the release before them made (docs/reference/upgrades.md). Since layout 15 a
+// Releases read what the release before them made (docs/upgrades.md). Since layout 15 a
 // segment is the *base* -- ShmSegment below, frozen exactly as layout 14 (the release
 // 0.2.0) laid it out -- followed by a section directory (ShmSectionDir) listing whatever
 // later layouts add, each section by id, offset and size. So:

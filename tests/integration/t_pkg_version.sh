@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The package's version (packaging/deb.sh, docs/reference/upgrades.md): VERSION where there is no
+# The package's version (packaging/deb.sh, docs/upgrades.md): VERSION where there is no
 # .git; in a git clone from `git describe`: VERSION at a commit tagged vVERSION (another
 # tag there refused), VERSION~gitN.gHASH N commits after the last release tag, and in a
 # clone without tags (a CI checkout) N counted from the commit that set VERSION, never

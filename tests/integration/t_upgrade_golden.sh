@@ -7,7 +7,7 @@
 # limit, and the fleet service started by 0.2.0 is told about once in `stat`. A segment
 # of a layout newer than this build reads is said as such: by `stat`, and by the
 # library once for the whole service (not once per process), and so is a host segment of
-# shares of a newer layout. docs/reference/upgrades.md.
+# shares of a newer layout. docs/upgrades.md.
 # timeout: 90
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_cmd zstd python3 dd

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 # The compressed streams 0.2.0's sender wrote (tests/golden/wire/: each level, wire format
 # 4) are decoded by this build's receiver byte for byte: a receiver upgraded before its
-# senders keeps every compressed connection (docs/reference/upgrades.md, docs/reference/wire-format.md).
+# senders keeps every compressed connection (docs/upgrades.md, docs/reference/wire-format.md).
 # The replaying sender runs without the library: it writes the stream's bytes as they are.
 # timeout: 30
 . "$(dirname "$0")/lib/lib.sh"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The package upgraded under a running service (docs/reference/upgrades.md, "Upgrading a host"):
+# The package upgraded under a running service (docs/upgrades.md, "Upgrading a host"):
 # the previous release's .deb (built from this clone's history by
 # tests/golden/build_prev_deb.sh, `make prev-deb`) is installed with dpkg -i; its
 # bonsaictl runs a service whose shell execs one 2 MiB dd after another under

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The upgrade of a running service (issue 63, docs/reference/upgrades.md): a service started by the
+# The upgrade of a running service (issue 63, docs/upgrades.md): a service started by the
 # previous release (0.2.0's library, built from this clone's tag by
 # tests/golden/build_prev.sh; its layout-14 segment from tests/golden/) whose shell execs
 # a 2 MiB dd at a time under writes=2MiB/s; the library at the path it preloads is then

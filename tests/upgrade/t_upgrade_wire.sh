@@ -4,7 +4,7 @@
 # (the previous release's library, make prev-lib) to this build's receiver, and this
 # build's sender to a 0.2.0 receiver, over 127.0.0.1, for each level and the default
 # policy: the bytes arrive exact, and compressed (a sender of this release writes what the
-# previous one decodes: docs/reference/wire-format.md, docs/reference/upgrades.md).
+# previous one decodes: docs/reference/wire-format.md, docs/upgrades.md).
 # timeout: 60
 . "$(dirname "$0")/../integration/lib/lib.sh"
 need_cmd cmp
