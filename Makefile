@@ -94,6 +94,12 @@ ATTACH_SRC := shm/shm_attach shm/shm_check shm/shm_name shm/shm_slots shm/shm_pr
               shm/seqlock runtime/fleet_lapse runtime/limiter_install
 to_startup = objcopy --rename-section .text=.text.startup $@
 ATTACH_OBJ := $(ATTACH_SRC:%=$(OBJ)/libbonsai/%.o)
+# The same for data: the files whose zero-initialised globals a start writes (the
+# service's segment name and descriptor, the prefix, then the environment kept for exec,
+# whose store is large but used from its start) are linked first, so their .bss shares the
+# page after .data with crtbegin's flag that every exit writes: no page of their own.
+STARTUP_BSS_SRC := shm/shm_fd shm/shm_attach runtime/limiter_setup runtime/exec_env
+startup_first = $(foreach s,$(STARTUP_BSS_SRC),$(filter $(1)/libbonsai/$(s).o,$(2))) $(filter-out $(STARTUP_BSS_SRC:%=$(1)/libbonsai/%.o),$(2))
 
 $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 	@mkdir -p $(@D)
@@ -101,7 +107,7 @@ $(OBJ)/libbonsai/%.o: libbonsai/%.cc
 
 $(LIBBONSAI): $(LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
-	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(LIB_OBJ) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
+	$(call say,LINK,$@)$(CXX) $(OPT) -shared -o $@ $(call startup_first,$(OBJ),$(LIB_OBJ)) -Wl,--version-script=libbonsai/bonsai.map -Wl,--no-undefined \
 	  -Wl,-Bsymbolic-functions -Wl,-z,now -Wl,-z,relro -static-libstdc++ -static-libgcc $(LIB_LDLIBS)
 
 # ---- the musl build (issue #48, docs/reference/libc.md) ----
@@ -153,7 +159,7 @@ $(MUSL_OBJ)/libbonsai/shm/shm_slots.o: VERSION
 $(LIBBONSAI_MUSL): $(MUSL_LIB_OBJ) libbonsai/bonsai.map
 	@mkdir -p $(@D)
 	$(call say,LINK,$@)$(CXX) $(OPT_release) $(MUSL_LDFLAGS) -o $@ $(MUSL_LIBDIR)/crti.o \
-	  $$($(CXX) -print-file-name=crtbeginS.o) $(MUSL_LIB_OBJ) -Wl,--exclude-libs,ALL \
+	  $$($(CXX) -print-file-name=crtbeginS.o) $(call startup_first,$(MUSL_OBJ),$(MUSL_LIB_OBJ)) -Wl,--exclude-libs,ALL \
 	  $$($(CXX) -print-file-name=libzstd.a) $$($(CXX) -print-file-name=liblz4.a) -L$(MUSL_LIBDIR) -lc \
 	  $$($(CXX) -print-libgcc-file-name) $$($(CXX) -print-file-name=crtendS.o) $(MUSL_LIBDIR)/crtn.o
 

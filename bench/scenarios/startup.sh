@@ -3,7 +3,8 @@
 # Start-up cost (issue #34): every process of a service pays for the library at exec.
 # Two measurements, each with its variants interleaved round by round (a busy moment of
 # the machine hits them alike), medians of the rounds, ratios to raw:
-#   spawn: spawn_loop starts /bin/true STARTS times per round under each environment:
+#   spawn: spawn_loop starts /bin/true STARTS times per round under each environment, the
+#          variants in turn start by start (-i: a slow minute of the machine hits all alike):
 #          raw; LD_PRELOAD only; LD_PRELOAD + BONSAI_LIMITS; and what `bonsaictl run`
 #          hands its children (LD_PRELOAD, BONSAI_SERVICE of an existing service, which
 #          each process attaches to). The driver itself runs without the library.
@@ -40,7 +41,7 @@ note "startup ($BENCH): $ROUNDS rounds of $STARTS starts of $TRUE, 4 environment
 # before issue #34's third pass.
 P=BONSAI_SHM_PREFIX
 OTHERS=$(env | sed -n 's/^\(BONSAI_[A-Za-z0-9_]*\)=.*/\1/p' | { grep -vx "$P" || true; } | tr '\n' ' ')
-"$HELP/spawn_loop" -n "$STARTS" -r "$ROUNDS" -v "raw $P $OTHERS" -v "preload $P $OTHERS LD_PRELOAD=$LIB" \
+"$HELP/spawn_loop" -i -n "$STARTS" -r "$ROUNDS" -v "raw $P $OTHERS" -v "preload $P $OTHERS LD_PRELOAD=$LIB" \
   -v "limits $P $OTHERS LD_PRELOAD=$LIB BONSAI_LIMITS=$LIMITS" \
   -v "service $OTHERS LD_PRELOAD=$LIB BONSAI_SERVICE=$SVC BONSAI_SHM_UID=$(id -u)" -- "$TRUE" >"$BENCH_TMP/spawn.txt" ||
   die "spawn_loop failed"

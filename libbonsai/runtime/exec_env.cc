@@ -34,17 +34,29 @@ struct Kept {
   bool service;       // names the service: not added to a child given another service
 };
 
+// The kept settings and the library's path, copied at set-up. Zero-initialised, its
+// file linked first (Makefile, STARTUP_BSS_SRC): its used start shares a page that
+// every start touches anyway.
 constinit char g_store[16384] = {};
 BONSAI_STARTUP_DATA constinit size_t g_store_used = 0;
 BONSAI_STARTUP_DATA constinit Kept g_kept[kMaxKept] = {};
 BONSAI_STARTUP_DATA constinit size_t g_kept_n = 0;
 BONSAI_STARTUP_DATA constinit const char* g_service = nullptr;  // our BONSAI_SERVICE value (in g_store)
 // The library's path as loaded and as handed down (absolute): the loader's own string
-// when it is absolute, else copies made at set-up (the working directory may change).
+// when it is absolute, else copies in g_store made at set-up (the working directory may
+// change).
 BONSAI_STARTUP_DATA constinit const char* g_lib = nullptr;
 BONSAI_STARTUP_DATA constinit const char* g_lib_as_loaded = nullptr;
-constinit char g_lib_buf[PATH_MAX] = {};
-constinit char g_lib_as_loaded_buf[PATH_MAX] = {};
+
+// Copies s[0, len) and a NUL to g_store. @return the copy, nullptr if it is full.
+BONSAI_STARTUP const char* store_copy(const char* s, size_t len) {
+  if (len >= sizeof g_store - g_store_used) return nullptr;
+  char* copy = g_store + g_store_used;
+  std::memcpy(copy, s, len);
+  copy[len] = '\0';
+  g_store_used += len + 1;
+  return copy;
+}
 
 long raw_fcntl(int fd, int cmd, long arg) { return raw_syscall3(SYS_fcntl, fd, cmd, arg); }
 
@@ -85,9 +97,7 @@ BONSAI_STARTUP void capture_one(const char* e, void* preload) {
     blog(LogLevel::Warn, "too many or too long BONSAI_* settings: '%.40s' is not handed down to executed programs", e);
     return;
   }
-  char* copy = g_store + g_store_used;
-  std::memcpy(copy, e, len);
-  g_store_used += len;
+  const char* copy = store_copy(e, len - 1);
   size_t name_len = static_cast<size_t>(eq - e) + 1;
   bool service = known && (o == Opt::service || o == Opt::shm_uid);
   g_kept[g_kept_n++] = Kept{copy, name_len, service};
@@ -147,23 +157,23 @@ BONSAI_STARTUP void exec_env_capture() noexcept {
   if (g_kept_n == 0) return;
   const link_map* self = self_link_map();
   const char* name = self ? self->l_name : nullptr;
-  if (!name || !*name || std::strlen(name) >= sizeof g_lib_as_loaded_buf) return;
+  if (!name || !*name || std::strlen(name) >= PATH_MAX) return;
   const char* choice = nullptr;
   size_t choice_len = choice_entry(preload, &choice);
-  if (choice_len && choice[0] == '/' && choice_len < sizeof g_lib_buf) {  // as written; l_name: as loaded
-    std::memcpy(g_lib_buf, choice, choice_len);
-    g_lib_buf[choice_len] = '\0';
-    g_lib = g_lib_buf;
-    g_lib_as_loaded = name;
+  if (choice_len && choice[0] == '/' && choice_len < PATH_MAX) {  // as written; l_name: as loaded
+    if (const char* copy = store_copy(choice, choice_len)) {
+      g_lib = copy;
+      g_lib_as_loaded = name;
+    }
     return;
   }
   if (name[0] == '/') {
     g_lib = g_lib_as_loaded = name;
     return;
   }
-  std::strcpy(g_lib_as_loaded_buf, name);
-  g_lib_as_loaded = g_lib_as_loaded_buf;
-  if (realpath(name, g_lib_buf)) g_lib = g_lib_buf;
+  g_lib_as_loaded = store_copy(name, std::strlen(name));
+  char resolved[PATH_MAX];
+  if (g_lib_as_loaded && realpath(name, resolved)) g_lib = store_copy(resolved, std::strlen(resolved));
 }
 
 const char* exec_env_kept(const char* name_eq) noexcept {

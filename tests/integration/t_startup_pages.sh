@@ -6,7 +6,7 @@
 # reads its own page tables at main(): with the library and no setting, nothing of the
 # code past its first 128 KiB (no far function, no .rodata) and no .bss page; with a
 # BONSAI_* variable the library does not know (handed down at exec, so kept), at most
-# the one .bss page of the kept settings. Then the handing down itself: a program that
+# the one .bss page of the kept settings, and a service member no other. Then the handing down itself: a program that
 # changes directory and executes another with an empty environment, under a relative and
 # an absolute LD_PRELOAD, still runs it with the library.
 # timeout: 30
@@ -37,6 +37,9 @@ lim=$(bare LD_PRELOAD=$LIB BONSAI_LIMITS='write=1GiB/s' "$probe") || fail "start
 svc=$(bare LD_PRELOAD=$LIB BONSAI_SHM_PREFIX="$BONSAI_SHM_PREFIX" BONSAI_SERVICE=pages BONSAI_SHM_UID=$(id -u) "$probe") ||
   fail "startup_pages as a service member: $svc"
 note "limits: $lim; service member: $svc"
+# Its small globals (the segment's name and descriptor, the prefix) share the kept
+# settings' page (the Makefile's STARTUP_BSS_SRC, linked first): no .bss page of its own.
+[ "$(field "$svc" bss_pages)" -le 1 ] || fail "a service member's start wrote more than the kept settings' .bss page: $svc (nm -n $LIB)"
 for w in $(field "$svc" far_offsets | tr ',' ' '); do
   case ,$(field "$lim" far_offsets), in *,"$w",*) ;; *) fail "a service member's start touched code at $w that a start with limits does not: $svc (nm -n $LIB)" ;; esac
 done
