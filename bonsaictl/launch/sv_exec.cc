@@ -124,10 +124,13 @@ int sv_exec_main(int argc, char** argv) {
     plan.serve = true;  // the service's later static children join this supervisor
     uint64_t seq;
     if (!seqlock_read(seg->seg().limits, plan.limits, seq, 1000)) runtime_error("cannot read the service's limits");
-    seg->guarded([&] { plan.protect = seg->seg().protect.calls.load(std::memory_order_relaxed) & kSvTimedCalls; });
+    uint64_t protect = 0;
+    seg->guarded([&] { protect = seg->seg().protect.calls.load(std::memory_order_relaxed); });
+    plan.protect = protect & kSvTimedCalls;
     // Inside a strict tree its supervisor holds the program already (sv_launch.h). A
-    // protected service's reads are timed by the supervisor (sv_protect.h), limits or not.
-    if ((plan.limits.count > 0 || plan.protect) && !sv_inside_strict()) sv_launch(plan);
+    // protected service's reads are timed by the supervisor (sv_protect.h), limits or not
+    // (the library asks the same before it starts this trampoline: abi/sv_join.h).
+    if (sv_service_supervised(plan.limits.count, protect) && !sv_inside_strict()) sv_launch(plan);
   } catch (const std::exception& e) {
     std::string why = e.what();  // sv_launch speaks to `run`'s user: what it says of --no-supervise does not apply
     if (size_t cut = why.find("; nothing was started"); cut != std::string::npos) why.resize(cut);

@@ -36,8 +36,11 @@ SvRendezvous sv_rendezvous_open(const std::string& service, const std::string& p
 void sv_rendezvous_close(SvRendezvous& r);
 
 // May the peer of the accepted connection `sock` join: a process of this user (no root
-// exception) that this supervisor can see, in its own pid namespace? A process it
-// cannot see would be neither charged nor counted.
-bool sv_rendezvous_peer_ok(int sock);
+// exception) that this supervisor can see (its pid in this namespace is not 0), and with
+// `same_ns` in this very pid namespace (a procfs lookup)? A process it cannot see would
+// be neither charged nor counted. A listener handed over unasked needs no more: its
+// sender checked that this supervisor is in its own namespace (abi/sv_join.h); the
+// filter is sent only to a peer of this namespace.
+bool sv_rendezvous_peer_ok(int sock, bool same_ns);
 
 }  // namespace bonsai::ctl

@@ -11,6 +11,7 @@
 
 #include "abi/calls.h"
 #include "abi/limits_abi.h"
+#include "abi/sv_join.h"  // kSvTimedCalls
 #include "abi/syscall_table.h"
 
 namespace bonsai::ctl {
@@ -24,10 +25,6 @@ inline const SvSyscall* sv_syscall(int nr) noexcept { return syscall_entry(nr); 
 
 // Every supervised system call (for tests and docs).
 inline std::span<const SvSyscall> sv_syscalls() noexcept { return syscall_table(); }
-
-// The calls a supervisor can time for `protect:` (sv_protect.h): the reads at an offset
-// of their own, pread and preadv (preadv2 is preadv); not read and readv.
-inline constexpr CallMask kSvTimedCalls = call_bit(CallId::pread) | call_bit(CallId::preadv);
 
 // The call names a system call of `s` may be charged under (its own, its alternative,
 // and for a zero-copy call the reads of its source).

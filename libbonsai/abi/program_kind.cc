@@ -140,7 +140,7 @@ ProgramKind judge_elf(int fd, const unsigned char* head, size_t got, GoLook look
       if (loader) note_loader(fd, ph.p_offset, ph.p_filesz, head, got, head[EI_CLASS], eh.e_machine, *loader);
     } else if (ph.p_type == PT_NOTE && !go) go = note_is_go(fd, ph.p_offset, ph.p_filesz, head, got);
   }
-  if (!go && look == GoLook::Sections) go = sections_say_go<E>(fd, eh);
+  if (!go && (look == GoLook::Sections || (look == GoLook::DynamicSections && dynamic))) go = sections_say_go<E>(fd, eh);
   return go ? ProgramKind::Go : dynamic ? ProgramKind::Dynamic : ProgramKind::Static;
 }
 

@@ -28,7 +28,10 @@ enum class GoLook : uint8_t {
   Notes,     // Go's build-id note only: what the headers' first read holds (enough where
              // only the loader matters: bonsaictl's sv-exec and cdi)
   Sections,  // and the section names: a few more reads at the end of the file (bonsaictl
-             // run, and the library at every exec of a service's processes)
+             // run and the OCI runtime)
+  DynamicSections,  // the section names of a dynamic program only: a static one is
+                    // supervised whether Go's or not (the library at every exec of a
+                    // service's processes: three reads less per static child)
 };
 
 // Which build of the library a dynamic program's loader can take (see

@@ -29,7 +29,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "abi/calls.h"
+
 namespace bonsai {
+
+// The calls a supervisor can time for `protect:` (bonsaictl/supervisor/sv_protect.h): the
+// reads at an offset of their own, pread and preadv (preadv2 is preadv); not read and readv.
+inline constexpr CallMask kSvTimedCalls = call_bit(CallId::pread) | call_bit(CallId::preadv);
+
+// Does a static or Go program of the service need a supervisor? A limit in force, or a
+// protected call the supervisor times. bonsaictl's trampoline decides by it, and the
+// library before starting the trampoline at all: a static child of a service without
+// either is executed as asked (no exec of bonsaictl per child, ~8 ms).
+inline bool sv_service_supervised(uint32_t limit_count, uint64_t protect_calls) noexcept {
+  return limit_count > 0 || (protect_calls & kSvTimedCalls) != 0;
+}
 
 // A change of this protocol (messages or rendezvous) changes it: a joiner and a
 // supervisor of different versions then never take each other's word.

@@ -127,6 +127,7 @@ void exec_supervised(const char* path, char* const* argv, char* const* e) {
     errno = err;
     return;
   }
+  if (!exec_supervise_needed(r)) return;  // no limit: executed as asked, like the trampoline would
   real::execve(r.path, r.argv, r.envp);
   exec_supervise_failed(r, path, errno);
 }
@@ -156,7 +157,7 @@ int spawn_supervised(const char* path, char* const* argv, char* const* e, Spawn&
   done = false;
   char* slots[kSvSlots];
   SvRedirect r;
-  if (!path || !exec_supervise_plan(path, argv, e, slots, kSvSlots, r)) return 0;
+  if (!path || !exec_supervise_plan(path, argv, e, slots, kSvSlots, r) || !exec_supervise_needed(r)) return 0;
   int rc = spawn(r.path, r.argv, r.envp);
   if (rc == 0) {
     done = true;

@@ -25,7 +25,7 @@ using ExecKind = ProgramKind;
 // Judges the file at `path` (Other: missing, unreadable, not ELF, not a regular file);
 // `loader`: a dynamic program's loader and the libc it belongs to.
 inline ExecKind exec_kind_of(const char* path, ProgramLoader* loader = nullptr) noexcept {
-  return program_kind(path, GoLook::Sections, nullptr, 0, loader);
+  return program_kind(path, GoLook::DynamicSections, nullptr, 0, loader);
 }
 
 // The file execvp() would run for `file` (a name without '/' is looked for in `path_env`,

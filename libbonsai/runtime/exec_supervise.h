@@ -21,6 +21,7 @@ struct SvRedirect {
   char* const* envp;
   void* mapped;       // unmapped by exec_supervise_undo
   size_t mapped_len;
+  bool foreign;       // a dynamic program of another libc ("sv-exec --libc")
 };
 
 // Is this process in a service (BONSAI_SERVICE captured at set-up)? One scan of a
@@ -53,6 +54,13 @@ bool exec_supervise_plan(const char* path, char* const* argv, char* const* envp,
 // supervisor says what is wrong with the rendezvous. Only for an exec made in the
 // process itself (execve and its family, not posix_spawn).
 bool exec_supervise_join(SvRedirect& r, const char* path) noexcept;
+
+// Is the trampoline needed for `r`, when no running supervisor was joined? Not for a
+// static or Go program of a service without a limit or a timed protected call
+// (abi/sv_join.h, sv_service_supervised): the trampoline would start no supervisor and
+// execute it as asked, so the caller does that itself (no exec of bonsaictl, ~8 ms per
+// child). Unmaps `r`'s memory when it answers false. Raw system calls only.
+bool exec_supervise_needed(SvRedirect& r) noexcept;
 
 // After the trampoline's exec failed (`err`): says so once; the caller then runs the
 // program as asked, unsupervised. Unmaps. errno kept.

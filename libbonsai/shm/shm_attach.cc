@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "abi/sv_join.h"
 #include "shm/seqlock.h"
 #include "shm/shm_fd.h"
 #include "shm/shm_check.h"
@@ -331,6 +332,31 @@ uint64_t shm_limits_seq_now() noexcept {
                              static_cast<long>(offsetof(ShmSegment, limits.seq))) != static_cast<long>(sizeof seq))
     return 0;
   return seq;
+}
+
+bool shm_service_supervised() noexcept {
+  uint64_t seq = 0, again = 0, protect = 0;
+  uint32_t count = 0;
+  if (g_seg) {
+    if (shm_lost()) return true;
+    seq = g_seg->limits.seq.load(std::memory_order_acquire);
+    count = __atomic_load_n(&g_seg->limits.set.count, __ATOMIC_RELAXED);
+    protect = g_seg->protect.calls.load(std::memory_order_relaxed);
+    again = g_seg->limits.seq.load(std::memory_order_acquire);
+  } else {
+    const long fd = shm_kept_fd();
+    auto at = [fd](void* to, size_t len, size_t off) {
+      return raw_syscall4(SYS_pread64, fd, reinterpret_cast<long>(to), static_cast<long>(len), static_cast<long>(off)) ==
+             static_cast<long>(len);
+    };
+    if (fd < 0 || !shm_open_layout_ours() || !at(&seq, sizeof seq, offsetof(ShmSegment, limits.seq)) ||
+        !at(&count, sizeof count, offsetof(ShmSegment, limits.set.count)) ||
+        !at(&protect, sizeof protect, offsetof(ShmSegment, protect.calls)) ||
+        !at(&again, sizeof again, offsetof(ShmSegment, limits.seq)))
+      return true;
+  }
+  if (seq == 0 || (seq & 1) || seq != again || count > kMaxRules) return true;
+  return sv_service_supervised(count, protect);
 }
 
 void shm_mark_seen(uint64_t seq) noexcept {

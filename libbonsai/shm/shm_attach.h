@@ -72,6 +72,12 @@ bool shm_limits_fetch(LimitSet& out, uint64_t& seq, const char*& problem) noexce
 // Read through the kept descriptor while the segment is not mapped yet.
 uint64_t shm_limits_seq_now() noexcept;
 
+// Would the service's static children be supervised now (abi/sv_join.h,
+// sv_service_supervised)? Read from the mapping, or through the kept descriptor while it
+// is not mapped yet. true when it cannot tell for sure (no segment, another layout, a
+// change under way): the trampoline then decides. Raw system calls only (after vfork).
+bool shm_service_supervised() noexcept;
+
 // Records in the slot that this process now enforces limits `seq` (bonsaictl set --wait).
 void shm_mark_seen(uint64_t seq) noexcept;
 

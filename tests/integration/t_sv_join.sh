@@ -5,7 +5,8 @@
 # per child, not a bonsaictl exec and a new supervisor each (11x bare before, here at most
 # 6x: a loaded machine slows the supervised loop more than the bare one; bench/scenarios/
 # sv_start.sh has the tight number); (b) joined children are held to the service's cap, and their supervisor's messages reach their stderr; (c) with the
-# shared supervisor killed, the next child starts its own and is capped.
+# shared supervisor killed, the next child starts its own and is capped; (d) reply-free
+# children do not wait; (e) a service without limits runs them as asked, no trampoline.
 # timeout: 60
 . "$(dirname "$0")/lib/ctl_lib.sh"
 need_prog sv_static
@@ -59,4 +60,18 @@ grep -q 'sendmsg(1017' "$T/rf.trace" || fail "the traced child handed no listene
 ! grep -Eq '(poll|recvfrom|recvmsg)\(' "$T/rf.trace" || fail "the traced child waited for the supervisor: $(cat "$T/rf.trace")"
 check_rate "a child after set added read=4MiB/s (the published filter followed)" $((2 * MiB)) \
   "$(printf '%s\n' "$out" | sed -n 's/.*secs=//p' | tail -1)" $((4 * MiB)) 0.8 1.2
+
+# (e) a service without limits: its static children need no supervisor, and they are
+# executed as asked, without bonsaictl's trampoline (an exec of it per child, ~8 ms);
+# by execve and by posix_spawn (Python's subprocess) alike. With a limit set later, the
+# next child is supervised (through the trampoline: the first of its service).
+"$CTL" run -s nolim -- sh -c "strace -f -qq -e trace=execve -o '$T/nl.trace' sh -c '$BB true; $BB true'; \
+   strace -f -qq -e trace=execve -o '$T/nl_spawn.trace' python3 -c 'import subprocess; subprocess.run([\"$BB\", \"true\"], check=True)'; \
+   '$CTL' set nolim 'write=1GiB/s' > /dev/null; strace -f -qq -e trace=execve -o '$T/nl_set.trace' sh -c '$BB true'" \
+  2> "$T/nl.err" || fail "an unlimited service's static children: $(cat "$T/nl.err")"
+[ "$(grep -c "execve(\"$BB\"" "$T/nl.trace")" = 2 ] || fail "the unlimited service's busybox was not executed twice as asked: $(cat "$T/nl.trace")"
+! grep -q 'sv-exec' "$T/nl.trace" "$T/nl_spawn.trace" || fail "an unlimited service's static child went through the trampoline: $(cat "$T/nl.trace" "$T/nl_spawn.trace")"
+grep -q "execve(\"$BB\"" "$T/nl_spawn.trace" || fail "posix_spawn did not run busybox: $(cat "$T/nl_spawn.trace")"
+grep -q 'sv-exec' "$T/nl_set.trace" || fail "after set added a limit, the static child was not supervised: $(cat "$T/nl_set.trace")"
+note "an unlimited service's static children run as asked (execve and posix_spawn); after set, supervised"
 exit 0

@@ -143,6 +143,10 @@ TEST_CASE("program_kind: made-up ELF files of both classes", "[program_kind]") {
     CHECK(sections(go_sections.path) == ProgramKind::Go);
     TempFile go_id(make({.sections = {".shstrtab", ".note.go.buildid"}}), 0755);
     CHECK(sections(go_id.path) == ProgramKind::Go);
+    // The library's look: a dynamic program's sections, not a static one's (supervised
+    // either way: static, Go or not).
+    CHECK(program_kind(go_sections.path.c_str(), GoLook::DynamicSections) == ProgramKind::Go);
+    CHECK(program_kind(go_id.path.c_str(), GoLook::DynamicSections) == ProgramKind::Static);
     TempFile plain_sections(make({.interp = true, .sections = {".text", ".go.buildinfox", ".shstrtab", ".go"}}), 0755);
     CHECK(sections(plain_sections.path) == ProgramKind::Dynamic);
     TempFile no_phdrs(make({.phnum_override = 0}), 0755);
@@ -223,8 +227,9 @@ TEST_CASE("program_kind: the system's programs, by note and by section names", "
       else CHECK(n == s);
       go += n == ProgramKind::Go;
       // The library's and bonsaictl's names for it: both read the section names (a
-      // dynamic Go program without a build id has no note).
-      CHECK(exec_kind_of(p.c_str()) == s);
+      // dynamic Go program without a build id has no note); the library not a static
+      // program's (supervised alike, Go's or not).
+      CHECK(exec_kind_of(p.c_str()) == (s == ProgramKind::Go && n == ProgramKind::Static ? ProgramKind::Static : s));
       CHECK(ctl::launch_inspect(p).kind == s);
     }
     closedir(d);
