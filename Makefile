@@ -362,7 +362,7 @@ deps-check: deps
 ifneq ($(filter bench,$(MAKECMDGOALS)),)
 BENCH_T0 := $(shell date +%s)
 endif
-bench: all $(UNIT_BIN) bench-helpers
+bench: all bench-helpers $(LIMITER_BENCH)
 	BENCH_T0=$(BENCH_T0) BONSAI_BUILD=$(OUT) bash bench/run.sh
 # The bench's C helpers (bench/helpers/*.c) and, with Go installed, gocopy; the scripts
 # build a missing or stale one themselves (lib/common.sh) when run alone, with these flags.
@@ -372,6 +372,12 @@ bench-helpers: $(addprefix $(BENCH_BIN)/,$(BENCH_HELPERS)) $(if $(shell command 
 $(BENCH_BIN)/%: bench/helpers/%.c
 	@mkdir -p $(@D)
 	$(Q)gcc -std=gnu11 -O2 -Wall -Wextra -U_FORTIFY_SOURCE -o $@ $< -lpthread -lm
+# The library's install cost (ctl_churn.sh): the unit tests' benchmark case alone, linked
+# with Catch2's main, not the whole unit_tests (~280 s more to compile on a fresh tree).
+LIMITER_BENCH := $(BENCH_BIN)/limiter_install_bench
+$(LIMITER_BENCH): $(OBJ)/tests/unit/main.o $(OBJ)/tests/unit/runtime_limiter_test.o $(CORE_OBJ) $(UNIT_LIB_OBJ) $(CTL_LIB_OBJ)
+	@mkdir -p $(@D)
+	$(call say,LINK,$@)$(CXX) $(OPT) -o $@ $^ $(UNIT_LDLIBS)
 $(BENCH_BIN)/gocopy: bench/helpers/gocopy.go
 	@mkdir -p $(@D)
 	$(Q)cd $(@D) && GOCACHE=$(abspath $(OUT))/bench/gocache go build -o gocopy $(abspath $<) || \

@@ -7,8 +7,8 @@
 #  2. 4 and 8 MiB/s alternating ~100 times a second: within 2% of the time-weighted mean
 #     of the caps in force (tests/integration/lib/set_churn.py times each set);
 #  3. what a `bonsaictl set` costs (wall time, process start included) and what an
-#     install costs the library (unit_tests '[runtime_limiter_bench]': rate-only and
-#     renumbering updates).
+#     install costs the library (the unit tests' '[runtime_limiter_bench]' case, built
+#     alone as bench/bin/limiter_install_bench: rate-only and renumbering updates).
 source "$(dirname "$0")/../lib/common.sh"
 service_bench churn
 # quick: ~300 sets a phase; full 10 s (20 before): 1,000 sets a phase hold the 1% bar
@@ -65,7 +65,11 @@ done
 kill "${pids[@]}"; wait 2>/dev/null; pids=()
 set_p50=$(sort -g "$BENCH_TMP/set_ms" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
 echo "set_wall_p50,$set_p50,ms,-,-" >> "$csv"
-install=$("$BUILD/unit_tests" '[runtime_limiter_bench]' 2>/dev/null | sed -n 's/^install_ns //p')
+# The unit tests' install benchmark, built alone for the bench (Makefile: LIMITER_BENCH);
+# the whole unit_tests has it too when this script runs by itself.
+ibench=$BUILD/bench/bin/limiter_install_bench
+[ -x "$ibench" ] || ibench=$BUILD/unit_tests
+install=$("$ibench" '[runtime_limiter_bench]' 2>/dev/null | sed -n 's/^install_ns //p')
 echo "install_ns,$install,ns,-,-" >> "$csv"
 summary_row "ctl churn: one bonsaictl set (wall, process start included); library install" "p50 ${set_p50} ms; ${install:-?} ns" "-" "-" "-"
 echo "ctl churn: same limit re-set at 100/s ${same_e}%, 4/8 alternating ${alt_e}% of the mean in force;" \
