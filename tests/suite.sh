@@ -84,7 +84,11 @@ built() {  # NAME
   fi
 }
 
+# Its tests that run alone (CPU-bound rates side by side) stop the background builds
+# meanwhile (run.sh, T_PAUSE_PGID); the others run beside them.
+export T_PAUSE_PGID=$bg
 suite integration $MAKE --no-print-directory B="$B" test-integration
+unset T_PAUSE_PGID
 if built prev; then
   [ "$(id -u)" != 0 ] || built prevdeb >/dev/null || echo "the previous release's package: see $logdir/build-prevdeb.log"
   suite upgrade $MAKE --no-print-directory B="$B" test-upgrade

@@ -48,7 +48,13 @@ case $san in
 esac
 pass=0 failed=0 skipped=0 failed_names=()
 logdir=$(mktemp -d "${TMPDIR:-/tmp}/bonsai-integ-logs.XXXXXX")
-trap 'rm -rf "$logdir"' EXIT
+# T_PAUSE_PGID: a process group to stop while a test runs alone (make test's background
+# builds, tests/suite.sh). At the lowest CPU priority they still slow a CPU-bound test on
+# this kind of VM (t_compress_repeat's probe judged zstd:3 by its rate under two idle
+# compilers and kept lz4: failed twice in a row in CI). Continued on any exit.
+pause_bg() { [ -z "${T_PAUSE_PGID:-}" ] || kill -STOP -- "-$T_PAUSE_PGID" 2>/dev/null || true; }
+resume_bg() { [ -z "${T_PAUSE_PGID:-}" ] || kill -CONT -- "-$T_PAUSE_PGID" 2>/dev/null || true; }
+trap 'resume_bg; rm -rf "$logdir"' EXIT
 
 # The tests to run: "TIMEOUT NAME" lines, alone ones and shared ones apart.
 alone=() shared=()
@@ -126,7 +132,12 @@ run_list() {  # LANES LINE...
   while [ "${#pid_name[@]}" -gt 0 ]; do reap_one; done
 }
 
-((${#alone[@]})) && run_list 1 "${alone[@]}"
+
+if ((${#alone[@]})); then
+  pause_bg
+  run_list 1 "${alone[@]}"
+  resume_bg
+fi
 ((${#shared[@]})) && run_list "$jobs" "${shared[@]}"
 
 # A failed test runs once more, alone (at most six of them), on a machine the other tests no longer load
@@ -138,6 +149,7 @@ flaky_names=()
 if [ "${T_RERUN:-1}" = 1 ] && ((${#failed_names[@]})) && ((${#failed_names[@]} <= 6)); then
   first_failed=("${failed_names[@]}")
   failed_names=()
+  pause_bg
   for n in "${first_failed[@]}"; do
     cp "$logdir/$n.log" "$logdir/$n.first.log"
     echo "rerun, alone: $n"
@@ -147,6 +159,7 @@ if [ "${T_RERUN:-1}" = 1 ] && ((${#failed_names[@]})) && ((${#failed_names[@]} <
       awk -v d="$timeout_s" -v f="$san_factor" '{ d = $1 } END { print d * f }') $n"
     [ "$failed" -eq "$f0" ] && flaky_names+=("$n")
   done
+  resume_bg
 fi
 echo "$pass passed, $failed failed, $skipped skipped"
 for n in "${flaky_names[@]}"; do
