@@ -16,7 +16,8 @@
 # 2-core machine, never under 30 s); T_TIMEOUT (seconds, default 120) applies only to a
 # test without one. Env: BONSAI_BUILD (required), T_FILTER (a grep pattern on test
 # names), T_TIMEOUT, T_JOBS (1: one at a time, in name order), V=1 (show output),
-# T_RERUN=0 (a failed test is not run again alone; see the end of this file).
+# T_RERUN=0 (a failed test is not run again alone; see the end of this file),
+# T_PAUSE_PGID (a process group stopped while tests run alone: make test's background builds).
 # Sourced libraries and helper programs live in lib/.
 #
 # BONSAI_SANITIZER=asan|tsan (run_sanitized.sh): only the C-program hardening tests (a
